@@ -1,0 +1,41 @@
+# The two commands of README.md: `make run` and `make test`. Everything a fresh
+# machine lacks is installed by the targets themselves.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+KOPF_FLAGS ?= --all-namespaces
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint unit mariadb clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+## Runs the operator against the current kubeconfig (SQLite unless JOBARCHIVE_DB_URL says otherwise).
+run: install
+	$(VENV)/bin/kopf run $(KOPF_FLAGS) operator/main.py
+
+lint: install
+	$(VENV)/bin/ruff check operator tests
+	$(VENV)/bin/ruff format --check operator tests
+	$(VENV)/bin/mypy
+
+mariadb:
+	tests/ensure-mariadb.sh
+
+## Lint, then every test. pytest's exit code 5 (nothing collected) is a failure here.
+test: install lint mariadb
+	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
+	exit $$rc
+
+unit: install
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info operator/*.egg-info

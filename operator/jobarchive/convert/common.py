@@ -1,0 +1,111 @@
+"""Tolerant readers of untrusted Kubernetes structures, shared by the converters.
+
+The readers never raise on a wrong type: a field of the wrong type reads as
+absent. Only the identity of an object (name, uid, resourceVersion) is
+mandatory; without it the object cannot be stored and ``InvalidObject`` says why.
+"""
+
+import datetime
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from jobarchive import models
+
+TERMINAL_STATUSES = frozenset({"Succeeded", "Failed"})
+STOPPED = "Stopped"
+
+
+class InvalidObject(ValueError):
+    """The object cannot become a row; the message says why."""
+
+
+def mapping(value: object) -> Mapping[str, Any]:
+    """The value if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def sequence(value: object) -> list[Any]:
+    """The value if it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def text(value: object) -> str | None:
+    """The value if it is a string, made safe for utf8mb4 (lone surrogates replaced)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def clip(value: str | None, length: int) -> str | None:
+    """Cut free text that is descriptive, not identifying, to its column's width."""
+    if value is None or len(value) <= length:
+        return value
+    return value[: length - 1] + "…"
+
+
+def integer(value: object) -> int | None:
+    """The value if it is a JSON integer (booleans are not)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def timestamp(value: object) -> datetime.datetime | None:
+    """Parse an RFC 3339 Time or MicroTime to an aware UTC datetime; None if unparseable."""
+    raw = text(value)
+    if not raw:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    try:
+        return parsed.astimezone(datetime.UTC)
+    except OverflowError:
+        return None
+
+
+def required(meta: Mapping[str, Any], field: str, length: int) -> str:
+    """A mandatory identifying string of metadata: present, non-empty, fitting its column."""
+    value = text(meta.get(field))
+    if not value:
+        raise InvalidObject(f"metadata.{field} is missing or not a string")
+    if len(value) > length:
+        raise InvalidObject(f"metadata.{field} is {len(value)} characters, over {length}")
+    return value
+
+
+def identity(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns every row takes from metadata: name, namespace, version, gmt_created.
+
+    The uid is read by each converter under its own column name.
+    """
+    meta = mapping(obj.get("metadata"))
+    return {
+        "name": required(meta, "name", models.NAME_LENGTH),
+        "namespace": clip(text(meta.get("namespace")), models.NAMESPACE_LENGTH) or "",
+        "version": required(meta, "resourceVersion", models.VERSION_LENGTH),
+        "gmt_created": timestamp(meta.get("creationTimestamp")),
+    }
+
+
+def uid(obj: Mapping[str, Any]) -> str:
+    """The object's uid, mandatory."""
+    return required(mapping(obj.get("metadata")), "uid", models.UID_LENGTH)
+
+
+def mark_gone(row: MutableMapping[str, Any], now: datetime.datetime) -> None:
+    """Turn a job or pod row into its final form once the object is gone (decision 4).
+
+    A terminal status is kept; any other becomes ``Stopped`` finished now.
+    """
+    row["deleted"] = True
+    row["is_in_etcd"] = False
+    if row.get("status") not in TERMINAL_STATUSES:
+        row["status"] = STOPPED
+        if row.get("gmt_finished") is None:
+            row["gmt_finished"] = now

@@ -1,0 +1,106 @@
+"""core/v1 Event -> ``event_info`` row.
+
+Events written through events.k8s.io and read through core/v1 leave
+``count``, ``firstTimestamp`` and ``lastTimestamp`` empty and carry ``series``
+and ``eventTime`` instead; both shapes give the same row. The events.k8s.io
+field names (``regarding``, ``note``, ``deprecated*``) are read too, so an Event
+in either API's shape converts.
+"""
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from jobarchive import models
+from jobarchive.convert.common import (
+    InvalidObject,
+    clip,
+    identity,
+    integer,
+    mapping,
+    text,
+    timestamp,
+    uid,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class InvolvedObject:
+    """What an Event is about."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+def involved_object(event: Mapping[str, Any]) -> InvolvedObject:
+    """The object the Event is about; raises InvalidObject when it names none."""
+    raw = mapping(event.get("involvedObject")) or mapping(event.get("regarding"))
+    meta = mapping(event.get("metadata"))
+    kind = text(raw.get("kind"))
+    name = text(raw.get("name"))
+    if not kind or not name:
+        raise InvalidObject("involvedObject has no kind or name")
+    if len(name) > models.NAME_LENGTH or len(kind) > models.KIND_LENGTH:
+        raise InvalidObject("involvedObject's kind or name is too long for a Kubernetes object")
+    namespace = text(raw.get("namespace")) or text(meta.get("namespace")) or ""
+    return InvolvedObject(
+        api_version=text(raw.get("apiVersion")) or "",
+        kind=kind,
+        namespace=clip(namespace, models.NAMESPACE_LENGTH) or "",
+        name=name,
+        uid=clip(text(raw.get("uid")), models.UID_LENGTH) or "",
+    )
+
+
+def event_row(event: Mapping[str, Any], region: str | None) -> dict[str, Any]:
+    """The ``event_info`` row of an Event."""
+    involved = involved_object(event)
+    series = mapping(event.get("series"))
+    base = identity(event)
+    if len(base["name"]) > models.EVENT_NAME_LENGTH:
+        raise InvalidObject("metadata.name is too long")
+    event_time = timestamp(event.get("eventTime"))
+    first = (
+        timestamp(event.get("firstTimestamp"))
+        or timestamp(event.get("deprecatedFirstTimestamp"))
+        or event_time
+        or base["gmt_created"]
+    )
+    last = (
+        timestamp(event.get("lastTimestamp"))
+        or timestamp(event.get("deprecatedLastTimestamp"))
+        or timestamp(series.get("lastObservedTime"))
+        or event_time
+        or first
+    )
+    count = (
+        _positive(event.get("count"))
+        or _positive(event.get("deprecatedCount"))
+        or _positive(series.get("count"))
+        or 1
+    )
+    return {
+        "event_id": uid(event),
+        "version": base["version"],
+        "name": base["name"],
+        "gmt_created": base["gmt_created"],
+        "kind": involved.kind,
+        "type": clip(text(event.get("type")), models.SHORT_TEXT_LENGTH) or "",
+        "obj_namespace": involved.namespace,
+        "obj_name": involved.name,
+        "obj_uid": involved.uid,
+        "reason": clip(text(event.get("reason")), models.SHORT_TEXT_LENGTH) or "",
+        "message": text(event.get("message")) or text(event.get("note")) or "",
+        "count": min(count, 2**31 - 1),
+        "region": clip(region, models.SHORT_TEXT_LENGTH),
+        "first_timestamp": first,
+        "last_timestamp": last,
+    }
+
+
+def _positive(value: object) -> int | None:
+    number = integer(value)
+    return number if number is not None and number > 0 else None

@@ -1,0 +1,158 @@
+"""Pod -> ``replica_info`` row, and which tracked job a pod belongs to.
+
+A pod belongs to a tracked job when its controller ownerReference names a
+tracked kind (the job's uid is then in the reference), or when a training label
+names the job: ``training.kubeflow.org/job-name`` (an MPIJob v2 launcher is owned
+by a batch Job but labelled so), or KubeDL's ``job-name`` together with its
+``replica-type`` label. ``job-name`` alone is not enough: the batch Job
+controller puts that label on every pod it creates.
+"""
+
+import dataclasses
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from jobarchive import models
+from jobarchive.convert.common import (
+    clip,
+    identity,
+    integer,
+    mapping,
+    sequence,
+    text,
+    timestamp,
+    uid,
+)
+from jobarchive.convert.resources import effective_resources, resources_json
+from jobarchive.kinds import JobKind, KindRegistry
+
+KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
+KUBEDL_JOB_NAME = "job-name"
+REPLICA_TYPE_LABELS = (
+    "training.kubeflow.org/replica-type",
+    "replica-type",
+    "training.kubeflow.org/job-role",
+)
+PENDING = "Pending"
+FAILED = "Failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnerLink:
+    """The pod's controller is a tracked job: its uid is known."""
+
+    job_uid: str
+    kind: JobKind
+
+
+@dataclasses.dataclass(frozen=True)
+class NameLink:
+    """A training label names the pod's job; its uid must be looked up by name."""
+
+    namespace: str
+    job_name: str
+
+
+def pod_job_link(pod: Mapping[str, Any], kinds: KindRegistry) -> OwnerLink | NameLink | None:
+    """How the pod links to a tracked job, or None when it does not belong to one."""
+    meta = mapping(pod.get("metadata"))
+    owner = kinds.find_owner(meta.get("ownerReferences"))
+    if owner is not None:
+        owner_uid = text(owner.get("uid"))
+        kind = kinds.find(owner.get("apiVersion"), owner.get("kind"))
+        if owner_uid and kind is not None:
+            return OwnerLink(owner_uid, kind)
+    labels = mapping(meta.get("labels"))
+    namespace = text(meta.get("namespace")) or ""
+    job_name = text(labels.get(KUBEFLOW_JOB_NAME))
+    if not job_name and "replica-type" in labels:
+        job_name = text(labels.get(KUBEDL_JOB_NAME))
+    if job_name:
+        return NameLink(namespace, job_name)
+    return None
+
+
+def pod_row(
+    pod: Mapping[str, Any], job_uid: str, main_container: str | None, region: str | None
+) -> dict[str, Any]:
+    """The ``replica_info`` row of a pod of the job ``job_uid``."""
+    meta = mapping(pod.get("metadata"))
+    spec = mapping(pod.get("spec"))
+    status = mapping(pod.get("status"))
+    labels = mapping(meta.get("labels"))
+    containers = [mapping(c) for c in sequence(spec.get("containers"))]
+    main_spec = _main(containers, main_container)
+    main_name = text(main_spec.get("name"))
+    statuses = [mapping(s) for s in sequence(status.get("containerStatuses"))]
+    main_status = next((s for s in statuses if main_name and s.get("name") == main_name), {})
+    phase = text(status.get("phase")) or PENDING
+    row = identity(pod)
+    row.update(
+        pod_id=uid(pod),
+        job_id=clip(job_uid, models.UID_LENGTH),
+        status=clip(phase, models.STATUS_LENGTH),
+        image=text(main_spec.get("image")) or "",
+        replica_type=clip(_replica_type(labels), models.LABEL_VALUE_LENGTH) or "",
+        resources=resources_json(effective_resources(spec)),
+        host_ip=clip(text(status.get("hostIP")), models.IP_LENGTH),
+        pod_ip=clip(text(status.get("podIP")), models.IP_LENGTH),
+        deploy_region=clip(region, models.SHORT_TEXT_LENGTH),
+        deleted=meta.get("deletionTimestamp") is not None,
+        is_in_etcd=True,
+        remark=_remark(status, main_status, statuses) if phase == FAILED else None,
+        gmt_started=timestamp(status.get("startTime")),
+        gmt_finished=_finished_at(main_status),
+    )
+    return row
+
+
+def _main(containers: list[Mapping[str, Any]], name: str | None) -> Mapping[str, Any]:
+    for container in containers:
+        if name and container.get("name") == name:
+            return container
+    return containers[0] if containers else {}
+
+
+def _replica_type(labels: Mapping[str, Any]) -> str | None:
+    for label in REPLICA_TYPE_LABELS:
+        value = text(labels.get(label))
+        if value:
+            return value
+    return None
+
+
+def _terminated(container_status: Mapping[str, Any]) -> Mapping[str, Any]:
+    return mapping(mapping(container_status.get("state")).get("terminated"))
+
+
+def _finished_at(main_status: Mapping[str, Any]) -> datetime.datetime | None:
+    return timestamp(_terminated(main_status).get("finishedAt"))
+
+
+def _remark(
+    status: Mapping[str, Any],
+    main_status: Mapping[str, Any],
+    statuses: list[Mapping[str, Any]],
+) -> str | None:
+    """Why a pod failed: its main container's termination, else a failed container's, else
+    the pod's own reason (an eviction, say)."""
+    candidates = [main_status, *(s for s in statuses if s is not main_status)]
+    for container_status in candidates:
+        terminated = _terminated(container_status)
+        exit_code = integer(terminated.get("exitCode"))
+        if terminated and exit_code != 0:
+            return _describe(text(terminated.get("reason")), exit_code, terminated.get("message"))
+    reason = text(status.get("reason"))
+    message = text(status.get("message"))
+    if reason or message:
+        return _describe(reason, None, message)
+    return None
+
+
+def _describe(reason: str | None, exit_code: int | None, message: object) -> str:
+    head = reason or "Failed"
+    if exit_code is not None:
+        head = f"{head} (exit code {exit_code})"
+    detail = text(message)
+    return f"{head}: {detail}" if detail else head

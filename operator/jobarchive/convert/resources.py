@@ -1,0 +1,86 @@
+"""The effective resources of a pod (or pod template), as the scheduler accounts them.
+
+Per resource name, for requests and limits separately: the larger of
+(a) the sum over the regular containers plus every sidecar (an init container with
+``restartPolicy: Always``), and (b) for each ordinary init container, its own
+amount plus the sidecars started before it. A container's request defaults to its
+limit, as the API server's defaulting does. Pod-level ``spec.resources``, where
+set, wins for the resources it names. Quantities are printed canonically.
+"""
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jobarchive.convert.common import mapping, sequence
+from jobarchive.convert.quantities import Quantity, parse_quantity
+
+Amounts = dict[str, Quantity]
+
+
+def effective_resources(pod_spec: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """``{"requests": {...}, "limits": {...}}`` of a pod spec, canonical quantities."""
+    containers = [mapping(c) for c in sequence(pod_spec.get("containers"))]
+    init_containers = [mapping(c) for c in sequence(pod_spec.get("initContainers"))]
+    pod_level = mapping(pod_spec.get("resources"))
+    result: dict[str, dict[str, str]] = {}
+    for which in ("requests", "limits"):
+        amounts = _effective(which, containers, init_containers)
+        amounts.update(_amounts(mapping(pod_level.get(which))))
+        result[which] = {name: str(amounts[name]) for name in sorted(amounts)}
+    return result
+
+
+def resources_json(value: object) -> str:
+    """Serialize a resources structure compactly and deterministically."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _effective(
+    which: str, containers: list[Mapping[str, Any]], init_containers: list[Mapping[str, Any]]
+) -> Amounts:
+    running: Amounts = {}
+    for container in containers:
+        _add_into(running, _container_amounts(container, which))
+    peak: Amounts = {}
+    sidecars: Amounts = {}
+    for container in init_containers:
+        own = _container_amounts(container, which)
+        if container.get("restartPolicy") == "Always":
+            _add_into(sidecars, own)
+            _add_into(running, own)
+            continue
+        starting = dict(sidecars)
+        _add_into(starting, own)
+        _max_into(peak, starting)
+    _max_into(running, peak)
+    return running
+
+
+def _container_amounts(container: Mapping[str, Any], which: str) -> Amounts:
+    resources = mapping(container.get("resources"))
+    amounts = _amounts(mapping(resources.get(which)))
+    if which == "requests":
+        for name, limit in _amounts(mapping(resources.get("limits"))).items():
+            amounts.setdefault(name, limit)
+    return amounts
+
+
+def _amounts(raw: Mapping[str, Any]) -> Amounts:
+    amounts: Amounts = {}
+    for name, value in raw.items():
+        quantity = parse_quantity(value)
+        if isinstance(name, str) and quantity is not None:
+            amounts[name] = quantity
+    return amounts
+
+
+def _add_into(total: Amounts, more: Amounts) -> None:
+    for name, quantity in more.items():
+        total[name] = total[name] + quantity if name in total else quantity
+
+
+def _max_into(total: Amounts, candidate: Amounts) -> None:
+    for name, quantity in candidate.items():
+        if name not in total or quantity.value > total[name].value:
+            total[name] = quantity

@@ -1,0 +1,79 @@
+"""Kopf bindings: one ``@kopf.on.event`` handler per tracked kind, plus Pods and Events.
+
+Only event-watching handlers are used (DESIGN decision 1): they keep no state on
+the objects, so Kopf never patches, annotates or finalizes anything it watches.
+Kopf's posting of Kubernetes Events is turned off, or it would write Events about
+its own handling, which this operator watches. Its finalizer name is set to one
+no one else uses, because Kopf strips its configured finalizer from objects that
+carry it when no handler needs it.
+
+Handlers are registered when this module is imported, for the kinds the
+configuration names; ``operator/main.py`` imports it.
+"""
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import kopf
+
+from jobarchive import config, db
+from jobarchive.attribution import Attribution
+from jobarchive.kinds import JobKind
+from jobarchive.recorder import Recorder
+from jobarchive.store import Store
+
+SETTINGS = config.load()
+RECORDER = Recorder(SETTINGS, Store(), Attribution())
+FINALIZER = "jobarchive.kubeflow.org/never-set"
+
+EventHandler = Callable[..., Awaitable[None]]
+
+
+@kopf.on.startup()
+async def start(
+    settings: kopf.OperatorSettings, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+) -> None:
+    """Configure Kopf as a passive observer, then open the database and create the schema."""
+    settings.posting.enabled = False
+    settings.persistence.finalizer = FINALIZER
+    # Kopf logs every handler run of every watched object at INFO; at the rate pods and
+    # Events arrive that costs real time and drowns the lines that matter.
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    await db.open_database(SETTINGS.db_url)
+    logger.info(
+        "Recording %d job kinds, their pods and Events (region: %s)",
+        len(SETTINGS.kinds),
+        SETTINGS.region or "-",
+    )
+
+
+@kopf.on.cleanup()
+async def stop(**_: Any) -> None:
+    """Close the database connections."""
+    await db.close_database()
+
+
+def _job_handler(kind: JobKind) -> EventHandler:
+    async def record_job(type: str | None, body: kopf.Body, **_: Any) -> None:
+        await RECORDER.job(kind, type, body)
+
+    return record_job
+
+
+for _kind in SETTINGS.kinds:
+    kopf.on.event(_kind.group, _kind.version, _kind.plural, id=f"{_kind.plural}.{_kind.group}")(
+        _job_handler(_kind)
+    )
+
+
+@kopf.on.event("v1", "pods")
+async def record_pod(type: str | None, body: kopf.Body, **_: Any) -> None:
+    """Record a pod if it belongs to a tracked job."""
+    await RECORDER.pod(type, body)
+
+
+@kopf.on.event("v1", "events")
+async def record_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+    """Record an Event about a tracked job or one of its pods."""
+    await RECORDER.event(type, body)

@@ -1,0 +1,139 @@
+"""The registry of tracked training-job kinds.
+
+A kind is identified by its API group and kind name, never by the kind alone:
+``TFJob`` exists both in Kubeflow's ``kubeflow.org`` and KubeDL's
+``training.kubedl.io``. The version is only what the operator watches; an
+ownerReference naming another served version of the same group and kind still
+links a pod to its job.
+
+Every built-in kind follows the Kubeflow v1 shape: replica specs in a map under
+one spec key, conditions in ``status.conditions``. More kinds of that shape can be
+added through configuration (``JOBARCHIVE_EXTRA_KINDS``) without code.
+"""
+
+import dataclasses
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class JobKind:
+    """One tracked job kind and what the converters need to read it."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    replica_specs_key: str
+    main_container: str
+
+    @property
+    def api_version(self) -> str:
+        """The ``group/version`` string as Kubernetes writes it in apiVersion."""
+        return f"{self.group}/{self.version}"
+
+
+BUILTIN_KINDS: tuple[JobKind, ...] = (
+    JobKind("kubeflow.org", "v1", "tfjobs", "TFJob", "tfReplicaSpecs", "tensorflow"),
+    JobKind("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", "pytorchReplicaSpecs", "pytorch"),
+    JobKind("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob", "xgbReplicaSpecs", "xgboost"),
+    JobKind("kubeflow.org", "v1", "paddlejobs", "PaddleJob", "paddleReplicaSpecs", "paddle"),
+    JobKind("kubeflow.org", "v1", "jaxjobs", "JAXJob", "jaxReplicaSpecs", "jax"),
+    JobKind("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", "mpiReplicaSpecs", "mpi"),
+    JobKind("training.kubedl.io", "v1alpha1", "tfjobs", "TFJob", "tfReplicaSpecs", "tensorflow"),
+    JobKind(
+        "training.kubedl.io",
+        "v1alpha1",
+        "pytorchjobs",
+        "PyTorchJob",
+        "pytorchReplicaSpecs",
+        "pytorch",
+    ),
+    JobKind(
+        "training.kubedl.io",
+        "v1alpha1",
+        "xgboostjobs",
+        "XGBoostJob",
+        "xgbReplicaSpecs",
+        "xgboostjob",
+    ),
+    JobKind("training.kubedl.io", "v1alpha1", "xdljobs", "XDLJob", "xdlReplicaSpecs", "xdl"),
+    JobKind("training.kubedl.io", "v1alpha1", "marsjobs", "MarsJob", "marsReplicaSpecs", "mars"),
+    JobKind(
+        "training.kubedl.io",
+        "v1alpha1",
+        "elasticdljobs",
+        "ElasticDLJob",
+        "elasticdlReplicaSpecs",
+        "elasticdl",
+    ),
+    JobKind("training.kubedl.io", "v1alpha1", "mpijobs", "MPIJob", "mpiReplicaSpecs", "mpi"),
+)
+
+_EXTRA_KIND_FIELDS = tuple(field.name for field in dataclasses.fields(JobKind))
+
+
+def parse_extra_kinds(text: str) -> tuple[JobKind, ...]:
+    """Parse ``JOBARCHIVE_EXTRA_KINDS``: a JSON list of objects with JobKind's fields.
+
+    Raises ValueError with a message naming the offending entry and field.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at position {exc.pos})") from None
+    if not isinstance(data, list):
+        raise ValueError("must be a JSON list of objects")
+    return tuple(_parse_extra_kind(index, entry) for index, entry in enumerate(data))
+
+
+def _parse_extra_kind(index: int, entry: Any) -> JobKind:
+    if not isinstance(entry, dict):
+        raise ValueError(f"entry {index} is not a JSON object")
+    unknown = set(entry) - set(_EXTRA_KIND_FIELDS)
+    if unknown:
+        raise ValueError(f"entry {index} has unknown fields: {', '.join(sorted(unknown))}")
+    values: dict[str, str] = {}
+    for name in _EXTRA_KIND_FIELDS:
+        value = entry.get(name)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"entry {index} needs a non-empty string {name!r}")
+        values[name] = value
+    return JobKind(**values)
+
+
+class KindRegistry:
+    """Lookups over the tracked kinds: by (group, kind) and by apiVersion + kind."""
+
+    def __init__(self, kinds: Iterable[JobKind]) -> None:
+        self._by_group_kind: dict[tuple[str, str], JobKind] = {}
+        for job_kind in kinds:
+            key = (job_kind.group, job_kind.kind)
+            if key in self._by_group_kind:
+                raise ValueError(f"kind {job_kind.kind} of group {job_kind.group} is listed twice")
+            self._by_group_kind[key] = job_kind
+
+    def __iter__(self) -> Iterator[JobKind]:
+        return iter(self._by_group_kind.values())
+
+    def __len__(self) -> int:
+        return len(self._by_group_kind)
+
+    def find(self, api_version: object, kind: object) -> JobKind | None:
+        """The tracked kind an apiVersion/kind pair names, whatever its version; else None."""
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            return None
+        group = api_version.rpartition("/")[0]
+        return self._by_group_kind.get((group, kind))
+
+    def find_owner(self, owner_references: object) -> Mapping[str, Any] | None:
+        """The controller ownerReference that names a tracked kind, if any."""
+        if not isinstance(owner_references, list):
+            return None
+        for ref in owner_references:
+            if isinstance(ref, dict) and ref.get("controller") is True:
+                if self.find(ref.get("apiVersion"), ref.get("kind")) is not None:
+                    return ref
+                return None
+        return None

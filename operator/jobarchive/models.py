@@ -1,0 +1,157 @@
+"""The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``.
+
+Column names are KubeDL's (its ``dmo`` package), so KubeDL's consumers keep
+working; widths follow what Kubernetes allows, not the seed's guesses (DESIGN
+decision 6): object names up to 253 characters, free text as LONGTEXT. Python
+attribute names equal column names on purpose: Tortoise's migrations misname
+fields that use ``source_field``.
+
+Timestamps: ``gmt_modified`` on every write and ``gmt_created`` when the object
+gave none are stamped by ``Stamped.stamp``. ``save()`` calls it, and so does the
+store's bulk upsert for every row, so no write path can leave them stale.
+"""
+
+import datetime
+from collections.abc import Iterable, MutableMapping
+from typing import Any
+
+from tortoise import fields
+from tortoise.backends.base.client import BaseDBAsyncClient
+from tortoise.models import Model
+
+# Kubernetes object names (DNS subdomains) are at most 253 characters.
+NAME_LENGTH = 253
+NAMESPACE_LENGTH = 128
+UID_LENGTH = 64
+VERSION_LENGTH = 255
+KIND_LENGTH = 63
+LABEL_VALUE_LENGTH = 63
+SHORT_TEXT_LENGTH = 255
+# A condition type may be a qualified name: a 253-character prefix, '/', 63 characters.
+STATUS_LENGTH = 320
+# Core Event names are "<involved object name>.<hex>": longer than any object name.
+EVENT_NAME_LENGTH = 512
+IP_LENGTH = 64
+
+
+def utcnow() -> datetime.datetime:
+    """The current time in UTC, timezone-aware."""
+    return datetime.datetime.now(tz=datetime.UTC)
+
+
+class Stamped(Model):
+    """Base of every table: the two bookkeeping timestamps and their stamping."""
+
+    gmt_created = fields.DatetimeField()
+    gmt_modified = fields.DatetimeField()
+
+    class Meta:
+        abstract = True
+
+    @staticmethod
+    def stamp(row: MutableMapping[str, Any], now: datetime.datetime | None = None) -> None:
+        """Stamp a row's timestamps in place: gmt_modified always, gmt_created if unset."""
+        now = now or utcnow()
+        row["gmt_modified"] = now
+        if row.get("gmt_created") is None:
+            row["gmt_created"] = now
+
+    async def save(
+        self,
+        using_db: BaseDBAsyncClient | None = None,
+        update_fields: Iterable[str] | None = None,
+        force_create: bool = False,
+        force_update: bool = False,
+    ) -> None:
+        """Stamp the timestamps, then save as Tortoise does."""
+        stamps: dict[str, Any] = {"gmt_created": self.gmt_created}
+        self.stamp(stamps)
+        self.gmt_created = stamps["gmt_created"]
+        self.gmt_modified = stamps["gmt_modified"]
+        if update_fields is not None:
+            update_fields = [*update_fields, "gmt_modified"]
+        await super().save(
+            using_db=using_db,
+            update_fields=update_fields,
+            force_create=force_create,
+            force_update=force_update,
+        )
+
+
+class Job(Stamped):
+    """A training job (``job_info``): one row per job uid."""
+
+    id = fields.BigIntField(primary_key=True)
+    name = fields.CharField(max_length=NAME_LENGTH)
+    namespace = fields.CharField(max_length=NAMESPACE_LENGTH)
+    job_id = fields.CharField(max_length=UID_LENGTH, unique=True)
+    version = fields.CharField(max_length=VERSION_LENGTH)
+    status = fields.CharField(max_length=STATUS_LENGTH)
+    kind = fields.CharField(max_length=KIND_LENGTH)
+    resources = fields.TextField()
+    deploy_region = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    tenant = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    owner = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    deleted = fields.BooleanField(default=False)
+    is_in_etcd = fields.BooleanField(default=True)
+    gmt_finished = fields.DatetimeField(null=True)
+
+    class Meta:
+        table = "job_info"
+        indexes = (("namespace", "name"), ("status",), ("gmt_created",))
+
+
+class Pod(Stamped):
+    """A pod of a tracked job (``replica_info``): one row per pod uid."""
+
+    id = fields.BigIntField(primary_key=True)
+    name = fields.CharField(max_length=NAME_LENGTH)
+    namespace = fields.CharField(max_length=NAMESPACE_LENGTH)
+    pod_id = fields.CharField(max_length=UID_LENGTH, unique=True)
+    version = fields.CharField(max_length=VERSION_LENGTH)
+    status = fields.CharField(max_length=STATUS_LENGTH)
+    image = fields.TextField()
+    job_id = fields.CharField(max_length=UID_LENGTH)
+    replica_type = fields.CharField(max_length=LABEL_VALUE_LENGTH)
+    resources = fields.TextField()
+    host_ip = fields.CharField(max_length=IP_LENGTH, null=True)
+    pod_ip = fields.CharField(max_length=IP_LENGTH, null=True)
+    deploy_region = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    deleted = fields.BooleanField(default=False)
+    is_in_etcd = fields.BooleanField(default=True)
+    remark = fields.TextField(null=True)
+    gmt_started = fields.DatetimeField(null=True)
+    gmt_finished = fields.DatetimeField(null=True)
+
+    class Meta:
+        table = "replica_info"
+        indexes = (("job_id",),)
+
+
+class Event(Stamped):
+    """A core/v1 Event about a tracked job or one of its pods (``event_info``).
+
+    The seed stored ``count`` in the ``reason`` column (two fields, one column);
+    here it has its own. ``event_id`` (the Event's uid) is the identity: a repeated
+    Event updates its one row.
+    """
+
+    id = fields.BigIntField(primary_key=True)
+    event_id = fields.CharField(max_length=UID_LENGTH, unique=True)
+    version = fields.CharField(max_length=VERSION_LENGTH)
+    name = fields.CharField(max_length=EVENT_NAME_LENGTH)
+    kind = fields.CharField(max_length=KIND_LENGTH)
+    type = fields.CharField(max_length=SHORT_TEXT_LENGTH)
+    obj_namespace = fields.CharField(max_length=NAMESPACE_LENGTH)
+    obj_name = fields.CharField(max_length=NAME_LENGTH)
+    obj_uid = fields.CharField(max_length=UID_LENGTH)
+    reason = fields.CharField(max_length=SHORT_TEXT_LENGTH)
+    message = fields.TextField()
+    count = fields.IntField()
+    region = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    first_timestamp = fields.DatetimeField(null=True)
+    last_timestamp = fields.DatetimeField(null=True)
+
+    class Meta:
+        table = "event_info"
+        indexes = (("obj_uid",), ("last_timestamp",))

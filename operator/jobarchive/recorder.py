@@ -1,0 +1,154 @@
+"""From one watch event to stored rows: convert, attribute, gone-mark, upsert.
+
+The Kopf handlers call one method per watched resource and nothing else; this is
+where the decisions of DESIGN.md meet: DELETED marks the row gone (decision 4),
+pods and Events are stored only when they belong to a tracked job, and what
+cannot be attributed yet waits in ``Attribution`` instead of being dropped.
+
+An object that cannot be converted is logged with its kind, namespace, name and
+the reason, and skipped; it never raises into Kopf.
+"""
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from jobarchive import convert
+from jobarchive.attribution import UNRELATED, Attribution, Waiting
+from jobarchive.config import Settings
+from jobarchive.convert.common import mapping, text
+from jobarchive.kinds import JobKind
+from jobarchive.models import Event, Job, Pod, utcnow
+from jobarchive.store import Store
+
+logger = logging.getLogger(__name__)
+
+DELETED = "DELETED"
+
+
+def describe(kind: str, body: Mapping[str, Any]) -> str:
+    """``Kind namespace/name`` of an object, as far as it has them."""
+    meta = mapping(body.get("metadata"))
+    namespace = text(meta.get("namespace")) or "-"
+    name = text(meta.get("name")) or "<no name>"
+    return f"{kind} {namespace}/{name[:300]}"
+
+
+class Recorder:
+    """Records jobs, pods and Events as their watch events arrive."""
+
+    def __init__(self, settings: Settings, store: Store, attribution: Attribution) -> None:
+        self.settings = settings
+        self.store = store
+        self.attribution = attribution
+
+    async def job(self, kind: JobKind, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Store a job's state, then whatever pods were waiting for it."""
+        try:
+            row = convert.job_row(body, kind, self.settings.region)
+        except convert.InvalidObject as exc:
+            logger.warning("Skipping %s: %s", describe(kind.kind, body), exc)
+            return
+        gone = event_type == DELETED
+        if gone:
+            convert.mark_gone(row, utcnow())
+        await self.store.upsert(Job, [row])
+        released = self.attribution.job_seen(row["namespace"], row["name"], row["job_id"], gone)
+        if released:
+            # Pods that waited were linked by label, not owned by the job: their main
+            # container is not the kind's default (an MPIJob launcher's, say).
+            await self._pods(released, row["job_id"], None)
+
+    async def pod(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Store a pod of a tracked job, or let it wait for its job, or ignore it."""
+        pod_uid = text(mapping(body.get("metadata")).get("uid"))
+        if not pod_uid:
+            logger.warning("Skipping %s: metadata.uid is missing", describe("Pod", body))
+            return
+        link = convert.pod_job_link(body, self.settings.kinds)
+        if link is None:
+            self.attribution.pod_unrelated(pod_uid)
+            return
+        if isinstance(link, convert.OwnerLink):
+            now = Waiting(event_type, dict(body), 0.0)
+            await self._pods([now], link.job_uid, link.kind.main_container)
+            return
+        job_uid = self.attribution.job_uid(link.namespace, link.job_name)
+        if job_uid is None:
+            job_uid = await self.store.live_job_uid(link.namespace, link.job_name)
+        # Checked again after the await: the job may have been recorded meanwhile, and
+        # from here to wait_for_job nothing yields, so no release can slip between.
+        job_uid = self.attribution.job_uid(link.namespace, link.job_name) or job_uid
+        if job_uid is None:
+            self.attribution.wait_for_job(
+                link.namespace, link.job_name, pod_uid, event_type, dict(body)
+            )
+            self._sweep()
+            return
+        await self._pods([Waiting(event_type, dict(body), 0.0)], job_uid, None)
+
+    async def event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Store an Event about a tracked job or a pod of one; let it wait for an unseen pod."""
+        try:
+            involved = convert.involved_object(body)
+        except convert.InvalidObject as exc:
+            logger.warning("Skipping %s: %s", describe("Event", body), exc)
+            return
+        if self.settings.kinds.find(involved.api_version, involved.kind) is not None:
+            await self._events([Waiting(event_type, dict(body), 0.0)])
+            return
+        if involved.kind != "Pod" or not involved.uid:
+            return
+        job_uid = self.attribution.pod_job(involved.uid)
+        if job_uid is None:
+            job_uid = await self.store.pod_job_uid(involved.uid)
+            job_uid = self.attribution.pod_job(involved.uid) or job_uid
+        if job_uid == UNRELATED:
+            return
+        if job_uid is not None:
+            await self._events([Waiting(event_type, dict(body), 0.0)])
+            return
+        event_uid = text(mapping(body.get("metadata")).get("uid"))
+        if not event_uid:
+            logger.warning("Skipping %s: metadata.uid is missing", describe("Event", body))
+            return
+        self.attribution.wait_for_pod(involved.uid, event_uid, event_type, dict(body))
+        self._sweep()
+
+    async def _pods(self, pods: list[Waiting], job_uid: str, main_container: str | None) -> None:
+        rows = []
+        for pod in pods:
+            try:
+                row = convert.pod_row(pod.body, job_uid, main_container, self.settings.region)
+            except convert.InvalidObject as exc:
+                logger.warning("Skipping %s: %s", describe("Pod", pod.body), exc)
+                continue
+            if pod.event_type == DELETED:
+                convert.mark_gone(row, utcnow())
+            rows.append(row)
+        await self.store.upsert(Pod, rows)
+        released: list[Waiting] = []
+        for row in rows:
+            released.extend(self.attribution.pod_tracked(row["pod_id"], job_uid))
+        if released:
+            await self._events(released)
+
+    async def _events(self, events: list[Waiting]) -> None:
+        rows = []
+        for event in events:
+            try:
+                rows.append(convert.event_row(event.body, self.settings.region))
+            except convert.InvalidObject as exc:
+                logger.warning("Skipping %s: %s", describe("Event", event.body), exc)
+        await self.store.upsert(Event, rows)
+
+    def _sweep(self) -> None:
+        expired = self.attribution.sweep()
+        if expired is not None and (expired.pods or expired.events):
+            logger.info(
+                "Gave up on %d pod(s) whose job and %d Event(s) whose pod "
+                "never appeared within %.0f s",
+                expired.pods,
+                expired.events,
+                self.attribution.ttl,
+            )

@@ -1,0 +1,156 @@
+"""The write path: multi-row upserts by uid with a stale-write guard, and the lookups
+the handlers need to attribute pods and Events to jobs.
+
+Upserts are hand-written SQL because Tortoise's ``bulk_create(update_fields=...)``
+emits MySQL 8 syntax that MariaDB rejects, and because the stale-write guard
+(DESIGN decision 3) must be evaluated by the database, row by row, against what is
+stored: a row whose stored resourceVersion is newer keeps every column.
+resourceVersions are compared as integers when both are decimal digit strings
+(shorter is smaller, then lexical, so no cast can overflow); otherwise the
+incoming write wins, as Kubernetes calls them opaque.
+
+Every row goes through ``Stamped.stamp`` here, the same code ``save()`` runs, so
+``gmt_modified`` is fresh on this path too. ``gmt_created`` is written on insert
+only.
+"""
+
+import dataclasses
+import datetime
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tortoise.backends.base.client import BaseDBAsyncClient
+
+from jobarchive import db
+from jobarchive.models import Event, Job, Pod, Stamped, utcnow
+
+logger = logging.getLogger(__name__)
+
+# Keeps one statement well under SQLite's 32,766 bound parameters and MySQL's packet size.
+ROWS_PER_STATEMENT = 500
+_INSERT_ONLY = frozenset({"gmt_created"})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Table:
+    """What the upsert needs to know of a model, computed once."""
+
+    name: str
+    columns: tuple[str, ...]
+    key: str
+    model: type[Stamped]
+
+
+def _table(model: type[Stamped], key: str) -> _Table:
+    columns = tuple(
+        column
+        for field, column in model._meta.fields_db_projection.items()
+        if field != model._meta.pk_attr
+    )
+    return _Table(model._meta.db_table, columns, key, model)
+
+
+TABLES: dict[type[Stamped], _Table] = {
+    Job: _table(Job, "job_id"),
+    Pod: _table(Pod, "pod_id"),
+    Event: _table(Event, "event_id"),
+}
+
+
+def _mysql_upsert(table: _Table, rows: int) -> str:
+    cols = ", ".join(f"`{c}`" for c in table.columns)
+    one = "(" + ", ".join(["%s"] * len(table.columns)) + ")"
+    old, new = "`version`", "VALUES(`version`)"
+    stale = (
+        f"({old} REGEXP '^[0-9]+$' AND {new} REGEXP '^[0-9]+$' AND "
+        f"(CHAR_LENGTH({new}) < CHAR_LENGTH({old}) OR "
+        f"(CHAR_LENGTH({new}) = CHAR_LENGTH({old}) AND {new} < {old})))"
+    )
+    # MySQL evaluates these assignments left to right and later ones see the values
+    # earlier ones wrote, so `version` is assigned last: the guard reads the old one.
+    updated = [
+        c for c in table.columns if c not in _INSERT_ONLY and c not in (table.key, "version")
+    ]
+    updated.append("version")
+    sets = ", ".join(f"`{c}` = IF({stale}, `{c}`, VALUES(`{c}`))" for c in updated)
+    values = ", ".join([one] * rows)
+    return f"INSERT INTO `{table.name}` ({cols}) VALUES {values} ON DUPLICATE KEY UPDATE {sets}"
+
+
+def _sqlite_upsert(table: _Table, rows: int) -> str:
+    cols = ", ".join(f'"{c}"' for c in table.columns)
+    one = "(" + ", ".join(["?"] * len(table.columns)) + ")"
+    old, new = f'"{table.name}"."version"', 'excluded."version"'
+    digits = "{0} <> '' AND {0} NOT GLOB '*[^0-9]*'"
+    stale = (
+        f"({digits.format(old)} AND {digits.format(new)} AND "
+        f"(length({new}) < length({old}) OR (length({new}) = length({old}) AND {new} < {old})))"
+    )
+    updated = [c for c in table.columns if c not in _INSERT_ONLY and c != table.key]
+    sets = ", ".join(f'"{c}" = excluded."{c}"' for c in updated)
+    values = ", ".join([one] * rows)
+    return (
+        f'INSERT INTO "{table.name}" ({cols}) VALUES {values} '
+        f'ON CONFLICT("{table.key}") DO UPDATE SET {sets} WHERE NOT {stale}'
+    )
+
+
+class Store:
+    """Writes rows and answers the attribution lookups, over the open Tortoise connection."""
+
+    def __init__(self, connection: BaseDBAsyncClient | None = None) -> None:
+        self._connection = connection
+
+    @property
+    def connection(self) -> BaseDBAsyncClient:
+        """The connection in use: the one given, else Tortoise's default."""
+        return self._connection or db.connection()
+
+    @property
+    def dialect(self) -> str:
+        """``mysql`` or ``sqlite``."""
+        return str(self.connection.capabilities.dialect)
+
+    async def upsert(self, model: type[Stamped], rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert or update rows by their uid, skipping any older than the stored row."""
+        if not rows:
+            return
+        table = TABLES[model]
+        now = utcnow()
+        prepared = []
+        for row in rows:
+            stamped = dict(row)
+            model.stamp(stamped, now)
+            prepared.append(stamped)
+        conn = self.connection
+        build = _mysql_upsert if self.dialect == "mysql" else _sqlite_upsert
+        for start in range(0, len(prepared), ROWS_PER_STATEMENT):
+            chunk = prepared[start : start + ROWS_PER_STATEMENT]
+            params = [self._db_value(row[column]) for row in chunk for column in table.columns]
+            await conn.execute_query(build(table, len(chunk)), params)
+
+    def _db_value(self, value: Any) -> Any:
+        if isinstance(value, bool):
+            return int(value)
+        if self.dialect == "mysql" and isinstance(value, datetime.datetime):
+            # The session time zone is UTC; PyMySQL would drop tzinfo anyway, so drop it here
+            # after converting, rather than trust every caller to have passed UTC.
+            return value.astimezone(datetime.UTC).replace(tzinfo=None)
+        return value
+
+    async def live_job_uid(self, namespace: str, name: str) -> str | None:
+        """The uid of the newest job of that name still in the cluster, if any is stored."""
+        job = (
+            await Job.filter(namespace=namespace, name=name, is_in_etcd=True)
+            .using_db(self.connection)
+            .order_by("-gmt_created")
+            .first()
+            .only("job_id")
+        )
+        return job.job_id if job is not None else None
+
+    async def pod_job_uid(self, pod_uid: str) -> str | None:
+        """The job uid stored for a pod, if the pod is stored."""
+        pod = await Pod.filter(pod_id=pod_uid).using_db(self.connection).first().only("job_id")
+        return pod.job_id if pod is not None else None

@@ -1,0 +1,97 @@
+"""The real operator against the emulated API and MariaDB, through a training job's life."""
+
+import json
+
+import pytest
+
+from jobarchive.models import Event, Job, Pod
+from tests.conftest import eventually
+from tests.support import objects as o
+from tests.support.cluster import EVENTS, PODS, Cluster, resource_of
+from tests.support.operator import OperatorProcess
+
+pytestmark = pytest.mark.e2e
+PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
+IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
+
+
+async def test_a_job_that_runs_and_succeeds_is_recorded_with_its_pods_and_events(
+    cluster: Cluster, operator: OperatorProcess
+) -> None:
+    job = await cluster.create(PYTORCHJOBS, o.example("pytorch-simple.yaml"))
+    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    await cluster.patch(PYTORCHJOBS, ns, name, {"status": o.job_status(o.condition("Created"))})
+    master = await cluster.create(PODS, o.kubeflow_pod(job, "pytorchReplicaSpecs", "Master", 0))
+    worker = await cluster.create(PODS, o.kubeflow_pod(job, "pytorchReplicaSpecs", "Worker", 0))
+    scheduled = await cluster.create(EVENTS, o.event(worker, "Scheduled", "Successfully assigned"))
+    await cluster.create(
+        EVENTS, o.event(job, "SuccessfulCreatePod", f"Created pod: {name}-master-0")
+    )
+
+    master_running = o.running_status("pytorch", IMAGE, "10.0.0.11", "172.16.0.11")
+    worker_running = o.running_status("pytorch", IMAGE, "10.0.0.12", "172.16.0.12")
+    await cluster.patch(PODS, ns, master["metadata"]["name"], {"status": master_running})
+    await cluster.patch(PODS, ns, worker["metadata"]["name"], {"status": worker_running})
+    await cluster.patch(
+        EVENTS,
+        ns,
+        scheduled["metadata"]["name"],
+        {"count": 3, "lastTimestamp": "2026-11-20T10:05:00Z"},
+    )
+    await cluster.patch(
+        PODS,
+        ns,
+        worker["metadata"]["name"],
+        {"status": o.terminated_status(worker_running, 137, "OOMKilled", "2026-11-20T10:20:00Z")},
+    )
+    await cluster.patch(
+        PODS,
+        ns,
+        master["metadata"]["name"],
+        {"status": o.terminated_status(master_running, 0, "Completed", "2026-11-20T10:30:00Z")},
+    )
+    await cluster.patch(
+        PYTORCHJOBS,
+        ns,
+        name,
+        {
+            "status": o.job_status(
+                o.condition("Created"),
+                o.condition("Running", "False"),
+                o.condition("Succeeded", at="2026-11-20T10:30:01Z"),
+                completion="2026-11-20T10:30:02Z",
+            )
+        },
+    )
+
+    async def finished() -> Job | None:
+        return await Job.filter(job_id=job["metadata"]["uid"], status="Succeeded").first()
+
+    row = await eventually(finished)
+    assert (row.name, row.namespace, row.kind) == (name, ns, "PyTorchJob")
+    assert row.gmt_finished is not None
+    assert row.gmt_finished.isoformat() == "2026-11-20T10:30:02+00:00"
+    assert json.loads(row.resources) == {
+        "Master": {"replicas": 1, "resources": {"limits": {}, "requests": {}}},
+        "Worker": {"replicas": 1, "resources": {"limits": {}, "requests": {}}},
+    }
+    assert (row.deleted, row.is_in_etcd) == (False, True)
+
+    async def pods_final() -> list[Pod]:
+        pods = await Pod.filter(job_id=job["metadata"]["uid"]).order_by("name")
+        return pods if [p.status for p in pods] == ["Succeeded", "Failed"] else []
+
+    master_row, worker_row = await eventually(pods_final)
+    assert (master_row.replica_type, master_row.image) == ("master", IMAGE)
+    assert (worker_row.host_ip, worker_row.pod_ip) == ("10.0.0.12", "172.16.0.12")
+    assert worker_row.remark == "OOMKilled (exit code 137)"
+    assert master_row.remark is None
+
+    async def events_final() -> list[Event]:
+        events = await Event.all().order_by("reason")
+        return events if len(events) == 2 and events[0].count == 3 else []
+
+    scheduled_row, created_row = await eventually(events_final)
+    assert (scheduled_row.kind, scheduled_row.obj_uid) == ("Pod", worker["metadata"]["uid"])
+    assert scheduled_row.last_timestamp.isoformat() == "2026-11-20T10:05:00+00:00"
+    assert (created_row.kind, created_row.obj_name) == ("PyTorchJob", name)

@@ -1,0 +1,137 @@
+"""An emulated Kubernetes API for the end-to-end tests: kmock's KubernetesEmulator on a
+real HTTP port, plus what a real API server would do and the emulator does not.
+
+The emulator assigns no uid, resourceVersion or creationTimestamp; ``Cluster``
+stamps them on create and patch, with one cluster-wide resourceVersion counter
+as etcd has. Everything goes over HTTP, so the watch streams the operator sees are
+the emulator's own.
+"""
+
+import dataclasses
+import datetime
+import itertools
+import uuid
+from typing import Any
+
+import aiohttp
+import kmock
+
+from jobarchive.kinds import BUILTIN_KINDS, JobKind
+
+Body = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Resource:
+    """A served resource: where its objects live in the API."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    def path(self, namespace: str | None, name: str | None = None) -> str:
+        base = f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"
+        if self.namespaced and namespace is not None:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        return f"{base}/{name}" if name else base
+
+    @property
+    def key(self) -> str:
+        return (
+            f"{self.group}/{self.version}/{self.plural}"
+            if self.group
+            else f"{self.version}/{self.plural}"
+        )
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+PODS = Resource("", "v1", "pods", "Pod")
+EVENTS = Resource("", "v1", "events", "Event")
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+BATCH_JOBS = Resource("batch", "v1", "jobs", "Job")
+
+
+def job_resource(kind: JobKind) -> Resource:
+    return Resource(kind.group, kind.version, kind.plural, kind.kind)
+
+
+def resource_of(group: str, kind: str) -> Resource:
+    for job_kind in BUILTIN_KINDS:
+        if job_kind.group == group and job_kind.kind == kind:
+            return job_resource(job_kind)
+    raise KeyError((group, kind))
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Cluster:
+    """Create, patch and delete objects in the emulator as an API server would."""
+
+    def __init__(self, emulator: kmock.KubernetesEmulator, url: str) -> None:
+        self.emulator = emulator
+        self.url = url.rstrip("/")
+        self._versions = itertools.count(1000)
+        self._session: aiohttp.ClientSession | None = None
+
+    def serve(self, resource: Resource) -> None:
+        """Declare a resource in the emulator's discovery."""
+        info = self.emulator.resources[resource.key]
+        info.kind = resource.kind
+        info.namespaced = resource.namespaced
+        info.verbs = {"get", "list", "watch", "create", "patch", "update", "delete"}
+
+    async def __aenter__(self) -> "Cluster":
+        self._session = aiohttp.ClientSession()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def _next_version(self) -> str:
+        return str(next(self._versions))
+
+    async def _request(self, method: str, path: str, body: Body | None = None) -> Body:
+        assert self._session is not None
+        async with self._session.request(method, self.url + path, json=body) as response:
+            payload: Body = await response.json(content_type=None)
+            if response.status >= 400:
+                raise AssertionError(f"{method} {path}: {response.status} {payload}")
+            return payload
+
+    async def create(self, resource: Resource, body: Body) -> Body:
+        """Create an object, stamping uid, resourceVersion and creationTimestamp."""
+        obj = dict(body)
+        meta = dict(obj.get("metadata") or {})
+        meta.setdefault("namespace", "default")
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", now_rfc3339())
+        meta["resourceVersion"] = self._next_version()
+        obj["metadata"] = meta
+        obj.setdefault("apiVersion", resource.api_version)
+        obj.setdefault("kind", resource.kind)
+        return await self._request("POST", resource.path(meta["namespace"]), obj)
+
+    async def patch(self, resource: Resource, namespace: str, name: str, patch: Body) -> Body:
+        """Merge a patch into an object, bumping its resourceVersion."""
+        merged = dict(patch)
+        merged["metadata"] = {
+            **(patch.get("metadata") or {}),
+            "resourceVersion": self._next_version(),
+        }
+        return await self._request("PATCH", resource.path(namespace, name), merged)
+
+    async def delete(self, resource: Resource, namespace: str, name: str) -> None:
+        """Delete an object (the emulator streams DELETED with its last state)."""
+        await self._request("DELETE", resource.path(namespace, name))

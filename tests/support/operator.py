@@ -1,0 +1,70 @@
+"""The real operator as a child process: ``kopf run operator/main.py`` against a kubeconfig
+that points at the emulated API."""
+
+import asyncio
+import os
+import pathlib
+import signal
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+KOPF = pathlib.Path(sys.executable).with_name("kopf")
+
+
+def write_kubeconfig(path: pathlib.Path, url: str) -> None:
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: emulator\n  cluster:\n    server: {url}\n"
+        "users:\n- name: tester\n  user:\n    token: emulator-token\n"
+        "contexts:\n- name: emulator\n  context:\n    cluster: emulator\n    user: tester\n"
+        "current-context: emulator\n"
+    )
+
+
+class OperatorProcess:
+    """Starts, stops and kills one operator process; its output goes to a log file."""
+
+    def __init__(
+        self, workdir: pathlib.Path, kubeconfig: pathlib.Path, env: dict[str, str]
+    ) -> None:
+        self.workdir = workdir
+        self.kubeconfig = kubeconfig
+        self.env = env
+        self.log_path = workdir / "operator.log"
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self, *extra_args: str) -> None:
+        env = {**os.environ, **self.env, "KUBECONFIG": str(self.kubeconfig)}
+        log = self.log_path.open("ab")
+        self.process = await asyncio.create_subprocess_exec(
+            str(KOPF),
+            "run",
+            "--all-namespaces",
+            "--standalone",
+            *extra_args,
+            str(REPO / "operator" / "main.py"),
+            cwd=self.workdir,
+            env=env,
+            stdout=log,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        log.close()
+
+    async def stop(self, grace: float = 20.0) -> int | None:
+        """SIGTERM, and wait for the exit code (SIGKILL past the timeout)."""
+        if self.process is None or self.process.returncode is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return await asyncio.wait_for(self.process.wait(), grace)
+        except TimeoutError:
+            return await self.kill()
+
+    async def kill(self) -> int | None:
+        if self.process is None or self.process.returncode is not None:
+            return self.process.returncode if self.process else None
+        self.process.kill()
+        return await self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
