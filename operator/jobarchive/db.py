@@ -18,23 +18,28 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.backends.base.config_generator import expand_db_url
 
 from jobarchive.config import redact_url
+from jobarchive.models import Job
 
 logger = logging.getLogger(__name__)
 
 MODELS_MODULE = "jobarchive.models"
-CONNECTION = "default"
+_ENGINE_NAMES = {"tortoise.backends.mysql": "mysql", "tortoise.backends.sqlite": "sqlite"}
 
 
 def tortoise_config(db_url: str) -> dict[str, Any]:
     """The Tortoise configuration for a database URL (UTC everywhere, utf8mb4 on MySQL)."""
     connection = expand_db_url(db_url)
+    # The connection is named after its engine: Tortoise caches compiled queries per
+    # connection name, so one process that opens MySQL and then SQLite (the tests)
+    # must not find MySQL's placeholders in SQLite's statements.
+    name = _ENGINE_NAMES[connection["engine"]]
     if connection["engine"] == "tortoise.backends.mysql":
         credentials = connection["credentials"]
         credentials.setdefault("charset", "utf8mb4")
         credentials["init_command"] = "SET time_zone='+00:00'"
     return {
-        "connections": {CONNECTION: connection},
-        "apps": {"jobarchive": {"models": [MODELS_MODULE], "default_connection": CONNECTION}},
+        "connections": {name: connection},
+        "apps": {"jobarchive": {"models": [MODELS_MODULE], "default_connection": name}},
         "use_tz": True,
         "timezone": "UTC",
     }
@@ -47,9 +52,9 @@ def mysql_driver() -> str:
 
 async def open_database(db_url: str) -> None:
     """Connect, and create the tables and indexes that do not exist yet."""
-    await Tortoise.init(config=tortoise_config(db_url), _enable_global_fallback=True)
-    conn = connection()
-    dialect = conn.capabilities.dialect
+    config = tortoise_config(db_url)
+    await Tortoise.init(config=config, _enable_global_fallback=True)
+    dialect = next(iter(config["connections"]))
     driver = mysql_driver() if dialect == "mysql" else "aiosqlite"
     logger.info("Database %s (%s via %s)", redact_url(db_url), dialect, driver)
     with warnings.catch_warnings():
@@ -66,5 +71,5 @@ async def close_database() -> None:
 
 def connection() -> BaseDBAsyncClient:
     """The connection (pool) the store writes through."""
-    client: BaseDBAsyncClient = connections.get(CONNECTION)
+    client: BaseDBAsyncClient = connections.get(Job._meta.default_connection or "")
     return client

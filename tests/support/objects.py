@@ -11,13 +11,20 @@ from typing import Any
 import yaml
 
 Body = dict[str, Any]
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "kubeflow-examples"
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+EXAMPLES = FIXTURES / "kubeflow-examples"
 T0 = "2026-11-20T10:00:00Z"
 
 
 def example(filename: str) -> Body:
     """A job spec exactly as the Kubeflow project publishes it."""
     loaded: Body = yaml.safe_load((EXAMPLES / filename).read_text())
+    return loaded
+
+
+def fixture(filename: str) -> Body:
+    """One of this project's own realistic objects in ``tests/fixtures``."""
+    loaded: Body = yaml.safe_load((FIXTURES / filename).read_text())
     return loaded
 
 

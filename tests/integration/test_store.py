@@ -1,0 +1,209 @@
+"""The write path on both databases: the same behaviour on MariaDB and on SQLite."""
+
+import asyncio
+import datetime
+from typing import Any
+
+from jobarchive.convert import mark_gone
+from jobarchive.models import Event, Job, Pod
+from jobarchive.store import Store
+
+T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
+
+
+def job(uid: str = "job-1", version: str = "10", **fields: Any) -> dict[str, Any]:
+    row = {
+        "job_id": uid,
+        "version": version,
+        "name": "mnist",
+        "namespace": "kubeflow",
+        "gmt_created": T0,
+        "kind": "TFJob",
+        "status": "Running",
+        "resources": "{}",
+        "deploy_region": None,
+        "tenant": None,
+        "owner": None,
+        "deleted": False,
+        "is_in_etcd": True,
+        "gmt_finished": None,
+    }
+    row.update(fields)
+    return row
+
+
+def pod(uid: str = "pod-1", version: str = "10", **fields: Any) -> dict[str, Any]:
+    row = {
+        "pod_id": uid,
+        "version": version,
+        "name": "mnist-worker-0",
+        "namespace": "kubeflow",
+        "gmt_created": T0,
+        "job_id": "job-1",
+        "status": "Running",
+        "image": "img",
+        "replica_type": "worker",
+        "resources": "{}",
+        "host_ip": None,
+        "pod_ip": None,
+        "deploy_region": None,
+        "deleted": False,
+        "is_in_etcd": True,
+        "remark": None,
+        "gmt_started": None,
+        "gmt_finished": None,
+    }
+    row.update(fields)
+    return row
+
+
+def event(uid: str = "ev-1", version: str = "10", **fields: Any) -> dict[str, Any]:
+    row = {
+        "event_id": uid,
+        "version": version,
+        "name": "mnist-worker-0.1789abc",
+        "gmt_created": T0,
+        "kind": "Pod",
+        "type": "Normal",
+        "obj_namespace": "kubeflow",
+        "obj_name": "mnist-worker-0",
+        "obj_uid": "pod-1",
+        "reason": "Pulled",
+        "message": "Successfully pulled image",
+        "count": 1,
+        "region": None,
+        "first_timestamp": T0,
+        "last_timestamp": T0,
+    }
+    row.update(fields)
+    return row
+
+
+async def test_a_new_job_is_inserted_whole(database: str) -> None:
+    await Store().upsert(Job, [job(tenant="search", gmt_finished=T0)])
+    row = await Job.get(job_id="job-1")
+    assert (row.name, row.status, row.tenant, row.version) == ("mnist", "Running", "search", "10")
+    assert (row.gmt_created, row.gmt_finished) == (T0, T0)
+    assert (row.deleted, row.is_in_etcd) == (False, True)
+
+
+async def test_a_newer_version_updates_the_one_row(database: str) -> None:
+    await Store().upsert(Job, [job()])
+    await Store().upsert(Job, [job(version="11", status="Succeeded")])
+    rows = await Job.all()
+    assert [(r.status, r.version) for r in rows] == [("Succeeded", "11")]
+
+
+async def test_an_older_version_is_skipped_entirely(database: str) -> None:
+    await Store().upsert(Pod, [pod(version="20", status="Succeeded")])
+    before = await Pod.get(pod_id="pod-1")
+    await Store().upsert(Pod, [pod(version="19", status="Running", image="other")])
+    after = await Pod.get(pod_id="pod-1")
+    assert (after.status, after.version, after.image) == ("Succeeded", "20", "img")
+    assert after.gmt_modified == before.gmt_modified
+
+
+async def test_versions_compare_as_integers_not_as_text(database: str) -> None:
+    await Store().upsert(Job, [job(version="9")])
+    await Store().upsert(Job, [job(version="10", status="Failed")])
+    await Store().upsert(Job, [job(version="9", status="Running")])
+    assert (await Job.get(job_id="job-1")).status == "Failed"
+
+
+async def test_versions_beyond_64_bits_still_compare(database: str) -> None:
+    await Store().upsert(Job, [job(version="184467440737095516160")])
+    await Store().upsert(Job, [job(version="18446744073709551616", status="Failed")])
+    assert (await Job.get(job_id="job-1")).status == "Running"
+
+
+async def test_non_numeric_versions_let_the_newer_write_win(database: str) -> None:
+    await Store().upsert(Job, [job(version="b")])
+    await Store().upsert(Job, [job(version="a", status="Failed")])
+    assert (await Job.get(job_id="job-1")).status == "Failed"
+
+
+async def test_the_same_version_again_is_applied(database: str) -> None:
+    await Store().upsert(Job, [job()])
+    row = job()
+    mark_gone(row, T0)
+    await Store().upsert(Job, [row])
+    stored = await Job.get(job_id="job-1")
+    assert (stored.status, stored.deleted, stored.is_in_etcd) == ("Stopped", True, False)
+
+
+async def test_the_same_uid_twice_in_one_batch_keeps_the_newest(database: str) -> None:
+    await Store().upsert(Job, [job(version="12", status="Failed"), job(version="11")])
+    await Store().upsert(
+        Job, [job(uid="job-2", version="5"), job(uid="job-2", version="6", status="Failed")]
+    )
+    assert (await Job.get(job_id="job-1")).status == "Failed"
+    assert (await Job.get(job_id="job-2")).status == "Failed"
+
+
+async def test_gmt_created_is_kept_and_gmt_modified_advances_on_upserts(database: str) -> None:
+    await Store().upsert(Job, [job()])
+    first = await Job.get(job_id="job-1")
+    await asyncio.sleep(0.002)
+    await Store().upsert(Job, [job(version="11", gmt_created=T0 + datetime.timedelta(days=1))])
+    second = await Job.get(job_id="job-1")
+    assert second.gmt_created == T0
+    assert second.gmt_modified > first.gmt_modified
+
+
+async def test_a_row_without_creation_time_is_created_now(database: str) -> None:
+    before = datetime.datetime.now(tz=datetime.UTC)
+    await Store().upsert(Event, [event(gmt_created=None)])
+    row = await Event.get(event_id="ev-1")
+    assert before <= row.gmt_created <= datetime.datetime.now(tz=datetime.UTC)
+    assert row.gmt_created == row.gmt_modified
+
+
+async def test_save_stamps_both_timestamps_and_advances_gmt_modified(database: str) -> None:
+    created = await Job.create(**{k: v for k, v in job().items() if k != "gmt_created"})
+    assert created.gmt_created == created.gmt_modified
+    first = created.gmt_modified
+    await asyncio.sleep(0.002)
+    created.status = "Succeeded"
+    await created.save()
+    assert created.gmt_modified > first
+    await asyncio.sleep(0.002)
+    created.status = "Failed"
+    await created.save(update_fields=["status"])
+    stored = await Job.get(job_id="job-1")
+    assert stored.status == "Failed"
+    assert stored.gmt_modified == created.gmt_modified > first
+    assert stored.gmt_created == created.gmt_created
+
+
+async def test_a_repeated_event_updates_its_one_row(database: str) -> None:
+    later = T0 + datetime.timedelta(minutes=5)
+    await Store().upsert(Event, [event()])
+    await Store().upsert(Event, [event(version="11", count=5, last_timestamp=later)])
+    rows = await Event.all()
+    assert [(r.count, r.last_timestamp) for r in rows] == [(5, later)]
+
+
+async def test_hostile_text_is_stored_whole(database: str) -> None:
+    message = (
+        "'; DROP TABLE job_info; -- \\ \" \U0001d518\U0001d52b\U0001d526 🚀 中文 \x00 " * 25_000
+    )[:1_048_576]
+    name = "n" * 253
+    await Store().upsert(Event, [event(message=message, obj_name=name, name="e" * 512)])
+    row = await Event.get(event_id="ev-1")
+    assert (row.message, row.obj_name, row.name) == (message, name, "e" * 512)
+    assert await Job.all().count() == 0
+
+
+async def test_many_rows_go_in_chunks(database: str) -> None:
+    await Store().upsert(Pod, [pod(uid=f"pod-{i}", name=f"p-{i}") for i in range(1203)])
+    assert await Pod.all().count() == 1203
+
+
+async def test_lookups_find_live_jobs_and_stored_pods(database: str) -> None:
+    store = Store()
+    await store.upsert(Job, [job(uid="old", is_in_etcd=False), job(uid="new")])
+    await store.upsert(Pod, [pod(job_id="new")])
+    assert await store.live_job_uid("kubeflow", "mnist") == "new"
+    assert await store.live_job_uid("kubeflow", "other") is None
+    assert await store.pod_job_uid("pod-1") == "new"
+    assert await store.pod_job_uid("pod-2") is None

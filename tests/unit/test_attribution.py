@@ -1,0 +1,74 @@
+from jobarchive.attribution import UNRELATED, Attribution
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_pod_waiting_for_its_job_is_released_when_the_job_is_seen() -> None:
+    attribution = Attribution()
+    attribution.wait_for_job("ns", "pi", "pod-1", None, {"v": 1})
+    attribution.wait_for_job("ns", "pi", "pod-1", "MODIFIED", {"v": 2})
+    released = attribution.job_seen("ns", "pi", "job-uid", gone=False)
+    assert [(w.event_type, w.body) for w in released] == [("MODIFIED", {"v": 2})]
+    assert attribution.job_uid("ns", "pi") == "job-uid"
+    assert attribution.job_seen("ns", "pi", "job-uid", gone=False) == []
+
+
+def test_a_deletion_while_waiting_is_not_forgotten() -> None:
+    attribution = Attribution()
+    attribution.wait_for_job("ns", "pi", "pod-1", "DELETED", {"v": 1})
+    attribution.wait_for_job("ns", "pi", "pod-1", None, {"v": 1})
+    [released] = attribution.job_seen("ns", "pi", "job-uid", gone=False)
+    assert released.event_type == "DELETED"
+
+
+def test_events_waiting_for_a_pod_follow_its_attribution() -> None:
+    attribution = Attribution()
+    attribution.wait_for_pod("pod-1", "ev-1", None, {"e": 1})
+    attribution.wait_for_pod("pod-2", "ev-2", None, {"e": 2})
+    assert [w.body for w in attribution.pod_tracked("pod-1", "job-uid")] == [{"e": 1}]
+    assert attribution.pod_unrelated("pod-2") == 1
+    assert attribution.pod_job("pod-1") == "job-uid"
+    assert attribution.pod_job("pod-2") == UNRELATED
+    assert attribution.pod_job("pod-3") is None
+    assert attribution.waiting_counts() == (0, 0)
+
+
+def test_a_gone_job_is_forgotten_by_name_unless_a_newer_one_took_it() -> None:
+    attribution = Attribution()
+    attribution.job_seen("ns", "pi", "old", gone=False)
+    attribution.job_seen("ns", "pi", "new", gone=False)
+    attribution.job_seen("ns", "pi", "old", gone=True)
+    assert attribution.job_uid("ns", "pi") == "new"
+    attribution.job_seen("ns", "pi", "new", gone=True)
+    assert attribution.job_uid("ns", "pi") is None
+
+
+def test_what_waits_too_long_expires_in_a_sweep() -> None:
+    clock = Clock()
+    attribution = Attribution(ttl=60, clock=clock)
+    attribution.wait_for_pod("pod-1", "ev-1", None, {})
+    clock.now = 30
+    attribution.wait_for_job("ns", "pi", "pod-2", None, {})
+    assert attribution.sweep(every=10) is not None
+    clock.now = 61
+    expired = attribution.sweep(every=10)
+    assert expired is not None and (expired.pods, expired.events) == (0, 1)
+    assert attribution.sweep(every=10) is None
+    clock.now = 100
+    expired = attribution.sweep(every=10)
+    assert expired is not None and (expired.pods, expired.events) == (1, 0)
+    assert attribution.waiting_counts() == (0, 0)
+
+
+def test_memory_of_pods_is_bounded() -> None:
+    attribution = Attribution(capacity=3)
+    for index in range(5):
+        attribution.pod_unrelated(f"pod-{index}")
+    assert attribution.pod_job("pod-0") is None
+    assert attribution.pod_job("pod-4") == UNRELATED

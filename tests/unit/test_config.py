@@ -1,0 +1,97 @@
+import json
+
+import pytest
+
+from jobarchive.config import DEFAULT_DB_URL, ConfigError, load, redact_url
+
+
+def test_without_configuration_the_embedded_sqlite_file_is_used() -> None:
+    settings = load({})
+    assert settings.db_url == DEFAULT_DB_URL == "sqlite://jobarchive.sqlite3"
+    assert settings.region is None
+    assert len(settings.kinds) == 13
+
+
+def test_jobarchive_db_url_is_taken_as_given() -> None:
+    url = "mysql://archiver:s3cret@db.example:3306/archive"
+    assert load({"JOBARCHIVE_DB_URL": url, "MYSQL_HOST": "ignored"}).db_url == url
+
+
+def test_kubedl_mysql_variables_build_a_url_with_the_password_quoted() -> None:
+    settings = load(
+        {
+            "MYSQL_HOST": "mysql.kubedl",
+            "MYSQL_PORT": "3307",
+            "MYSQL_DB_NAME": "kubedl",
+            "MYSQL_USER": "kubedl",
+            "MYSQL_PASSWORD": "p@ss:w/rd?",
+        }
+    )
+    assert settings.db_url == "mysql://kubedl:p%40ss%3Aw%2Frd%3F@mysql.kubedl:3307/kubedl"
+    assert "p%40ss" not in settings.db_url_redacted
+    assert settings.db_url_redacted == "mysql://kubedl:***@mysql.kubedl:3307/kubedl"
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"JOBARCHIVE_DB_URL": "postgres://h/db"}, "JOBARCHIVE_DB_URL"),
+        ({"JOBARCHIVE_DB_URL": "mysql://root:pw@h:notaport/db"}, "JOBARCHIVE_DB_URL"),
+        ({"JOBARCHIVE_DB_URL": "mysql://root:pw@h:3306/"}, "JOBARCHIVE_DB_URL"),
+        ({"JOBARCHIVE_DB_URL": "mysql:///db"}, "JOBARCHIVE_DB_URL"),
+        ({"JOBARCHIVE_DB_URL": "sqlite://"}, "JOBARCHIVE_DB_URL"),
+        ({"MYSQL_HOST": "h", "MYSQL_PORT": "99999"}, "MYSQL_PORT"),
+        ({"MYSQL_HOST": "h", "MYSQL_DB_NAME": ""}, "MYSQL_DB_NAME"),
+        ({"JOBARCHIVE_EXTRA_KINDS": "{"}, "JOBARCHIVE_EXTRA_KINDS"),
+        ({"JOBARCHIVE_EXTRA_KINDS": "{}"}, "JOBARCHIVE_EXTRA_KINDS"),
+        ({"JOBARCHIVE_EXTRA_KINDS": '[{"group": "x"}]'}, "JOBARCHIVE_EXTRA_KINDS"),
+    ],
+)
+def test_a_bad_setting_fails_naming_the_variable(env: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        load(env)
+
+
+def test_a_bad_url_error_never_shows_the_password() -> None:
+    with pytest.raises(ConfigError) as error:
+        load({"JOBARCHIVE_DB_URL": "mysql://root:hunter2@h:3306/"})
+    assert "hunter2" not in str(error.value)
+
+
+def test_extra_kinds_are_added_to_the_registry() -> None:
+    extra = {
+        "group": "example.com",
+        "version": "v1",
+        "plural": "trainjobs",
+        "kind": "TrainJob",
+        "replica_specs_key": "replicaSpecs",
+        "main_container": "trainer",
+    }
+    settings = load({"JOBARCHIVE_EXTRA_KINDS": json.dumps([extra])})
+    found = settings.kinds.find("example.com/v1", "TrainJob")
+    assert found is not None and found.main_container == "trainer"
+
+
+def test_an_extra_kind_that_repeats_a_builtin_is_refused() -> None:
+    extra = {
+        "group": "kubeflow.org",
+        "version": "v1",
+        "plural": "tfjobs",
+        "kind": "TFJob",
+        "replica_specs_key": "tfReplicaSpecs",
+        "main_container": "tensorflow",
+    }
+    with pytest.raises(ConfigError, match="listed twice"):
+        load({"JOBARCHIVE_EXTRA_KINDS": json.dumps([extra])})
+
+
+def test_kinds_are_found_by_group_whatever_the_version() -> None:
+    kinds = load({}).kinds
+    assert kinds.find("kubeflow.org/v1beta1", "TFJob") is kinds.find("kubeflow.org/v1", "TFJob")
+    assert kinds.find("training.kubedl.io/v1alpha1", "TFJob") is not None
+    assert kinds.find("batch/v1", "Job") is None
+    assert kinds.find(None, "TFJob") is None
+
+
+def test_redacting_a_url_without_password_changes_nothing() -> None:
+    assert redact_url("sqlite:///tmp/x.sqlite3") == "sqlite:///tmp/x.sqlite3"

@@ -1,0 +1,204 @@
+import datetime
+import json
+
+import pytest
+
+from jobarchive.config import load
+from jobarchive.convert import InvalidObject, NameLink, OwnerLink, mark_gone, pod_job_link, pod_row
+from tests.support import objects as o
+
+KINDS = load({}).kinds
+UTC = datetime.UTC
+IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
+
+
+def pytorch_job() -> dict[str, object]:
+    return o.with_meta(
+        o.example("pytorch-simple.yaml"),
+        uid="job-uid",
+        resourceVersion="10",
+        creationTimestamp=o.T0,
+    )
+
+
+def worker_pod(**status: object) -> dict[str, object]:
+    pod = o.kubeflow_pod(pytorch_job(), "pytorchReplicaSpecs", "Worker", 0)
+    pod = o.with_meta(pod, uid="pod-uid", resourceVersion="11", creationTimestamp=o.T0)
+    if status:
+        pod["status"] = status
+    return pod
+
+
+def test_a_kubeflow_pod_links_to_its_controller_job() -> None:
+    link = pod_job_link(worker_pod(), KINDS)
+    assert isinstance(link, OwnerLink)
+    assert (link.job_uid, link.kind.kind, link.kind.main_container) == (
+        "job-uid",
+        "PyTorchJob",
+        "pytorch",
+    )
+
+
+def test_a_kubedl_pod_links_to_its_controller_job() -> None:
+    pod = worker_pod()
+    pod["metadata"]["ownerReferences"][0].update(
+        apiVersion="training.kubedl.io/v1alpha1", kind="TFJob", uid="kubedl-uid"
+    )
+    link = pod_job_link(pod, KINDS)
+    assert isinstance(link, OwnerLink)
+    assert (link.job_uid, link.kind.group) == ("kubedl-uid", "training.kubedl.io")
+
+
+def test_an_mpijob_launcher_owned_by_a_batch_job_links_by_its_training_label() -> None:
+    link = pod_job_link(o.fixture("mpijob-v2beta1-launcher-pod.yaml"), KINDS)
+    assert link == NameLink("mpi", "pi")
+
+
+def test_a_kubedl_pod_without_owner_links_by_job_name_and_replica_type() -> None:
+    pod = {
+        "metadata": {"namespace": "ns", "labels": {"job-name": "mnist", "replica-type": "worker"}}
+    }
+    assert pod_job_link(pod, KINDS) == NameLink("ns", "mnist")
+
+
+def test_a_plain_batch_job_pod_is_not_a_training_pod() -> None:
+    pod = {
+        "metadata": {
+            "namespace": "ns",
+            "labels": {"job-name": "backup", "controller-uid": "x"},
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "uid": "x", "controller": True}
+            ],
+        }
+    }
+    assert pod_job_link(pod, KINDS) is None
+
+
+def test_a_non_controller_owner_reference_does_not_link() -> None:
+    pod = worker_pod()
+    pod["metadata"]["ownerReferences"][0]["controller"] = False
+    del pod["metadata"]["labels"]
+    assert pod_job_link(pod, KINDS) is None
+
+
+@pytest.mark.parametrize(
+    "metadata", [None, {}, {"ownerReferences": "x", "labels": ["a"]}, {"ownerReferences": [None]}]
+)
+def test_odd_metadata_links_to_nothing(metadata: object) -> None:
+    assert pod_job_link({"metadata": metadata}, KINDS) is None
+
+
+def test_a_pod_without_status_is_pending() -> None:
+    pod = worker_pod()
+    pod["status"] = None
+    row = pod_row(pod, "job-uid", "pytorch", None)
+    assert (row["status"], row["gmt_started"], row["host_ip"], row["remark"]) == (
+        "Pending",
+        None,
+        None,
+        None,
+    )
+
+
+def test_a_running_pod() -> None:
+    row = pod_row(
+        worker_pod(**o.running_status("pytorch", IMAGE, "10.0.0.1", "172.16.0.1")),
+        "job-uid",
+        "pytorch",
+        "eu-1",
+    )
+    assert row["status"] == "Running"
+    assert (row["pod_id"], row["job_id"], row["version"]) == ("pod-uid", "job-uid", "11")
+    assert (row["name"], row["namespace"]) == ("pytorch-simple-worker-0", "kubeflow")
+    assert (row["replica_type"], row["image"]) == ("worker", IMAGE)
+    assert (row["host_ip"], row["pod_ip"], row["deploy_region"]) == (
+        "10.0.0.1",
+        "172.16.0.1",
+        "eu-1",
+    )
+    assert row["gmt_started"] == datetime.datetime(2026, 11, 20, 10, 0, 5, tzinfo=UTC)
+    assert json.loads(row["resources"]) == {"requests": {}, "limits": {}}
+
+
+def test_an_oom_killed_pod_says_why_in_its_remark() -> None:
+    running = o.running_status("pytorch", IMAGE, "10.0.0.1", "172.16.0.1")
+    failed = o.terminated_status(running, 137, "OOMKilled", "2026-11-20T10:20:00Z", "out of memory")
+    row = pod_row(worker_pod(**failed), "job-uid", "pytorch", None)
+    assert row["status"] == "Failed"
+    assert row["remark"] == "OOMKilled (exit code 137): out of memory"
+    assert row["gmt_finished"] == datetime.datetime(2026, 11, 20, 10, 20, tzinfo=UTC)
+
+
+def test_an_evicted_pod_has_the_pod_reason_as_remark() -> None:
+    status = {"phase": "Failed", "reason": "Evicted", "message": "The node was low on memory."}
+    row = pod_row(worker_pod(**status), "job-uid", "pytorch", None)
+    assert row["remark"] == "Evicted: The node was low on memory."
+
+
+def test_a_failing_sidecar_is_named_when_the_main_container_succeeded() -> None:
+    running = o.running_status("pytorch", IMAGE, "10.0.0.1", "172.16.0.1")
+    status = o.terminated_status(running, 0, "Completed", "2026-11-20T10:20:00Z")
+    status["phase"] = "Failed"
+    status["containerStatuses"].append(
+        {"name": "agent", "state": {"terminated": {"exitCode": 2, "reason": "Error"}}}
+    )
+    assert pod_row(worker_pod(**status), "j", "pytorch", None)["remark"] == "Error (exit code 2)"
+
+
+def test_a_succeeded_pod_has_no_remark() -> None:
+    running = o.running_status("pytorch", IMAGE, "10.0.0.1", "172.16.0.1")
+    status = o.terminated_status(running, 0, "Completed", "2026-11-20T10:20:00Z")
+    assert pod_row(worker_pod(**status), "j", "pytorch", None)["remark"] is None
+
+
+def test_the_main_container_is_found_by_name_else_the_first() -> None:
+    pod = worker_pod()
+    pod["spec"]["containers"].insert(0, {"name": "istio-proxy", "image": "istio/proxyv2:1.22"})
+    assert pod_row(pod, "j", "pytorch", None)["image"] == IMAGE
+    assert pod_row(pod, "j", "tensorflow", None)["image"] == "istio/proxyv2:1.22"
+    assert pod_row(pod, "j", None, None)["image"] == "istio/proxyv2:1.22"
+
+
+def test_the_mpi_launcher_pod_converts_with_its_labels_and_resources() -> None:
+    row = pod_row(o.fixture("mpijob-v2beta1-launcher-pod.yaml"), "mpi-job-uid", None, None)
+    assert (row["replica_type"], row["status"], row["image"]) == (
+        "launcher",
+        "Succeeded",
+        "mpioperator/mpi-pi:openmpi",
+    )
+    assert json.loads(row["resources"]) == {
+        "requests": {"cpu": "1", "memory": "1Gi"},
+        "limits": {"cpu": "1", "memory": "1Gi"},
+    }
+    assert row["gmt_finished"] == datetime.datetime(2026, 11, 20, 9, 1, 8, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("labels", "replica_type"),
+    [
+        ({"training.kubeflow.org/replica-type": "ps"}, "ps"),
+        ({"replica-type": "worker"}, "worker"),
+        ({"training.kubeflow.org/job-role": "launcher"}, "launcher"),
+        ({}, ""),
+    ],
+)
+def test_replica_type_comes_from_the_first_training_label_present(
+    labels: dict[str, str], replica_type: str
+) -> None:
+    pod = worker_pod()
+    pod["metadata"]["labels"] = labels
+    assert pod_row(pod, "j", None, None)["replica_type"] == replica_type
+
+
+def test_a_pod_without_uid_is_invalid() -> None:
+    pod = worker_pod()
+    del pod["metadata"]["uid"]
+    with pytest.raises(InvalidObject, match="uid"):
+        pod_row(pod, "j", None, None)
+
+
+def test_a_pending_pod_gone_becomes_stopped() -> None:
+    row = pod_row(worker_pod(), "j", None, None)
+    now = datetime.datetime(2026, 11, 22, tzinfo=UTC)
+    mark_gone(row, now)
+    assert (row["status"], row["gmt_finished"], row["is_in_etcd"]) == ("Stopped", now, False)
