@@ -139,17 +139,38 @@ def operator_env(e2e_db_url: str) -> dict[str, str]:
     return {"JOBARCHIVE_DB_URL": e2e_db_url, "REGION": ""}
 
 
+OperatorFactory = Callable[[], Awaitable[OperatorProcess]]
+
+
 @pytest.fixture
-async def operator(
+async def start_operator(
     cluster: Cluster, archive: str, operator_env: dict[str, str], tmp_path: pathlib.Path
-) -> AsyncIterator[OperatorProcess]:
-    """The real operator, running against the emulated cluster and the e2e database."""
+) -> AsyncIterator[OperatorFactory]:
+    """Starts real operator processes against the emulated cluster and the e2e database;
+    stops them all at the end and prints their logs (shown for failing tests)."""
     kubeconfig = tmp_path / "kubeconfig"
     write_kubeconfig(kubeconfig, cluster.url)
-    process = OperatorProcess(tmp_path, kubeconfig, operator_env)
-    await process.start()
+    processes: list[OperatorProcess] = []
+
+    async def start() -> OperatorProcess:
+        workdir = tmp_path / f"operator-{len(processes)}"
+        workdir.mkdir()
+        process = OperatorProcess(workdir, kubeconfig, operator_env)
+        processes.append(process)
+        await process.start()
+        return process
+
     try:
-        yield process
+        yield start
     finally:
-        await process.stop()
-        print(process.log()[-20000:])
+        for process in processes:
+            await process.stop()
+            print(f"--- {process.log_path}\n{process.log()[-20000:]}")
+
+
+@pytest.fixture
+async def operator(start_operator: OperatorFactory, cluster: Cluster) -> OperatorProcess:
+    """One real operator process, watching everything before the test creates objects."""
+    process = await start_operator()
+    await cluster.wait_watching([PODS, EVENTS, *(job_resource(kind) for kind in BUILTIN_KINDS)])
+    return process

@@ -7,6 +7,7 @@ as etcd has. Everything goes over HTTP, so the watch streams the operator sees a
 the emulator's own.
 """
 
+import asyncio
 import dataclasses
 import datetime
 import itertools
@@ -51,6 +52,7 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
+USER_AGENT = "jobarchive-e2e-tests"
 PODS = Resource("", "v1", "pods", "Pod")
 EVENTS = Resource("", "v1", "events", "Event")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -92,7 +94,7 @@ class Cluster:
         info.verbs = {"get", "list", "watch", "create", "patch", "update", "delete"}
 
     async def __aenter__(self) -> "Cluster":
-        self._session = aiohttp.ClientSession()
+        self._session = aiohttp.ClientSession(headers={"User-Agent": USER_AGENT})
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -123,6 +125,11 @@ class Cluster:
         obj.setdefault("kind", resource.kind)
         return await self._request("POST", resource.path(meta["namespace"]), obj)
 
+    async def create_unstamped(self, resource: Resource, body: Body) -> Body:
+        """Create an object exactly as given: no uid, resourceVersion or time added."""
+        namespace = (body.get("metadata") or {}).get("namespace", "default")
+        return await self._request("POST", resource.path(namespace), body)
+
     async def patch(self, resource: Resource, namespace: str, name: str, patch: Body) -> Body:
         """Merge a patch into an object, bumping its resourceVersion."""
         merged = dict(patch)
@@ -131,6 +138,34 @@ class Cluster:
             "resourceVersion": self._next_version(),
         }
         return await self._request("PATCH", resource.path(namespace, name), merged)
+
+    def watched(self) -> set[str]:
+        """The paths that some client has opened a watch stream on."""
+        return {
+            request.url.path
+            for request in self.emulator
+            if request.method == "GET" and request.params.get("watch") in ("true", "1")
+        }
+
+    async def wait_watching(self, resources: list[Resource], within: float = 30.0) -> None:
+        """Wait until every resource is watched cluster-wide, as an operator does when ready."""
+        paths = {resource.path(None) for resource in resources}
+        for _ in range(int(within / 0.05)):
+            if paths <= self.watched():
+                # The request is recorded as it arrives; give the stream a moment to subscribe.
+                await asyncio.sleep(0.2)
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"not watched after {within} s: {sorted(paths - self.watched())}")
+
+    def writes_by_others(self) -> list[str]:
+        """Every request that would change the cluster and was not made by the tests."""
+        return [
+            f"{request.method} {request.url}"
+            for request in self.emulator
+            if request.method not in ("GET", "HEAD", "OPTIONS")
+            and request.headers.get("User-Agent") != USER_AGENT
+        ]
 
     async def delete(self, resource: Resource, namespace: str, name: str) -> None:
         """Delete an object (the emulator streams DELETED with its last state)."""

@@ -1,0 +1,77 @@
+"""Kinds that appear later, and input that must not crash the operator."""
+
+import pytest
+
+from jobarchive.models import Event, Job
+from tests.conftest import OperatorFactory, eventually
+from tests.support import objects as o
+from tests.support.cluster import CRDS, EVENTS, PODS, Cluster, resource_of
+from tests.support.operator import OperatorProcess
+
+pytestmark = pytest.mark.e2e
+TFJOBS = resource_of("kubeflow.org", "TFJob")
+PADDLEJOBS = resource_of("kubeflow.org", "PaddleJob")
+
+
+def crd(group: str, plural: str, kind: str, version: str) -> dict[str, object]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "kind": kind, "singular": kind.lower()},
+            "versions": [{"name": version, "served": True, "storage": True}],
+        },
+    }
+
+
+async def test_a_kind_whose_crd_appears_later_is_picked_up(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    del cluster.emulator.resources[PADDLEJOBS.key]
+    operator = await start_operator()
+    await cluster.wait_watching([PODS, EVENTS, TFJOBS, CRDS])
+    unresolved = [line for line in operator.log().splitlines() if "Unresolved resources" in line]
+    assert len(unresolved) == 1
+    assert "paddlejobs" in unresolved[0]
+
+    cluster.serve(PADDLEJOBS)
+    await cluster.create_unstamped(CRDS, crd("kubeflow.org", "paddlejobs", "PaddleJob", "v1"))
+    await cluster.wait_watching([PADDLEJOBS])
+    job = await cluster.create(PADDLEJOBS, o.example("paddle-simple-gpu.yaml"))
+    row = await eventually(lambda: Job.filter(job_id=job["metadata"]["uid"]).first())
+    assert row.kind == "PaddleJob"
+
+
+async def test_odd_and_hostile_objects_are_skipped_or_stored_and_the_operator_keeps_going(
+    cluster: Cluster, operator: OperatorProcess
+) -> None:
+    too_long = "n" * 254
+    await cluster.create(TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name=too_long))
+    await cluster.create_unstamped(
+        TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name="no-uid", resourceVersion="1")
+    )
+    odd = o.with_meta(o.example("tfjob-simple.yaml"), name="odd")
+    odd["status"] = {"conditions": [None, "x", {"type": "Quarantined", "status": "True"}]}
+    odd["spec"]["tfReplicaSpecs"]["Worker"]["template"] = None
+    odd = await cluster.create(TFJOBS, odd)
+    longest = await cluster.create(
+        TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name="x" * 253)
+    )
+    # Half a MiB: the emulator, like aiohttp, refuses request bodies over 1 MiB.
+    message = ('\'; DELETE FROM job_info; -- \\ "引用" \U0001f680 \U00010348 ' * 15_000)[:524_288]
+    await cluster.create(EVENTS, o.event(odd, "Hostile", message, type="Warning"))
+
+    row = await eventually(lambda: Event.filter(obj_uid=odd["metadata"]["uid"]).first())
+    assert row.message == message
+    odd_row = await Job.get(job_id=odd["metadata"]["uid"])
+    assert odd_row.status == "Quarantined"
+    assert sorted(await Job.all().values_list("job_id", flat=True)) == sorted(
+        [odd["metadata"]["uid"], longest["metadata"]["uid"]]
+    )
+    log = operator.log()
+    assert f"Skipping TFJob kubeflow/{too_long}: metadata.name is 254 characters" in log
+    assert "Skipping TFJob kubeflow/no-uid: metadata.uid is missing" in log
+    assert operator.process is not None and operator.process.returncode is None
