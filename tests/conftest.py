@@ -135,16 +135,16 @@ async def archive(e2e_db_url: str) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def operator_env(e2e_db_url: str) -> dict[str, str]:
-    return {"JOBARCHIVE_DB_URL": e2e_db_url, "REGION": ""}
+def operator_env(e2e_db_url: str) -> dict[str, str | None]:
+    return {"JOBARCHIVE_DB_URL": e2e_db_url, "REGION": None, "MYSQL_HOST": None}
 
 
-OperatorFactory = Callable[[], Awaitable[OperatorProcess]]
+OperatorFactory = Callable[..., Awaitable[OperatorProcess]]
 
 
 @pytest.fixture
 async def start_operator(
-    cluster: Cluster, archive: str, operator_env: dict[str, str], tmp_path: pathlib.Path
+    cluster: Cluster, archive: str, operator_env: dict[str, str | None], tmp_path: pathlib.Path
 ) -> AsyncIterator[OperatorFactory]:
     """Starts real operator processes against the emulated cluster and the e2e database;
     stops them all at the end and prints their logs (shown for failing tests)."""
@@ -152,10 +152,10 @@ async def start_operator(
     write_kubeconfig(kubeconfig, cluster.url)
     processes: list[OperatorProcess] = []
 
-    async def start() -> OperatorProcess:
+    async def start(**env: str | None) -> OperatorProcess:
         workdir = tmp_path / f"operator-{len(processes)}"
         workdir.mkdir()
-        process = OperatorProcess(workdir, kubeconfig, operator_env)
+        process = OperatorProcess(workdir, kubeconfig, {**operator_env, **env})
         processes.append(process)
         await process.start()
         return process

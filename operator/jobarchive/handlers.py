@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
+from tortoise.exceptions import DBConnectionError, OperationalError
 
 from jobarchive import config, db
 from jobarchive.attribution import Attribution
@@ -40,7 +41,14 @@ async def start(
     # Kopf logs every handler run of every watched object at INFO; at the rate pods and
     # Events arrive that costs real time and drowns the lines that matter.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    await db.open_database(SETTINGS.db_url)
+    try:
+        await db.open_database(SETTINGS.db_url)
+    except (DBConnectionError, OperationalError) as exc:
+        # One line instead of a traceback; Kopf retries the start after the delay.
+        reason = exc.__cause__ or exc.__context__ or exc
+        raise kopf.TemporaryError(
+            f"Cannot open the database {SETTINGS.db_url_redacted}: {reason}", delay=10
+        ) from None
     logger.info(
         "Recording %d job kinds, their pods and Events (region: %s)",
         len(SETTINGS.kinds),

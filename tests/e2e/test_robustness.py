@@ -1,4 +1,7 @@
-"""Kinds that appear later, and input that must not crash the operator."""
+"""Kinds that appear later, input that must not crash the operator, and databases."""
+
+import contextlib
+import sqlite3
 
 import pytest
 
@@ -75,3 +78,48 @@ async def test_odd_and_hostile_objects_are_skipped_or_stored_and_the_operator_ke
     assert f"Skipping TFJob kubeflow/{too_long}: metadata.name is 254 characters" in log
     assert "Skipping TFJob kubeflow/no-uid: metadata.uid is missing" in log
     assert operator.process is not None and operator.process.returncode is None
+
+
+async def test_without_configuration_it_records_into_the_embedded_sqlite_file(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    operator = await start_operator(JOBARCHIVE_DB_URL=None, REGION="eu-west-1")
+    await cluster.wait_watching([PODS, EVENTS, TFJOBS])
+    job = await cluster.create(TFJOBS, o.example("tfjob-simple.yaml"))
+    pod = await cluster.create(PODS, o.kubeflow_pod(job, "tfReplicaSpecs", "Worker", 0))
+    database = operator.workdir / "jobarchive.sqlite3"
+
+    def stored() -> list[tuple[str, str, str]]:
+        if not database.exists():
+            return []
+        with contextlib.closing(sqlite3.connect(database)) as conn:
+            try:
+                return conn.execute(
+                    "SELECT r.pod_id, j.job_id, r.deploy_region FROM replica_info r "
+                    "JOIN job_info j ON j.job_id = r.job_id"
+                ).fetchall()
+            except sqlite3.OperationalError:
+                return []
+
+    async def rows() -> list[tuple[str, str, str]]:
+        return stored()
+
+    assert await eventually(rows) == [(pod["metadata"]["uid"], job["metadata"]["uid"], "eu-west-1")]
+    assert "sqlite" in operator.log().splitlines()[0]
+
+
+async def test_a_database_that_refuses_the_password_is_reported_without_the_password(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    operator = await start_operator(
+        JOBARCHIVE_DB_URL="mysql://root:hunter2-secret@127.0.0.1:3306/nowhere"
+    )
+
+    async def reported() -> bool:
+        return "Cannot open the database" in operator.log()
+
+    await eventually(reported)
+    log = operator.log()
+    assert "mysql://root:***@127.0.0.1:3306/nowhere" in log
+    assert "Access denied" in log
+    assert "hunter2" not in log

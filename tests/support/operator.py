@@ -34,7 +34,9 @@ class OperatorProcess:
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self, *extra_args: str) -> None:
-        env = {**os.environ, **self.env, "KUBECONFIG": str(self.kubeconfig)}
+        # None removes a variable: the operator must not inherit one from the test runner.
+        merged = {**os.environ, **self.env, "KUBECONFIG": str(self.kubeconfig)}
+        env = {key: value for key, value in merged.items() if value is not None}
         log = self.log_path.open("ab")
         self.process = await asyncio.create_subprocess_exec(
             str(KOPF),
