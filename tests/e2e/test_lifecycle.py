@@ -8,7 +8,7 @@ import pytest
 from jobarchive.models import Event, Job, Pod
 from tests.conftest import eventually
 from tests.support import objects as o
-from tests.support.cluster import EVENTS, PODS, Cluster, Resource, resource_of
+from tests.support.cluster import EVENTS, PODS, Cluster, resource_of
 from tests.support.operator import OperatorProcess
 
 pytestmark = pytest.mark.e2e
@@ -210,6 +210,3 @@ async def test_the_operator_never_writes_to_the_cluster(
     stored = cluster.emulator.objects[PODS.key, ns, pod["metadata"]["name"]]
     assert "finalizers" not in stored["metadata"]
     assert not [k for k in stored["metadata"].get("annotations", {}) if "kopf" in k]
-
-
-UNUSED = Resource("kubeflow.org", "v1", "paddlejobs", "PaddleJob")

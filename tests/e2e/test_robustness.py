@@ -1,14 +1,15 @@
 """Kinds that appear later, input that must not crash the operator, and databases."""
 
 import contextlib
+import json
 import sqlite3
 
 import pytest
 
-from jobarchive.models import Event, Job
+from jobarchive.models import Event, Job, Pod
 from tests.conftest import OperatorFactory, eventually
 from tests.support import objects as o
-from tests.support.cluster import CRDS, EVENTS, PODS, Cluster, resource_of
+from tests.support.cluster import CRDS, EVENTS, PODS, Cluster, Resource, resource_of
 from tests.support.operator import OperatorProcess
 
 pytestmark = pytest.mark.e2e
@@ -123,3 +124,42 @@ async def test_a_database_that_refuses_the_password_is_reported_without_the_pass
     assert "mysql://root:***@127.0.0.1:3306/nowhere" in log
     assert "Access denied" in log
     assert "hunter2" not in log
+
+
+async def test_a_kind_added_by_configuration_is_recorded_with_its_pods(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    llmjobs = Resource("ml.example.com", "v1", "llmjobs", "LLMJob")
+    cluster.serve(llmjobs)
+    extra = {
+        "group": "ml.example.com",
+        "version": "v1",
+        "plural": "llmjobs",
+        "kind": "LLMJob",
+        "replica_specs_key": "llmReplicaSpecs",
+        "main_container": "trainer",
+    }
+    await start_operator(JOBARCHIVE_EXTRA_KINDS=json.dumps([extra]))
+    await cluster.wait_watching([PODS, EVENTS, llmjobs])
+    spec = {
+        "containers": [
+            {"name": "trainer", "image": "llm:1", "resources": {"limits": {"nvidia.com/gpu": 8}}}
+        ]
+    }
+    job = await cluster.create(
+        llmjobs,
+        {
+            "metadata": {"name": "finetune", "namespace": "llm"},
+            "spec": {"llmReplicaSpecs": {"Node": {"replicas": 4, "template": {"spec": spec}}}},
+        },
+    )
+    pod = o.kubeflow_pod(job, "llmReplicaSpecs", "Node", 0)
+    pod = await cluster.create(PODS, pod)
+    row = await eventually(lambda: Pod.filter(pod_id=pod["metadata"]["uid"]).first())
+    assert (row.job_id, row.image) == (job["metadata"]["uid"], "llm:1")
+    job_row = await Job.get(job_id=job["metadata"]["uid"])
+    assert job_row.kind == "LLMJob"
+    assert json.loads(job_row.resources)["Node"] == {
+        "replicas": 4,
+        "resources": {"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}},
+    }
