@@ -28,6 +28,10 @@ class Settings:
     db_url: str
     region: str | None
     kinds: KindRegistry
+    batch_size: int = 500
+    batch_delay: float = 0.005
+    queue_size: int = 10_000
+    writers: int = 2
 
     @property
     def db_url_redacted(self) -> str:
@@ -60,7 +64,28 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         kinds = KindRegistry(BUILTIN_KINDS + extra)
     except ValueError as exc:
         raise ConfigError(f"JOBARCHIVE_EXTRA_KINDS: {exc}") from None
-    return Settings(db_url=db_url, region=region, kinds=kinds)
+    return Settings(
+        db_url=db_url,
+        region=region,
+        kinds=kinds,
+        batch_size=_integer(env, "JOBARCHIVE_BATCH_SIZE", 500, 1, 5000),
+        batch_delay=_integer(env, "JOBARCHIVE_BATCH_DELAY_MS", 5, 0, 1000) / 1000,
+        queue_size=_integer(env, "JOBARCHIVE_QUEUE_SIZE", 10_000, 1, 10_000_000),
+        writers=_integer(env, "JOBARCHIVE_WRITERS", 2, 1, 16),
+    )
+
+
+def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}: {raw!r} is not an integer") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{name}: {value} is outside {low}..{high}")
+    return value
 
 
 def _db_url(env: Mapping[str, str]) -> str:

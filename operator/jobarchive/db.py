@@ -26,7 +26,7 @@ MODELS_MODULE = "jobarchive.models"
 _ENGINE_NAMES = {"tortoise.backends.mysql": "mysql", "tortoise.backends.sqlite": "sqlite"}
 
 
-def tortoise_config(db_url: str) -> dict[str, Any]:
+def tortoise_config(db_url: str, pool_size: int = 5) -> dict[str, Any]:
     """The Tortoise configuration for a database URL (UTC everywhere, utf8mb4 on MySQL)."""
     connection = expand_db_url(db_url)
     # The connection is named after its engine: Tortoise caches compiled queries per
@@ -37,6 +37,7 @@ def tortoise_config(db_url: str) -> dict[str, Any]:
         credentials = connection["credentials"]
         credentials.setdefault("charset", "utf8mb4")
         credentials["init_command"] = "SET time_zone='+00:00'"
+        credentials.setdefault("maxsize", pool_size)
     return {
         "connections": {name: connection},
         "apps": {"jobarchive": {"models": [MODELS_MODULE], "default_connection": name}},
@@ -50,9 +51,13 @@ def mysql_driver() -> str:
     return "asyncmy" if importlib.util.find_spec("asyncmy") else "aiomysql"
 
 
-async def open_database(db_url: str) -> None:
-    """Connect, and create the tables and indexes that do not exist yet."""
-    config = tortoise_config(db_url)
+async def open_database(db_url: str, pool_size: int = 5) -> None:
+    """Connect, and create the tables and indexes that do not exist yet.
+
+    ``pool_size`` bounds MySQL connections; it must exceed the number of concurrent
+    transactions, since Tortoise waits forever for a free connection.
+    """
+    config = tortoise_config(db_url, pool_size)
     await Tortoise.init(config=config, _enable_global_fallback=True)
     dialect = next(iter(config["connections"]))
     driver = mysql_driver() if dialect == "mysql" else "aiosqlite"

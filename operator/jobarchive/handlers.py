@@ -23,9 +23,18 @@ from jobarchive.attribution import Attribution
 from jobarchive.kinds import JobKind
 from jobarchive.recorder import Recorder
 from jobarchive.store import Store
+from jobarchive.writer import Writer
 
 SETTINGS = config.load()
-RECORDER = Recorder(SETTINGS, Store(), Attribution())
+STORE = Store()
+WRITER = Writer(
+    STORE,
+    batch_size=SETTINGS.batch_size,
+    max_delay=SETTINGS.batch_delay,
+    queue_size=SETTINGS.queue_size,
+    flushers=SETTINGS.writers,
+)
+RECORDER = Recorder(SETTINGS, STORE, WRITER, Attribution())
 FINALIZER = "jobarchive.kubeflow.org/never-set"
 
 EventHandler = Callable[..., Awaitable[None]]
@@ -42,13 +51,15 @@ async def start(
     # Events arrive that costs real time and drowns the lines that matter.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     try:
-        await db.open_database(SETTINGS.db_url)
+        # Lookups by handlers need connections beside the flushers' transactions.
+        await db.open_database(SETTINGS.db_url, pool_size=SETTINGS.writers + 4)
     except (DBConnectionError, OperationalError) as exc:
         # One line instead of a traceback; Kopf retries the start after the delay.
         reason = exc.__cause__ or exc.__context__ or exc
         raise kopf.TemporaryError(
             f"Cannot open the database {SETTINGS.db_url_redacted}: {reason}", delay=10
         ) from None
+    WRITER.start()
     logger.info(
         "Recording %d job kinds, their pods and Events (region: %s)",
         len(SETTINGS.kinds),
@@ -58,7 +69,8 @@ async def start(
 
 @kopf.on.cleanup()
 async def stop(**_: Any) -> None:
-    """Close the database connections."""
+    """Commit what is queued, then close the database connections."""
+    await WRITER.stop()
     await db.close_database()
 
 

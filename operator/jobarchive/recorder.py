@@ -18,8 +18,9 @@ from jobarchive.attribution import UNRELATED, Attribution, Waiting
 from jobarchive.config import Settings
 from jobarchive.convert.common import mapping, text
 from jobarchive.kinds import JobKind
-from jobarchive.models import Event, Job, Pod, utcnow
+from jobarchive.models import Event, Job, Pod, Stamped, utcnow
 from jobarchive.store import Store
+from jobarchive.writer import Writer
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +38,12 @@ def describe(kind: str, body: Mapping[str, Any]) -> str:
 class Recorder:
     """Records jobs, pods and Events as their watch events arrive."""
 
-    def __init__(self, settings: Settings, store: Store, attribution: Attribution) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, writer: Writer, attribution: Attribution
+    ) -> None:
         self.settings = settings
         self.store = store
+        self.writer = writer
         self.attribution = attribution
 
     async def job(self, kind: JobKind, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -52,7 +56,8 @@ class Recorder:
         gone = event_type == DELETED
         if gone:
             convert.mark_gone(row, utcnow())
-        await self.store.upsert(Job, [row])
+        if not await self._write(Job, kind.kind, [row]):
+            return
         released = self.attribution.job_seen(row["namespace"], row["name"], row["job_id"], gone)
         if released:
             # Pods that waited were linked by label, not owned by the job: their main
@@ -126,9 +131,8 @@ class Recorder:
             if pod.event_type == DELETED:
                 convert.mark_gone(row, utcnow())
             rows.append(row)
-        await self.store.upsert(Pod, rows)
         released: list[Waiting] = []
-        for row in rows:
+        for row in await self._write(Pod, "Pod", rows):
             released.extend(self.attribution.pod_tracked(row["pod_id"], job_uid))
         if released:
             await self._events(released)
@@ -140,7 +144,23 @@ class Recorder:
                 rows.append(convert.event_row(event.body, self.settings.region))
             except convert.InvalidObject as exc:
                 logger.warning("Skipping %s: %s", describe("Event", event.body), exc)
-        await self.store.upsert(Event, rows)
+        await self._write(Event, "Event", rows)
+
+    async def _write(
+        self, model: type[Stamped], kind: str, rows: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Write rows; log each the database refused, by kind, namespace and name.
+
+        Returns the rows that were stored.
+        """
+        stored = []
+        for row, error in zip(rows, await self.writer.write(model, rows), strict=True):
+            if error is None:
+                stored.append(row)
+                continue
+            namespace = row.get("namespace", row.get("obj_namespace")) or "-"
+            logger.error("Could not store %s %s/%s: %s", kind, namespace, row.get("name"), error)
+        return stored
 
     def _sweep(self) -> None:
         expired = self.attribution.sweep()

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
+from tortoise.transactions import in_transaction
 
 from jobarchive import db
 from jobarchive.models import Event, Job, Pod, Stamped, utcnow
@@ -30,6 +31,13 @@ logger = logging.getLogger(__name__)
 # Keeps one statement well under SQLite's 32,766 bound parameters and MySQL's packet size.
 ROWS_PER_STATEMENT = 500
 _INSERT_ONLY = frozenset({"gmt_created"})
+
+
+def is_older(version: str, than: str) -> bool:
+    """Whether resourceVersion ``version`` is older than ``than``: the SQL guard's rule."""
+    if not (version.isdigit() and than.isdigit() and version.isascii() and than.isascii()):
+        return False
+    return (len(version), version) < (len(than), than)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +120,12 @@ class Store:
         """``mysql`` or ``sqlite``."""
         return str(self.connection.capabilities.dialect)
 
-    async def upsert(self, model: type[Stamped], rows: Sequence[Mapping[str, Any]]) -> None:
+    async def upsert(
+        self,
+        model: type[Stamped],
+        rows: Sequence[Mapping[str, Any]],
+        connection: BaseDBAsyncClient | None = None,
+    ) -> None:
         """Insert or update rows by their uid, skipping any older than the stored row."""
         if not rows:
             return
@@ -123,12 +136,18 @@ class Store:
             stamped = dict(row)
             model.stamp(stamped, now)
             prepared.append(stamped)
-        conn = self.connection
+        conn = connection or self.connection
         build = _mysql_upsert if self.dialect == "mysql" else _sqlite_upsert
         for start in range(0, len(prepared), ROWS_PER_STATEMENT):
             chunk = prepared[start : start + ROWS_PER_STATEMENT]
             params = [self._db_value(row[column]) for row in chunk for column in table.columns]
             await conn.execute_query(build(table, len(chunk)), params)
+
+    async def write_batch(self, batch: Mapping[type[Stamped], Sequence[Mapping[str, Any]]]) -> None:
+        """Upsert the rows of several tables in one transaction: one commit for all."""
+        async with in_transaction(self.connection.connection_name) as transaction:
+            for model, rows in batch.items():
+                await self.upsert(model, rows, transaction)
 
     def _db_value(self, value: Any) -> Any:
         if isinstance(value, bool):

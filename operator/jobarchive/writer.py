@@ -1,0 +1,144 @@
+"""Group commit: many handlers' rows written in few transactions.
+
+A handler hands its rows to ``Writer.write`` and waits until they are committed
+(durable before acknowledged). Rows queue up while a transaction runs, so under
+load one commit carries hundreds of rows from as many handlers: throughput comes
+from many handlers waiting on the same flush, not from any handler returning
+early. The queue is bounded: when the database is slow, ``write`` waits for room,
+so a burst costs time, not memory, and nothing is dropped.
+
+A flusher takes the first row waiting, gives others ``max_delay`` to join when
+the batch is not full yet, and commits up to ``batch_size`` rows in one
+transaction. Several flushers overlap one batch's commit with the next one's
+collection. Two versions of one object are never in flight at once, because Kopf
+handles one object's events in order and each handler waits for its commit; the
+same uid twice in one batch (two objects' handlers releasing the same waiting
+pod) keeps the newest, and the store's guard settles the rest.
+"""
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jobarchive.models import Stamped
+from jobarchive.store import TABLES, Store, is_older
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class _Pending:
+    model: type[Stamped]
+    row: Mapping[str, Any]
+    done: asyncio.Future[None]
+
+
+class Writer:
+    """Batches rows from concurrent callers into shared transactions."""
+
+    def __init__(
+        self,
+        store: Store,
+        batch_size: int = 500,
+        max_delay: float = 0.005,
+        queue_size: int = 10_000,
+        flushers: int = 2,
+    ) -> None:
+        self.store = store
+        self.batch_size = batch_size
+        self.max_delay = max_delay
+        self.flushers = flushers
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=queue_size)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def depth(self) -> int:
+        """Rows waiting for a flusher."""
+        return self._queue.qsize()
+
+    def start(self) -> None:
+        """Start the flushers; call from within the running event loop."""
+        self._tasks = [
+            asyncio.create_task(self._flush_forever(), name=f"jobarchive-flusher-{index}")
+            for index in range(self.flushers)
+        ]
+
+    async def stop(self) -> None:
+        """Commit what is queued, then stop the flushers."""
+        if not self._tasks:
+            return
+        await self._queue.join()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def write(
+        self, model: type[Stamped], rows: Sequence[Mapping[str, Any]]
+    ) -> list[BaseException | None]:
+        """Queue rows and return once each is committed or refused: its error, else None."""
+        loop = asyncio.get_running_loop()
+        futures = []
+        for row in rows:
+            future: asyncio.Future[None] = loop.create_future()
+            await self._queue.put(_Pending(model, row, future))
+            futures.append(future)
+        return await asyncio.gather(*futures, return_exceptions=True)
+
+    async def _flush_forever(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            if self._queue.qsize() < self.batch_size - 1:
+                await asyncio.sleep(self.max_delay)
+            while len(batch) < self.batch_size and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await self._commit(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    async def _commit(self, batch: list[_Pending]) -> None:
+        try:
+            await self.store.write_batch(newest_rows(batch))
+        except Exception as exc:
+            if len(batch) == 1:
+                _settle(batch[0], exc)
+                return
+            # One row the database refuses must not cost the others theirs: find it by
+            # committing each on its own.
+            logger.warning(
+                "A batch of %d rows failed (%s); committing them one by one", len(batch), exc
+            )
+            for pending in batch:
+                await self._commit([pending])
+            return
+        for pending in batch:
+            _settle(pending, None)
+
+
+def _settle(pending: _Pending, error: Exception | None) -> None:
+    if pending.done.done():
+        return
+    if error is None:
+        pending.done.set_result(None)
+    else:
+        pending.done.set_exception(error)
+
+
+def newest_rows(batch: list[_Pending]) -> dict[type[Stamped], list[Mapping[str, Any]]]:
+    """Per table, one row per uid (the newest), sorted by uid.
+
+    Sorting gives concurrent transactions one lock order on the unique index.
+    """
+    by_uid: dict[type[Stamped], dict[str, Mapping[str, Any]]] = {}
+    for pending in batch:
+        key = TABLES[pending.model].key
+        rows = by_uid.setdefault(pending.model, {})
+        uid = pending.row[key]
+        old = rows.get(uid)
+        if old is None or not is_older(pending.row["version"], old["version"]):
+            rows[uid] = pending.row
+    return {model: [rows[uid] for uid in sorted(rows)] for model, rows in by_uid.items()}
