@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint unit mariadb clean
+.PHONY: install run test lint unit bench mariadb clean
 
 install: $(VENV)/.installed
 
@@ -21,8 +21,8 @@ run: install
 	$(VENV)/bin/kopf run $(KOPF_FLAGS) operator/main.py
 
 lint: install
-	$(VENV)/bin/ruff check operator tests
-	$(VENV)/bin/ruff format --check operator tests
+	$(VENV)/bin/ruff check operator tests bench
+	$(VENV)/bin/ruff format --check operator tests bench
 	$(VENV)/bin/mypy
 
 mariadb:
@@ -33,6 +33,10 @@ test: install lint mariadb
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
+
+## The benchmarks of README.md, each figure beside its baseline (MariaDB needed; a few minutes).
+bench: install mariadb
+	$(PY) -m bench $(BENCH_ARGS)
 
 unit: install
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)

@@ -35,15 +35,19 @@ class Waiting:
 
 
 class _Lru(collections.OrderedDict[str, str]):
+    """A bounded map that forgets the least recently written; it says whether it forgot."""
+
     def __init__(self, capacity: int) -> None:
         super().__init__()
         self.capacity = capacity
+        self.forgot = False
 
     def put(self, key: str, value: str) -> None:
         self[key] = value
         self.move_to_end(key)
         while len(self) > self.capacity:
             self.popitem(last=False)
+            self.forgot = True
 
 
 @dataclasses.dataclass
@@ -64,12 +68,31 @@ class Attribution:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl = ttl
+        self.capacity = capacity
         self._clock = clock
         self._jobs_by_name = _Lru(capacity)
         self._pods = _Lru(capacity)
         self._pods_waiting: dict[tuple[str, str], dict[str, Waiting]] = {}
         self._events_waiting: dict[str, dict[str, Waiting]] = {}
         self._last_sweep = clock()
+        self._loaded = False
+
+    def load(self, jobs: list[tuple[str, str, str]], pods: list[tuple[str, str]]) -> None:
+        """Start from what the database knows: live jobs by name, recent pods' jobs.
+
+        After this, a pod unknown here is unknown to the database too, as long as
+        nothing was forgotten; ``knows_all`` says so and spares a query per Event.
+        """
+        for namespace, name, uid in jobs:
+            self._jobs_by_name.put(f"{namespace}/{name}", uid)
+        for pod_uid, job_uid in pods:
+            self._pods.put(pod_uid, job_uid)
+        self._loaded = True
+
+    @property
+    def knows_all(self) -> bool:
+        """Whether a pod or job missing here is certainly missing from the database."""
+        return self._loaded and not self._pods.forgot and not self._jobs_by_name.forgot
 
     def job_seen(self, namespace: str, name: str, uid: str, gone: bool) -> list[Waiting]:
         """Record a job; return the pods that were waiting for a job of that name."""

@@ -59,6 +59,7 @@ async def start(
         raise kopf.TemporaryError(
             f"Cannot open the database {SETTINGS.db_url_redacted}: {reason}", delay=10
         ) from None
+    await RECORDER.load()
     WRITER.start()
     logger.info(
         "Recording %d job kinds, their pods and Events (region: %s)",

@@ -9,6 +9,7 @@ An object that cannot be converted is logged with its kind, namespace, name and
 the reason, and skipped; it never raises into Kopf.
 """
 
+import datetime
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +26,8 @@ from jobarchive.writer import Writer
 logger = logging.getLogger(__name__)
 
 DELETED = "DELETED"
+# Kubernetes keeps Events for an hour by default (--event-ttl); two covers a longer setting.
+EVENT_LIFETIME_HOURS = 2
 
 
 def describe(kind: str, body: Mapping[str, Any]) -> str:
@@ -45,6 +48,14 @@ class Recorder:
         self.store = store
         self.writer = writer
         self.attribution = attribution
+
+    async def load(self) -> None:
+        """Prime the attribution state from the database; call once at start."""
+        since = utcnow() - datetime.timedelta(hours=EVENT_LIFETIME_HOURS)
+        jobs = await self.store.live_jobs()
+        pods = await self.store.recent_pods(since, limit=self.attribution.capacity + 1)
+        self.attribution.load(jobs, pods)
+        logger.info("Attribution starts from %d live jobs and %d recent pods", len(jobs), len(pods))
 
     async def job(self, kind: JobKind, event_type: str | None, body: Mapping[str, Any]) -> None:
         """Store a job's state, then whatever pods were waiting for it."""
@@ -79,7 +90,7 @@ class Recorder:
             await self._pods([now], link.job_uid, link.kind.main_container)
             return
         job_uid = self.attribution.job_uid(link.namespace, link.job_name)
-        if job_uid is None:
+        if job_uid is None and not self.attribution.knows_all:
             job_uid = await self.store.live_job_uid(link.namespace, link.job_name)
         # Checked again after the await: the job may have been recorded meanwhile, and
         # from here to wait_for_job nothing yields, so no release can slip between.
@@ -105,7 +116,7 @@ class Recorder:
         if involved.kind != "Pod" or not involved.uid:
             return
         job_uid = self.attribution.pod_job(involved.uid)
-        if job_uid is None:
+        if job_uid is None and not self.attribution.knows_all:
             job_uid = await self.store.pod_job_uid(involved.uid)
             job_uid = self.attribution.pod_job(involved.uid) or job_uid
         if job_uid == UNRELATED:

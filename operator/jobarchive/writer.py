@@ -23,9 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobarchive.models import Stamped
-from jobarchive.store import TABLES, Store, is_older
+from jobarchive.store import TABLES, Store, is_older, is_retryable
 
 logger = logging.getLogger(__name__)
+DEADLOCK_RETRIES = 5
 
 
 @dataclasses.dataclass
@@ -101,22 +102,32 @@ class Writer:
                     self._queue.task_done()
 
     async def _commit(self, batch: list[_Pending]) -> None:
-        try:
-            await self.store.write_batch(newest_rows(batch))
-        except Exception as exc:
-            if len(batch) == 1:
-                _settle(batch[0], exc)
+        rows = newest_rows(batch)
+        for attempt in range(1, DEADLOCK_RETRIES + 1):
+            try:
+                await self.store.write_batch(rows)
+                break
+            except Exception as exc:
+                if attempt < DEADLOCK_RETRIES and is_retryable(exc):
+                    logger.debug("Batch of %d rows rolled back (%s); again", len(batch), exc)
+                    continue
+                await self._isolate(batch, exc)
                 return
-            # One row the database refuses must not cost the others theirs: find it by
-            # committing each on its own.
-            logger.warning(
-                "A batch of %d rows failed (%s); committing them one by one", len(batch), exc
-            )
-            for pending in batch:
-                await self._commit([pending])
-            return
         for pending in batch:
             _settle(pending, None)
+
+    async def _isolate(self, batch: list[_Pending], exc: Exception) -> None:
+        """Settle a failed batch: a single row gets its error, a larger batch is split."""
+        if len(batch) == 1:
+            _settle(batch[0], exc)
+            return
+        # One row the database refuses must not cost the others theirs: find it by
+        # committing each on its own.
+        logger.warning(
+            "A batch of %d rows failed (%s); committing them one by one", len(batch), exc
+        )
+        for pending in batch:
+            await self._commit([pending])
 
 
 def _settle(pending: _Pending, error: Exception | None) -> None:

@@ -207,3 +207,15 @@ async def test_lookups_find_live_jobs_and_stored_pods(database: str) -> None:
     assert await store.live_job_uid("kubeflow", "other") is None
     assert await store.pod_job_uid("pod-1") == "new"
     assert await store.pod_job_uid("pod-2") is None
+
+
+async def test_what_attribution_starts_from_live_jobs_and_recent_pods(database: str) -> None:
+    store = Store()
+    old = T0 - datetime.timedelta(days=30)
+    await store.upsert(Job, [job(uid="gone", is_in_etcd=False), job(uid="live")])
+    await store.upsert(Pod, [pod(uid="live-pod"), pod(uid="gone-pod", is_in_etcd=False)])
+    assert await store.live_jobs() == [("kubeflow", "mnist", "live")]
+    recent = await store.recent_pods(since=old, limit=10)
+    assert sorted(recent) == [("gone-pod", "job-1"), ("live-pod", "job-1")]
+    future = datetime.datetime.now(tz=datetime.UTC) + datetime.timedelta(hours=1)
+    assert await store.recent_pods(since=future, limit=10) == [("live-pod", "job-1")]

@@ -25,8 +25,13 @@ class OperatorProcess:
     """Starts, stops and kills one operator process; its output goes to a log file."""
 
     def __init__(
-        self, workdir: pathlib.Path, kubeconfig: pathlib.Path, env: dict[str, str]
+        self,
+        workdir: pathlib.Path,
+        kubeconfig: pathlib.Path,
+        env: dict[str, str | None],
+        script: pathlib.Path = REPO / "operator" / "main.py",
     ) -> None:
+        self.script = script
         self.workdir = workdir
         self.kubeconfig = kubeconfig
         self.env = env
@@ -44,7 +49,7 @@ class OperatorProcess:
             "--all-namespaces",
             "--standalone",
             *extra_args,
-            str(REPO / "operator" / "main.py"),
+            str(self.script),
             cwd=self.workdir,
             env=env,
             stdout=log,
@@ -67,6 +72,13 @@ class OperatorProcess:
             return self.process.returncode if self.process else None
         self.process.kill()
         return await self.process.wait()
+
+    def peak_rss(self) -> int:
+        """The process's peak resident set size so far, in bytes (VmHWM)."""
+        assert self.process is not None
+        status = pathlib.Path(f"/proc/{self.process.pid}/status").read_text()
+        line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+        return int(line.split()[1]) * 1024
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

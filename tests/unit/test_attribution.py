@@ -72,3 +72,14 @@ def test_memory_of_pods_is_bounded() -> None:
         attribution.pod_unrelated(f"pod-{index}")
     assert attribution.pod_job("pod-0") is None
     assert attribution.pod_job("pod-4") == UNRELATED
+
+
+def test_after_loading_what_is_missing_is_known_to_be_missing() -> None:
+    attribution = Attribution(capacity=3)
+    assert not attribution.knows_all
+    attribution.load([("ns", "pi", "job-uid")], [("pod-1", "job-uid")])
+    assert attribution.knows_all
+    assert (attribution.job_uid("ns", "pi"), attribution.pod_job("pod-1")) == ("job-uid", "job-uid")
+    for index in range(3):
+        attribution.pod_unrelated(f"other-{index}")
+    assert not attribution.knows_all

@@ -1,0 +1,61 @@
+"""``make bench``: every benchmark, each figure beside its baseline measured in the same run.
+
+Needs the MariaDB server of the tests (``JOBARCHIVE_TEST_MYSQL_URL``); works in
+databases of its own and drops them at the end.
+"""
+
+import argparse
+import asyncio
+import sys
+
+from tests.conftest import MySQLDatabases
+
+from bench import e2e_bench, store_bench
+
+
+def line(label: str, value: str, note: str = "") -> None:
+    print(f"  {label:<44} {value:>14}  {note}".rstrip(), flush=True)
+
+
+def ratio(label: str, value: float, target: float, higher_is_better: bool = True) -> bool:
+    met = value >= target if higher_is_better else value <= target
+    sign = ">=" if higher_is_better else "<="
+    line(label, f"{value:.2f}", f"target {sign} {target}: {'met' if met else 'MISSED'}")
+    return met
+
+
+async def main(args: argparse.Namespace) -> int:
+    databases = MySQLDatabases()
+    results: list[bool] = []
+    try:
+        if "store" in args.only:
+            url = databases.create("jobarchive_bench")
+            print(
+                f"Store: {args.jobs} jobs x {args.pods} pods + 1 Event each, insert and update pass"
+            )
+            figures = await store_bench.run(url, args.jobs, args.pods)
+            for name in ("naive", "store", "raw"):
+                line(f"{name} upserts/s", f"{figures[name]:,.0f}")
+            results.append(ratio("store/naive", figures["store"] / figures["naive"], 10))
+            results.append(ratio("store/raw", figures["store"] / figures["raw"], 0.6))
+        if "e2e" in args.only:
+            results.extend(await e2e_bench.run(databases, line, ratio, args))
+    finally:
+        databases.drop_all()
+    print("all targets met" if all(results) else "some targets missed")
+    return 0
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="make bench")
+    parser.add_argument("--only", nargs="+", default=["store", "e2e"], choices=["store", "e2e"])
+    parser.add_argument("--jobs", type=int, default=20)
+    parser.add_argument("--pods", type=int, default=250)
+    parser.add_argument("--catch-up-pods", type=int, default=20_000)
+    parser.add_argument("--rate", type=int, default=500)
+    parser.add_argument("--seconds", type=int, default=10)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(parse(sys.argv[1:]))))
