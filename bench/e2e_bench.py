@@ -18,12 +18,11 @@ from typing import Any
 
 import kmock
 from tests.conftest import MySQLDatabases
-from tests.support.cluster import CRDS, EVENTS, NAMESPACES, PODS, Cluster, job_resource, resource_of
+from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, resource_of
 from tests.support.operator import REPO, OperatorProcess, write_kubeconfig
 
 from bench import data
 from jobarchive import db
-from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.models import Event, Job, Pod
 
 NOOP = REPO / "bench" / "noop_operator.py"
@@ -94,18 +93,9 @@ class Run:
 
 async def with_cluster(pods: int, load: SteadyLoad | None, body: Callable[..., Any]) -> Any:
     """An emulated cluster holding a job with ``pods`` pods and Events, or streaming ``load``."""
-    emulator = kmock.KubernetesEmulator()
-    async with (
-        emulator,
-        kmock.Server(emulator) as server,
-        Cluster(emulator, str(server.url)) as cluster,
-    ):
-        for resource in (NAMESPACES, PODS, EVENTS, CRDS):
-            cluster.serve(resource)
-        for kind in BUILTIN_KINDS:
-            cluster.serve(job_resource(kind))
+    async with emulated_cluster() as cluster:
         if load is not None:
-            emulator[kmock.action.WATCH, kmock.resource("", "v1", "pods")] << load.stream
+            cluster.emulator[kmock.action.WATCH, kmock.resource("", "v1", "pods")] << load.stream
         return await body(cluster, fill(cluster, pods))
 
 

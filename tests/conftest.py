@@ -13,13 +13,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
-import kmock
 import pymysql
 import pytest
 
 from jobarchive import db
 from jobarchive.kinds import BUILTIN_KINDS
-from tests.support.cluster import CRDS, EVENTS, NAMESPACES, PODS, Cluster, job_resource
+from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
 from tests.support.operator import OperatorProcess, write_kubeconfig
 
 MYSQL_SERVER_URL = os.environ.get("JOBARCHIVE_TEST_MYSQL_URL", "mysql://root:@127.0.0.1:3306")
@@ -107,16 +106,7 @@ async def eventually(
 @pytest.fixture
 async def cluster() -> AsyncIterator[Cluster]:
     """The emulated API server, serving every built-in kind, Pods, Events and CRDs."""
-    emulator = kmock.KubernetesEmulator()
-    async with (
-        emulator,
-        kmock.Server(emulator) as server,
-        Cluster(emulator, str(server.url)) as api,
-    ):
-        for resource in (NAMESPACES, PODS, EVENTS, CRDS):
-            api.serve(resource)
-        for kind in BUILTIN_KINDS:
-            api.serve(job_resource(kind))
+    async with emulated_cluster() as api:
         yield api
 
 

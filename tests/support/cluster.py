@@ -8,10 +8,12 @@ the emulator's own.
 """
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import itertools
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -75,6 +77,22 @@ def resource_of(group: str, kind: str) -> Resource:
 
 def now_rfc3339() -> str:
     return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@contextlib.asynccontextmanager
+async def emulated_cluster() -> AsyncIterator["Cluster"]:
+    """A KubernetesEmulator on a real port serving every built-in kind, Pods, Events, CRDs."""
+    emulator = kmock.KubernetesEmulator()
+    async with (
+        emulator,
+        kmock.Server(emulator) as server,
+        Cluster(emulator, str(server.url)) as cluster,
+    ):
+        for resource in (NAMESPACES, PODS, EVENTS, CRDS):
+            cluster.serve(resource)
+        for kind in BUILTIN_KINDS:
+            cluster.serve(job_resource(kind))
+        yield cluster
 
 
 class Cluster:
