@@ -139,8 +139,10 @@ async def jobarchive_catch_up(workdir: pathlib.Path, url: str, pods: int) -> Run
         await db.open_database(url)
         process = await launch(cluster, workdir, {"JOBARCHIVE_DB_URL": url}, None)
         started = time.perf_counter()
-        while await total() < objects:
-            await asyncio.sleep(0.1)
+        while (count := await total()) < objects:
+            # COUNT(*) scans: polled coarsely it would steal the database's CPU from the
+            # operator being measured; finely only near the end, where timing matters.
+            await asyncio.sleep(0.1 if count > 0.97 * objects else 1.0)
         result.rate = objects / (time.perf_counter() - started)
         result.peak_rss = process.peak_rss()
         await process.stop()

@@ -32,6 +32,8 @@ class Settings:
     batch_delay: float = 0.005
     queue_size: int = 10_000
     writers: int = 2
+    resync_interval: float = 600.0
+    unhealthy_after: float = 300.0
 
     @property
     def db_url_redacted(self) -> str:
@@ -72,6 +74,8 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         batch_delay=_integer(env, "JOBARCHIVE_BATCH_DELAY_MS", 5, 0, 1000) / 1000,
         queue_size=_integer(env, "JOBARCHIVE_QUEUE_SIZE", 10_000, 1, 10_000_000),
         writers=_integer(env, "JOBARCHIVE_WRITERS", 2, 1, 16),
+        resync_interval=_integer(env, "JOBARCHIVE_RESYNC_INTERVAL", 600, 0, 7 * 24 * 3600),
+        unhealthy_after=_integer(env, "JOBARCHIVE_UNHEALTHY_AFTER", 300, 1, 24 * 3600),
     )
 
 

@@ -11,6 +11,7 @@ Handlers are registered when this module is imported, for the kinds the
 configuration names; ``operator/main.py`` imports it.
 """
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +23,7 @@ from jobarchive import config, db
 from jobarchive.attribution import Attribution
 from jobarchive.kinds import JobKind
 from jobarchive.recorder import Recorder
+from jobarchive.resync import Reconciler
 from jobarchive.store import Store
 from jobarchive.writer import Writer
 
@@ -35,6 +37,8 @@ WRITER = Writer(
     flushers=SETTINGS.writers,
 )
 RECORDER = Recorder(SETTINGS, STORE, WRITER, Attribution())
+RECONCILER = Reconciler(SETTINGS.kinds, STORE, WRITER)
+_BACKGROUND: set[asyncio.Task[None]] = set()
 FINALIZER = "jobarchive.kubeflow.org/never-set"
 
 EventHandler = Callable[..., Awaitable[None]]
@@ -59,8 +63,10 @@ async def start(
         raise kopf.TemporaryError(
             f"Cannot open the database {SETTINGS.db_url_redacted}: {reason}", delay=10
         ) from None
-    await RECORDER.load()
     WRITER.start()
+    if SETTINGS.resync_interval:
+        task = asyncio.create_task(RECONCILER.run_forever(SETTINGS.resync_interval))
+        _BACKGROUND.add(task)
     logger.info(
         "Recording %d job kinds, their pods and Events (region: %s)",
         len(SETTINGS.kinds),
@@ -70,9 +76,26 @@ async def start(
 
 @kopf.on.cleanup()
 async def stop(**_: Any) -> None:
-    """Commit what is queued, then close the database connections."""
+    """Stop reconciling, commit what is queued, then close the database connections."""
+    for task in _BACKGROUND:
+        task.cancel()
+    await asyncio.gather(*_BACKGROUND, return_exceptions=True)
+    _BACKGROUND.clear()
     await WRITER.stop()
     await db.close_database()
+
+
+@kopf.on.probe(id="database")
+async def database_health(**_: Any) -> str:
+    """For Kopf's liveness endpoint: unhealthy once writes have failed for too long.
+
+    A short outage is ridden out (writes wait and retry); only a long one makes
+    the probe fail, so that a restart can clear whatever a retry cannot.
+    """
+    failing = WRITER.failing_for()
+    if failing > SETTINGS.unhealthy_after:
+        raise kopf.PermanentError(f"database writes failing for {failing:.0f} s")
+    return f"queued={WRITER.depth} failing_for={failing:.0f}s"
 
 
 def _raw_object(event: kopf.RawEvent) -> dict[str, Any]:

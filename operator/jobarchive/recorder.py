@@ -11,7 +11,7 @@ the reason, and skipped; it never raises into Kopf.
 
 import datetime
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from jobarchive import convert
@@ -20,7 +20,7 @@ from jobarchive.config import Settings
 from jobarchive.convert.common import mapping, text
 from jobarchive.kinds import JobKind
 from jobarchive.models import Event, Job, Pod, Stamped, utcnow
-from jobarchive.store import Store
+from jobarchive.store import Store, is_unavailable
 from jobarchive.writer import Writer
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class Recorder:
             return
         job_uid = self.attribution.job_uid(link.namespace, link.job_name)
         if job_uid is None and not self.attribution.knows_all:
-            job_uid = await self.store.live_job_uid(link.namespace, link.job_name)
+            job_uid = await self._lookup(self.store.live_job_uid(link.namespace, link.job_name))
         # Checked again after the await: the job may have been recorded meanwhile, and
         # from here to wait_for_job nothing yields, so no release can slip between.
         job_uid = self.attribution.job_uid(link.namespace, link.job_name) or job_uid
@@ -117,7 +117,7 @@ class Recorder:
             return
         job_uid = self.attribution.pod_job(involved.uid)
         if job_uid is None and not self.attribution.knows_all:
-            job_uid = await self.store.pod_job_uid(involved.uid)
+            job_uid = await self._lookup(self.store.pod_job_uid(involved.uid))
             job_uid = self.attribution.pod_job(involved.uid) or job_uid
         if job_uid == UNRELATED:
             return
@@ -130,6 +130,16 @@ class Recorder:
             return
         self.attribution.wait_for_pod(involved.uid, event_uid, event_type, dict(body))
         self._sweep()
+
+    async def _lookup(self, query: Awaitable[str | None]) -> str | None:
+        """A database lookup; while the database is away, the answer is "not known yet",
+        so the object waits for attribution instead of being lost."""
+        try:
+            return await query
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            return None
 
     async def _pods(self, pods: list[Waiting], job_uid: str, main_container: str | None) -> None:
         rows = []

@@ -14,13 +14,16 @@ Every row goes through ``Stamped.stamp`` here, the same code ``save()`` runs, so
 only.
 """
 
+import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import pymysql
 from tortoise.backends.base.client import BaseDBAsyncClient
+from tortoise.exceptions import DBConnectionError
 from tortoise.expressions import Q
 from tortoise.transactions import in_transaction
 
@@ -46,17 +49,42 @@ def is_older(version: str, than: str) -> bool:
 RETRYABLE_ERRORS = frozenset({1205, 1213})
 
 
-def is_retryable(error: BaseException) -> bool:
-    """Whether a failed transaction may simply be run again (a deadlock, a lock timeout)."""
-    seen: set[int] = set()
+# The server is unreachable, restarting, or dropped the connection: not the rows' fault.
+UNAVAILABLE_ERRORS = frozenset({1040, 1053, 1927, 2002, 2003, 2006, 2013, 2055})
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """The error and what it wraps: Tortoise wraps driver errors in args or as causes."""
+    chain: list[BaseException] = []
     current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        codes = [arg for arg in current.args[:1] if isinstance(arg, int)]
-        if codes and codes[0] in RETRYABLE_ERRORS:
-            return True
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
         nested = [arg for arg in current.args if isinstance(arg, BaseException)]
         current = nested[0] if nested else (current.__cause__ or current.__context__)
+    return chain
+
+
+def _code(error: BaseException) -> int | None:
+    first = error.args[0] if error.args else None
+    return first if isinstance(first, int) and not isinstance(first, bool) else None
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether a failed transaction may simply be run again (a deadlock, a lock timeout)."""
+    return any(_code(cause) in RETRYABLE_ERRORS for cause in _causes(error))
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether the database, not the data, failed: worth waiting for, never skipping rows."""
+    for cause in _causes(error):
+        if _code(cause) in UNAVAILABLE_ERRORS:
+            return True
+        if isinstance(cause, ConnectionError | TimeoutError | asyncio.IncompleteReadError):
+            return True
+        if isinstance(cause, DBConnectionError | pymysql.err.InterfaceError):
+            return True
+        if "database is locked" in str(cause):
+            return True
     return False
 
 
@@ -204,6 +232,26 @@ class Store:
         """The job uid stored for a pod, if the pod is stored."""
         pod = await Pod.filter(pod_id=pod_uid).using_db(self.connection).first().only("job_id")
         return pod.job_id if pod is not None else None
+
+    async def uids_in_etcd(
+        self,
+        model: type[Stamped],
+        before: datetime.datetime,
+        kinds: Iterable[str] | None = None,
+    ) -> list[str]:
+        """Uids of rows still marked in etcd and last written before ``before``."""
+        key = TABLES[model].key
+        query = model.filter(is_in_etcd=True, gmt_modified__lt=before)
+        if kinds is not None:
+            query = query.filter(kind__in=list(kinds))
+        uids = await query.using_db(self.connection).values_list(key, flat=True)
+        return [str(uid) for uid in uids]
+
+    async def rows(self, model: type[Stamped], uids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored rows of these uids, as the upsert takes them."""
+        key = TABLES[model].key
+        found = await model.filter(**{f"{key}__in": list(uids)}).using_db(self.connection).values()
+        return [{k: v for k, v in row.items() if k != "id"} for row in found]
 
     async def live_jobs(self) -> list[tuple[str, str, str]]:
         """(namespace, name, uid) of every job still in the cluster, oldest first."""

@@ -7,6 +7,11 @@ from many handlers waiting on the same flush, not from any handler returning
 early. The queue is bounded: when the database is slow, ``write`` waits for room,
 so a burst costs time, not memory, and nothing is dropped.
 
+While the database is unreachable, flushers hold their batch and retry with capped
+exponential backoff, logging when the outage starts and ends; handlers wait, the
+queue fills, and Kopf's watch streams wait behind them: nothing is dropped, and the
+backlog is written when the database returns.
+
 A flusher takes the first row waiting, gives others ``max_delay`` to join when
 the batch is not full yet, and commits up to ``batch_size`` rows in one
 transaction. Several flushers overlap one batch's commit with the next one's
@@ -19,14 +24,19 @@ pod) keeps the newest, and the store's guard settles the rest.
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobarchive.models import Stamped
-from jobarchive.store import TABLES, Store, is_older, is_retryable
+from jobarchive.store import TABLES, Store, is_older, is_retryable, is_unavailable
 
 logger = logging.getLogger(__name__)
 DEADLOCK_RETRIES = 5
+# While the database is away, flushers retry at 0.1 s, doubling up to 5 s: quick to
+# notice its return, cheap while it stays away.
+BACKOFF_FIRST = 0.1
+BACKOFF_CAP = 5.0
 
 
 @dataclasses.dataclass
@@ -53,6 +63,8 @@ class Writer:
         self.flushers = flushers
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=queue_size)
         self._tasks: list[asyncio.Task[None]] = []
+        self.failing_since: float | None = None
+        self._backoff = BACKOFF_FIRST
 
     @property
     def depth(self) -> int:
@@ -103,18 +115,46 @@ class Writer:
 
     async def _commit(self, batch: list[_Pending]) -> None:
         rows = newest_rows(batch)
-        for attempt in range(1, DEADLOCK_RETRIES + 1):
+        rolled_back = 0
+        while True:
             try:
                 await self.store.write_batch(rows)
-                break
             except Exception as exc:
-                if attempt < DEADLOCK_RETRIES and is_retryable(exc):
+                if is_unavailable(exc):
+                    await self._wait_for_database(exc)
+                    continue
+                rolled_back += 1
+                if rolled_back < DEADLOCK_RETRIES and is_retryable(exc):
                     logger.debug("Batch of %d rows rolled back (%s); again", len(batch), exc)
                     continue
                 await self._isolate(batch, exc)
                 return
-        for pending in batch:
-            _settle(pending, None)
+            self._database_back()
+            for pending in batch:
+                _settle(pending, None)
+            return
+
+    async def _wait_for_database(self, error: Exception) -> None:
+        """Back off while the database is away; say so once, not once per row."""
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
+            self._backoff = BACKOFF_FIRST
+            logger.error("The database is unavailable, holding writes and retrying: %s", error)
+        await asyncio.sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, BACKOFF_CAP)
+
+    def _database_back(self) -> None:
+        if self.failing_since is not None:
+            logger.warning(
+                "The database is back after %.1f s; %d rows wait to be written",
+                time.monotonic() - self.failing_since,
+                self.depth,
+            )
+            self.failing_since = None
+
+    def failing_for(self) -> float:
+        """Seconds since writes started failing for want of a database; 0 when they work."""
+        return 0.0 if self.failing_since is None else time.monotonic() - self.failing_since
 
     async def _isolate(self, batch: list[_Pending], exc: Exception) -> None:
         """Settle a failed batch: a single row gets its error, a larger batch is split."""

@@ -95,3 +95,40 @@ def test_kinds_are_found_by_group_whatever_the_version() -> None:
 
 def test_redacting_a_url_without_password_changes_nothing() -> None:
     assert redact_url("sqlite:///tmp/x.sqlite3") == "sqlite:///tmp/x.sqlite3"
+
+
+def test_write_path_settings_have_defaults_and_bounds() -> None:
+    settings = load({})
+    assert (settings.batch_size, settings.batch_delay, settings.queue_size, settings.writers) == (
+        500,
+        0.005,
+        10_000,
+        2,
+    )
+    tuned = load(
+        {
+            "JOBARCHIVE_BATCH_SIZE": "1000",
+            "JOBARCHIVE_BATCH_DELAY_MS": "0",
+            "JOBARCHIVE_QUEUE_SIZE": "50",
+            "JOBARCHIVE_WRITERS": "4",
+        }
+    )
+    assert (tuned.batch_size, tuned.batch_delay, tuned.queue_size, tuned.writers) == (
+        1000,
+        0,
+        50,
+        4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("JOBARCHIVE_BATCH_SIZE", "0"),
+        ("JOBARCHIVE_WRITERS", "many"),
+        ("JOBARCHIVE_QUEUE_SIZE", "-1"),
+    ],
+)
+def test_a_bad_write_path_setting_is_named(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        load({name: value})

@@ -1,0 +1,152 @@
+"""Reconcile the database with the live cluster: rows of objects deleted while nobody
+was watching are marked gone, exactly as a seen delete would mark them.
+
+A watch only reports deletions it sees. Objects deleted while the operator was down
+(or during a watch gap) would stay ``is_in_etcd=1`` forever. At start and then
+periodically, every tracked kind and all pods are listed in pages, and every row
+still in etcd whose uid is not live is marked gone (DESIGN decision 4).
+
+Two rules keep this from marking a live object gone. Rows written after the
+listing started are left alone: their object may have been created after its page
+was read. And a job kind is reconciled only when every group defining that kind
+name was listed: ``job_info.kind`` says ``TFJob``, not which group's, so a group
+that could not be listed (its CRD missing, an error) leaves all TFJob rows alone.
+Events are not reconciled: ``event_info`` records history and has no ``is_in_etcd``.
+"""
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from jobarchive.convert import mark_gone
+from jobarchive.kinds import KindRegistry
+from jobarchive.models import Job, Pod, Stamped, utcnow
+from jobarchive.store import Store
+from jobarchive.writer import Writer
+
+logger = logging.getLogger(__name__)
+
+PAGE_SIZE = 500
+ROWS_PER_WRITE = 500
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one reconciliation found."""
+
+    jobs_gone: int = 0
+    pods_gone: int = 0
+    kinds_skipped: tuple[str, ...] = ()
+
+
+async def api_client() -> client.ApiClient:
+    """A client for the cluster the operator runs in, else for the current kubeconfig."""
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]  # untyped library
+    except config.ConfigException:
+        await config.load_kube_config()
+    return client.ApiClient()
+
+
+async def list_uids(api: client.ApiClient, path: str) -> set[str]:
+    """The uids of every object at a list path, read page by page."""
+    uids: set[str] = set()
+    token: str | None = None
+    while True:
+        query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
+        if token:
+            query.append(("continue", token))
+        response = await api.call_api(
+            path,
+            "GET",
+            query_params=query,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+        )
+        page = await response.json()
+        for item in page.get("items") or []:
+            uid = (item.get("metadata") or {}).get("uid")
+            if isinstance(uid, str):
+                uids.add(uid)
+        token = (page.get("metadata") or {}).get("continue") or None
+        if not token:
+            return uids
+
+
+class Reconciler:
+    """Marks rows gone whose objects are no longer in the cluster."""
+
+    def __init__(self, kinds: KindRegistry, store: Store, writer: Writer) -> None:
+        self.kinds = kinds
+        self.store = store
+        self.writer = writer
+        self.marked_total = 0
+
+    async def run_once(self, api: client.ApiClient) -> Outcome:
+        """List everything, then mark what is gone; returns the counts."""
+        started = utcnow()
+        live_jobs: set[str] = set()
+        failed: set[str] = set()
+        for kind in self.kinds:
+            path = f"/apis/{kind.group}/{kind.version}/{kind.plural}"
+            try:
+                live_jobs |= await list_uids(api, path)
+            except ApiException as exc:
+                failed.add(kind.kind)
+                if exc.status != 404:
+                    logger.warning("Cannot list %s: %s %s", path, exc.status, exc.reason)
+        complete = sorted({kind.kind for kind in self.kinds} - failed)
+        live_pods = await list_uids(api, "/api/v1/pods")
+        outcome = Outcome(
+            jobs_gone=await self._mark(Job, "job_id", live_jobs, started, complete),
+            pods_gone=await self._mark(Pod, "pod_id", live_pods, started, None),
+            kinds_skipped=tuple(sorted(failed)),
+        )
+        self.marked_total += outcome.jobs_gone + outcome.pods_gone
+        return outcome
+
+    async def run_forever(self, interval: float) -> None:
+        """Reconcile now and then every ``interval`` seconds; errors are logged, not fatal."""
+        api = await api_client()
+        try:
+            while True:
+                try:
+                    outcome = await self.run_once(api)
+                except Exception as exc:
+                    logger.warning("Reconciliation failed, trying again later: %s", exc)
+                else:
+                    logger.info(
+                        "Reconciled with the cluster: %d jobs and %d pods were gone%s",
+                        outcome.jobs_gone,
+                        outcome.pods_gone,
+                        f" (not listed: {', '.join(outcome.kinds_skipped)})"
+                        if outcome.kinds_skipped
+                        else "",
+                    )
+                await asyncio.sleep(interval)
+        finally:
+            await api.close()
+
+    async def _mark(
+        self,
+        model: type[Stamped],
+        key: str,
+        live: set[str],
+        started: Any,
+        kinds: Iterable[str] | None,
+    ) -> int:
+        stored = await self.store.uids_in_etcd(model, before=started, kinds=kinds)
+        gone = [uid for uid in stored if uid not in live]
+        now = utcnow()
+        for start in range(0, len(gone), ROWS_PER_WRITE):
+            rows = await self.store.rows(model, gone[start : start + ROWS_PER_WRITE])
+            for row in rows:
+                mark_gone(row, now)
+            await self.writer.write(model, rows)
+        return len(gone)

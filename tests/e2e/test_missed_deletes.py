@@ -1,0 +1,79 @@
+"""Objects deleted while the operator was down are marked gone when it comes back."""
+
+import pytest
+
+from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.models import Job, Pod
+from tests.conftest import OperatorFactory, eventually
+from tests.support import objects as o
+from tests.support.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
+
+pytestmark = pytest.mark.e2e
+TFJOBS = resource_of("kubeflow.org", "TFJob")
+IMAGE = "docker.io/kubeflowkatib/tf-mnist-with-summaries:latest"
+ALL = [PODS, EVENTS, *(job_resource(kind) for kind in BUILTIN_KINDS)]
+
+
+async def tfjob(cluster: Cluster, name: str, *conditions: dict[str, str]) -> dict[str, object]:
+    job = await cluster.create(TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name=name))
+    meta = job["metadata"]
+    status = o.job_status(o.condition("Created"), *conditions)
+    return await cluster.patch(TFJOBS, meta["namespace"], meta["name"], {"status": status})
+
+
+async def worker(cluster: Cluster, job: dict[str, object], phase: str) -> dict[str, object]:
+    pod = await cluster.create(PODS, o.kubeflow_pod(job, "tfReplicaSpecs", "Worker", 0))
+    running = o.running_status("tensorflow", IMAGE, "10.0.0.1", "172.16.0.1")
+    status = running if phase == "Running" else o.terminated_status(running, 0, "Completed", o.T0)
+    ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    return await cluster.patch(PODS, ns, name, {"status": status})
+
+
+async def test_jobs_and_pods_deleted_while_down_are_marked_gone_after_a_restart(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    first = await start_operator()
+    await cluster.wait_watching(ALL)
+    running = await tfjob(cluster, "running", o.condition("Running"))
+    done = await tfjob(cluster, "done", o.condition("Succeeded"))
+    kept = await tfjob(cluster, "kept", o.condition("Running"))
+    running_pod = await worker(cluster, running, "Running")
+    done_pod = await worker(cluster, done, "Succeeded")
+    uids = [j["metadata"]["uid"] for j in (running, done, kept)]
+    await eventually(
+        lambda: Pod.filter(pod_id=done_pod["metadata"]["uid"], status="Succeeded").exists()
+    )
+    await eventually(lambda: Job.filter(job_id__in=uids).count(), within=10)
+    assert await first.kill() is not None
+
+    for job, pod in ((running, running_pod), (done, done_pod)):
+        await cluster.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        await cluster.delete(TFJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
+    created = await tfjob(cluster, "created-meanwhile", o.condition("Running"))
+
+    second = await start_operator()
+    gone = await eventually(
+        lambda: Job.filter(job_id=running["metadata"]["uid"], is_in_etcd=False).first()
+    )
+    assert (gone.status, gone.deleted) == ("Stopped", True)
+    assert gone.gmt_finished is not None
+    done_row = await Job.get(job_id=done["metadata"]["uid"])
+    assert (done_row.status, done_row.is_in_etcd) == ("Succeeded", False)
+    assert (await Job.get(job_id=kept["metadata"]["uid"])).is_in_etcd is True
+    pods = {p.pod_id: p for p in await Pod.all()}
+    assert (
+        pods[running_pod["metadata"]["uid"]].status,
+        pods[running_pod["metadata"]["uid"]].is_in_etcd,
+    ) == ("Stopped", False)
+    assert (
+        pods[done_pod["metadata"]["uid"]].status,
+        pods[done_pod["metadata"]["uid"]].is_in_etcd,
+    ) == ("Succeeded", False)
+    await eventually(
+        lambda: Job.filter(job_id=created["metadata"]["uid"], status="Running").exists()
+    )
+
+    async def reconciled() -> bool:
+        return "Reconciled with the cluster: 2 jobs and 2 pods were gone" in second.log()
+
+    await eventually(reconciled)
