@@ -1,0 +1,89 @@
+"""The database goes away in the middle of a burst; the operator waits, catches up, and
+loses nothing. Stops and restarts the test MariaDB server itself."""
+
+import asyncio
+import subprocess
+import time
+
+import pytest
+
+from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.models import Event, Pod
+from tests.conftest import OperatorFactory, eventually
+from tests.support import objects as o
+from tests.support.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
+from tests.support.operator import REPO
+
+pytestmark = pytest.mark.e2e
+TFJOBS = resource_of("kubeflow.org", "TFJob")
+ALL = [PODS, EVENTS, *(job_resource(kind) for kind in BUILTIN_KINDS)]
+OUTAGE_SECONDS = 20
+BURST = 300
+
+
+def mariadb_running() -> bool:
+    return subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode == 0
+
+
+async def stop_mariadb() -> None:
+    command = ["mysqladmin", "--user=root", "--host=127.0.0.1", "shutdown"]
+    await asyncio.to_thread(subprocess.run, command, check=True)
+    for _ in range(300):
+        if not mariadb_running():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("mariadbd did not stop within 30 s")
+
+
+async def start_mariadb() -> None:
+    await asyncio.to_thread(subprocess.run, [str(REPO / "tests" / "ensure-mariadb.sh")], check=True)
+
+
+async def stored(model: type[Pod] | type[Event], namespace_field: str) -> int:
+    """How many rows of the burst are stored; 0 while the test's own pool reconnects."""
+    try:
+        return await model.filter(**{namespace_field: "burst"}).count()
+    except Exception:
+        return 0
+
+
+async def test_a_database_outage_in_the_middle_of_a_burst_loses_nothing(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    operator = await start_operator()
+    await cluster.wait_watching(ALL)
+    job = await cluster.create(
+        TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name="burst", namespace="burst")
+    )
+
+    async def one(index: int) -> None:
+        pod = await cluster.create(PODS, o.kubeflow_pod(job, "tfReplicaSpecs", "Worker", index))
+        await cluster.create(EVENTS, o.event(pod, "Scheduled", f"Assigned to node-{index}"))
+
+    try:
+        for index in range(BURST // 2):
+            await one(index)
+        await stop_mariadb()
+        down = time.monotonic()
+        for index in range(BURST // 2, BURST):
+            await one(index)
+        await asyncio.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - down)))
+    finally:
+        await start_mariadb()
+    back = time.monotonic()
+
+    async def all_stored() -> bool:
+        return (
+            await stored(Pod, "namespace") == BURST
+            and await stored(Event, "obj_namespace") == BURST
+        )
+
+    await eventually(all_stored, within=120)
+    catch_up = time.monotonic() - back
+    assert operator.process is not None and operator.process.returncode is None
+    log = operator.log()
+    assert log.count("The database is unavailable") == 1
+    assert "The database is back after" in log
+    print(
+        f"outage {OUTAGE_SECONDS} s, {BURST} pods + {BURST} Events, caught up in {catch_up:.1f} s"
+    )
