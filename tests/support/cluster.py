@@ -95,6 +95,47 @@ async def emulated_cluster() -> AsyncIterator["Cluster"]:
         yield cluster
 
 
+class Feed:
+    """Fast watch streams for one resource, for bursts of thousands of objects.
+
+    The emulator's own create path scans every stored object per request, so a burst
+    of thousands costs minutes. Here objects go into the emulator's store directly
+    (its list requests serve them as usual) and their ADDED events are streamed to
+    every open watch of the resource by a kmock reaction, over the same HTTP.
+    """
+
+    def __init__(self, cluster: "Cluster", resource: Resource) -> None:
+        self.cluster = cluster
+        self.resource = resource
+        self._streams: list[asyncio.Queue[Body]] = []
+        target = kmock.resource(resource.group, resource.version, resource.plural)
+        cluster.emulator[kmock.action.WATCH, target] << self._stream
+
+    async def _stream(self, request: object) -> AsyncIterator[Body | bytes]:
+        queue: asyncio.Queue[Body] = asyncio.Queue()
+        self._streams.append(queue)
+        try:
+            yield b""
+            while True:
+                yield await queue.get()
+        finally:
+            self._streams.remove(queue)
+
+    def add(self, body: Body) -> Body:
+        """Store an object (stamped as an API server would) and stream its ADDED event."""
+        obj = self.cluster.stamp(self.resource, body)
+        meta = obj["metadata"]
+        self.cluster.emulator.objects[self.resource.key, meta["namespace"], meta["name"]] = obj
+        for queue in self._streams:
+            queue.put_nowait({"type": "ADDED", "object": obj})
+        return obj
+
+    def remove(self, body: Body) -> None:
+        """Delete an object from the store without a watch event, as if nobody watched."""
+        meta = body["metadata"]
+        del self.cluster.emulator.objects[self.resource.key, meta["namespace"], meta["name"]]
+
+
 class Cluster:
     """Create, patch and delete objects in the emulator as an API server would."""
 
@@ -130,8 +171,8 @@ class Cluster:
                 raise AssertionError(f"{method} {path}: {response.status} {payload}")
             return payload
 
-    async def create(self, resource: Resource, body: Body) -> Body:
-        """Create an object, stamping uid, resourceVersion and creationTimestamp."""
+    def stamp(self, resource: Resource, body: Body) -> Body:
+        """A copy with uid, resourceVersion and creationTimestamp, as an API server adds."""
         obj = dict(body)
         meta = dict(obj.get("metadata") or {})
         meta.setdefault("namespace", "default")
@@ -141,7 +182,12 @@ class Cluster:
         obj["metadata"] = meta
         obj.setdefault("apiVersion", resource.api_version)
         obj.setdefault("kind", resource.kind)
-        return await self._request("POST", resource.path(meta["namespace"]), obj)
+        return obj
+
+    async def create(self, resource: Resource, body: Body) -> Body:
+        """Create an object, stamping uid, resourceVersion and creationTimestamp."""
+        obj = self.stamp(resource, body)
+        return await self._request("POST", resource.path(obj["metadata"]["namespace"]), obj)
 
     async def create_unstamped(self, resource: Resource, body: Body) -> Body:
         """Create an object exactly as given: no uid, resourceVersion or time added."""

@@ -40,7 +40,13 @@ class OperatorProcess:
 
     async def start(self, *extra_args: str) -> None:
         # None removes a variable: the operator must not inherit one from the test runner.
-        merged = {**os.environ, **self.env, "KUBECONFIG": str(self.kubeconfig)}
+        # Unbuffered, so that a killed operator's last lines are in its log too.
+        merged = {
+            **os.environ,
+            **self.env,
+            "KUBECONFIG": str(self.kubeconfig),
+            "PYTHONUNBUFFERED": "1",
+        }
         env = {key: value for key, value in merged.items() if value is not None}
         log = self.log_path.open("ab")
         self.process = await asyncio.create_subprocess_exec(
