@@ -95,7 +95,10 @@ async def database_health(**_: Any) -> str:
     failing = WRITER.failing_for()
     if failing > SETTINGS.unhealthy_after:
         raise kopf.PermanentError(f"database writes failing for {failing:.0f} s")
-    return f"queued={WRITER.depth} failing_for={failing:.0f}s"
+    return (
+        f"queued={WRITER.depth} failing_for={failing:.0f}s "
+        f"marked_gone_by_reconciliation={RECONCILER.marked_total}"
+    )
 
 
 def _raw_object(event: kopf.RawEvent) -> dict[str, Any]:

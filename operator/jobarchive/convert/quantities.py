@@ -13,6 +13,7 @@ import re
 
 _DEC = decimal.Context(prec=60)
 _NANO = decimal.Decimal("1e-9")
+_LIMIT = decimal.Decimal("1e30")
 
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -53,11 +54,11 @@ def parse_quantity(raw: object) -> Quantity | None:
     if isinstance(raw, bool):
         return None
     if isinstance(raw, int):
-        return Quantity(decimal.Decimal(raw), Format.DECIMAL_SI)
+        return _bounded(Quantity(decimal.Decimal(raw), Format.DECIMAL_SI))
     if isinstance(raw, float):
         if raw != raw or raw in (float("inf"), float("-inf")):
             return None
-        return Quantity(_round_up(decimal.Decimal(repr(raw))), Format.DECIMAL_SI)
+        return _bounded(Quantity(_round_up(decimal.Decimal(repr(raw))), Format.DECIMAL_SI))
     if not isinstance(raw, str):
         return None
     match = _PATTERN.match(raw.strip())
@@ -66,14 +67,15 @@ def parse_quantity(raw: object) -> Quantity | None:
     number = decimal.Decimal(match["number"])
     if match["binary"]:
         value = _DEC.multiply(number, decimal.Decimal(1024) ** _BINARY[match["binary"]])
-        return Quantity(_round_up(value), Format.BINARY_SI)
+        return _bounded(Quantity(_round_up(value), Format.BINARY_SI))
     if match["exponent"]:
         exponent = int(match["exponent"][1:])
         if abs(exponent) > 100:
             return None
-        return Quantity(_round_up(number.scaleb(exponent, _DEC)), Format.DECIMAL_EXPONENT)
+        value = _round_up(number.scaleb(exponent, _DEC))
+        return _bounded(Quantity(value, Format.DECIMAL_EXPONENT))
     value = number.scaleb(_DECIMAL[match["decimal"] or ""], _DEC)
-    return Quantity(_round_up(value), Format.DECIMAL_SI)
+    return _bounded(Quantity(_round_up(value), Format.DECIMAL_SI))
 
 
 def format_quantity(quantity: Quantity) -> str:
@@ -104,12 +106,19 @@ def _decimal_parts(value: decimal.Decimal) -> tuple[int, int]:
     """Write value as mantissa * 10**exponent, exponent a multiple of 3, as large as exact."""
     exponent = -9
     mantissa = value.scaleb(9, _DEC)
-    while mantissa % 1000 == 0 and exponent < 1000:
-        mantissa = mantissa / 1000
+    while _DEC.remainder(mantissa, 1000) == 0 and exponent < 1000:
+        mantissa = _DEC.divide(mantissa, 1000)
         exponent += 3
     return int(mantissa), exponent
 
 
+def _bounded(quantity: Quantity) -> Quantity | None:
+    """Kubernetes holds quantities in 64-bit scaled integers; anything far beyond is noise."""
+    return quantity if abs(quantity.value) < _LIMIT else None
+
+
 def _round_up(value: decimal.Decimal) -> decimal.Decimal:
     """Round away from zero to the nano-unit, Kubernetes' finest precision."""
+    if abs(value) >= _LIMIT:
+        return value
     return value.quantize(_NANO, rounding=decimal.ROUND_UP, context=_DEC).normalize(_DEC)

@@ -1,0 +1,161 @@
+"""Property-based: the converters take anything Kubernetes can hold, and much it cannot,
+and either return a complete row or raise InvalidObject; never anything else."""
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jobarchive.config import load
+from jobarchive.convert import (
+    InvalidObject,
+    event_row,
+    involved_object,
+    job_row,
+    pod_job_link,
+    pod_row,
+)
+from jobarchive.convert.quantities import parse_quantity
+from tests.support import objects as o
+
+KINDS = load({}).kinds
+TFJOB = next(k for k in KINDS if k.group == "kubeflow.org" and k.kind == "TFJob")
+PROPERTIES = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Every Unicode plane, lone surrogates included, and the strings that break SQL or JSON.
+hostile_text = st.one_of(
+    st.text(max_size=300),
+    st.text(alphabet=st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF), max_size=50),
+    st.sampled_from(
+        [
+            "'; DROP TABLE job_info; --",
+            "\\",
+            '"',
+            "\x00",
+            "\ud800",
+            "Robert'); --",
+            "%s",
+            "?",
+            "...",
+        ]
+    ),
+    st.integers(min_value=200, max_value=260).map(lambda n: "n" * n),
+)
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), hostile_text
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(hostile_text, children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def scramble(base: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """A realistic object with arbitrary values put at arbitrary known and unknown paths."""
+    paths = [
+        ("metadata",),
+        ("metadata", "name"),
+        ("metadata", "uid"),
+        ("metadata", "namespace"),
+        ("metadata", "resourceVersion"),
+        ("metadata", "creationTimestamp"),
+        ("metadata", "labels"),
+        ("metadata", "annotations"),
+        ("metadata", "ownerReferences"),
+        ("metadata", "deletionTimestamp"),
+        ("spec",),
+        ("status",),
+        ("status", "conditions"),
+        ("status", "phase"),
+        ("status", "containerStatuses"),
+        ("spec", "containers"),
+        ("involvedObject",),
+        ("involvedObject", "kind"),
+        ("count",),
+        ("series",),
+        ("eventTime",),
+        ("message",),
+    ]
+
+    def apply(changes: list[tuple[tuple[str, ...], Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = __import__("copy").deepcopy(base)
+        for path, value in changes:
+            target = obj
+            for key in path[:-1]:
+                if not isinstance(target.get(key), dict):
+                    target[key] = {}
+                target = target[key]
+            target[path[-1]] = value
+        return obj
+
+    return st.lists(st.tuples(st.sampled_from(paths), json_value), max_size=6).map(apply)
+
+
+JOB = o.fixture("kubedl-tfjob.yaml")
+POD = o.fixture("mpijob-v2beta1-launcher-pod.yaml")
+EVENT = o.event(POD, "Started", "Started container")
+EVENT["metadata"].update(uid="ev", resourceVersion="1", creationTimestamp=o.T0)
+
+
+def complete_or_invalid(convert: Any, obj: Any) -> None:
+    try:
+        result = convert(obj)
+    except InvalidObject:
+        return
+    assert result is not None
+
+
+@PROPERTIES
+@given(scramble(JOB))
+def test_any_job_converts_or_is_invalid(obj: dict[str, Any]) -> None:
+    complete_or_invalid(lambda body: job_row(body, TFJOB, None), obj)
+
+
+@PROPERTIES
+@given(scramble(POD))
+def test_any_pod_links_and_converts_or_is_invalid(obj: dict[str, Any]) -> None:
+    pod_job_link(obj, KINDS)
+    complete_or_invalid(lambda body: pod_row(body, "job", "mpi-launcher", None), obj)
+
+
+@PROPERTIES
+@given(scramble(EVENT))
+def test_any_event_converts_or_is_invalid(obj: dict[str, Any]) -> None:
+    complete_or_invalid(involved_object, obj)
+    complete_or_invalid(lambda body: event_row(body, None), obj)
+
+
+@PROPERTIES
+@given(json_value)
+def test_anything_at_all_converts_or_is_invalid(value: Any) -> None:
+    obj = value if isinstance(value, dict) else {"metadata": value}
+    for convert in (
+        lambda body: job_row(body, TFJOB, None),
+        lambda body: pod_row(body, "job", None, None),
+        lambda body: event_row(body, None),
+    ):
+        complete_or_invalid(convert, obj)
+    pod_job_link(obj, KINDS)
+
+
+@PROPERTIES
+@given(
+    st.one_of(
+        json_leaf, st.from_regex(r"[+-]?[0-9.]{0,30}(e[+-]?[0-9]{1,4}|[numkMGTPE]|[KMGTPE]i)?")
+    )
+)
+def test_any_quantity_parses_or_is_none(raw: Any) -> None:
+    quantity = parse_quantity(raw)
+    if quantity is not None:
+        assert str(quantity)
+
+
+@pytest.mark.parametrize("uid", [None, "", 5, "u" * 65])
+def test_unusable_uids_are_invalid(uid: Any) -> None:
+    obj = o.with_meta(JOB, uid=uid)
+    with pytest.raises(InvalidObject):
+        job_row(obj, TFJOB, None)
