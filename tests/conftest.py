@@ -142,12 +142,12 @@ async def start_operator(
     write_kubeconfig(kubeconfig, cluster.url)
     processes: list[OperatorProcess] = []
 
-    async def start(**env: str | None) -> OperatorProcess:
+    async def start(*args: str, **env: str | None) -> OperatorProcess:
         workdir = tmp_path / f"operator-{len(processes)}"
         workdir.mkdir()
         process = OperatorProcess(workdir, kubeconfig, {**operator_env, **env})
         processes.append(process)
-        await process.start()
+        await process.start(*args)
         return process
 
     try:

@@ -2,9 +2,11 @@
 loses nothing. Stops and restarts the test MariaDB server itself."""
 
 import asyncio
+import socket
 import subprocess
 import time
 
+import aiohttp
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
@@ -19,6 +21,18 @@ TFJOBS = resource_of("kubeflow.org", "TFJob")
 ALL = [PODS, EVENTS, *(job_resource(kind) for kind in BUILTIN_KINDS)]
 OUTAGE_SECONDS = 20
 BURST = 300
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def health(url: str) -> int:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status
 
 
 def mariadb_running() -> bool:
@@ -50,8 +64,11 @@ async def stored(model: type[Pod] | type[Event], namespace_field: str) -> int:
 async def test_a_database_outage_in_the_middle_of_a_burst_loses_nothing(
     cluster: Cluster, start_operator: OperatorFactory
 ) -> None:
-    operator = await start_operator()
+    port = free_port()
+    liveness = f"http://127.0.0.1:{port}/healthz"
+    operator = await start_operator(f"--liveness={liveness}", JOBARCHIVE_UNHEALTHY_AFTER="5")
     await cluster.wait_watching(ALL)
+    assert await health(liveness) == 200
     job = await cluster.create(
         TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name="burst", namespace="burst")
     )
@@ -67,6 +84,10 @@ async def test_a_database_outage_in_the_middle_of_a_burst_loses_nothing(
         down = time.monotonic()
         for index in range(BURST // 2, BURST):
             await one(index)
+        await asyncio.sleep(max(0.0, OUTAGE_SECONDS - 3 - (time.monotonic() - down)))
+        # Writes have failed for longer than JOBARCHIVE_UNHEALTHY_AFTER, and Kopf's
+        # 10-second cache of the first probe has expired.
+        assert await health(liveness) == 500
         await asyncio.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - down)))
     finally:
         await start_mariadb()
@@ -81,6 +102,8 @@ async def test_a_database_outage_in_the_middle_of_a_burst_loses_nothing(
     await eventually(all_stored, within=120)
     catch_up = time.monotonic() - back
     assert operator.process is not None and operator.process.returncode is None
+    await asyncio.sleep(10)
+    assert await health(liveness) == 200
     log = operator.log()
     assert log.count("The database is unavailable") == 1
     assert "The database is back after" in log
