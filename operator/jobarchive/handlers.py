@@ -57,6 +57,7 @@ async def start(
     try:
         # Lookups by handlers need connections beside the flushers' transactions.
         await db.open_database(SETTINGS.db_url, pool_size=SETTINGS.writers + 4)
+        await RECORDER.load()
     except (DBConnectionError, OperationalError) as exc:
         # One line instead of a traceback; Kopf retries the start after the delay.
         reason = exc.__cause__ or exc.__context__ or exc
