@@ -105,8 +105,11 @@ async def test_a_database_outage_in_the_middle_of_a_burst_loses_nothing(
     await asyncio.sleep(10)
     assert await health(liveness) == 200
     log = operator.log()
-    assert log.count("The database is unavailable") == 1
-    assert "The database is back after" in log
+    # One line per change of state, not per row: a stale pooled connection found just
+    # after the return can make a second, short episode.
+    outages = log.count("The database is unavailable")
+    assert 1 <= outages <= 3
+    assert log.count("The database is back after") == outages
     print(
         f"outage {OUTAGE_SECONDS} s, {BURST} pods + {BURST} Events, caught up in {catch_up:.1f} s"
     )

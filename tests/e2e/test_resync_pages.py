@@ -1,30 +1,29 @@
 """The reconciliation's listing follows continue tokens page by page, over real HTTP."""
 
-from typing import Any
-
-import kmock
 import pytest
 from kubernetes_asyncio import client
 
 from jobarchive.resync import PAGE_SIZE, list_uids
-from tests.support.cluster import Cluster
+from tests.support import objects as o
+from tests.support.cluster import PODS, Cluster, Feed
 
 pytestmark = pytest.mark.e2e
 
 
 async def test_listing_reads_every_page_with_its_continue_token(cluster: Cluster) -> None:
-    uids = [f"uid-{index}" for index in range(PAGE_SIZE * 2 + 7)]
-    limits: list[str] = []
-
-    def page(request: Any) -> dict[str, Any]:
-        limits.append(request.params.get("limit"))
-        start = int(request.params.get("continue") or 0)
-        items = [{"metadata": {"uid": uid}} for uid in uids[start : start + PAGE_SIZE]]
-        more = start + PAGE_SIZE < len(uids)
-        return {"metadata": {"continue": str(start + PAGE_SIZE) if more else ""}, "items": items}
-
-    cluster.emulator[kmock.action.LIST, kmock.resource("", "v1", "pods")] << page
+    feed = Feed(cluster, PODS)
+    job = o.with_meta(o.example("tfjob-simple.yaml"), uid="job-uid")
+    job["apiVersion"], job["kind"] = "kubeflow.org/v1", "TFJob"
+    uids = {
+        feed.add(o.kubeflow_pod(job, "tfReplicaSpecs", "Worker", index))["metadata"]["uid"]
+        for index in range(PAGE_SIZE * 2 + 7)
+    }
     configuration = client.Configuration(host=cluster.url)
     async with client.ApiClient(configuration) as api:
-        assert await list_uids(api, "/api/v1/pods") == set(uids)
-    assert limits == [str(PAGE_SIZE)] * 3
+        assert await list_uids(api, "/api/v1/pods") == uids
+    pages = [r for r in cluster.emulator if r.url.path == "/api/v1/pods" and "limit" in r.params]
+    assert [(r.params["limit"], r.params.get("continue")) for r in pages] == [
+        (str(PAGE_SIZE), None),
+        (str(PAGE_SIZE), str(PAGE_SIZE)),
+        (str(PAGE_SIZE), str(2 * PAGE_SIZE)),
+    ]

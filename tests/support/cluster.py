@@ -92,6 +92,10 @@ async def emulated_cluster() -> AsyncIterator["Cluster"]:
             cluster.serve(resource)
         for kind in BUILTIN_KINDS:
             cluster.serve(job_resource(kind))
+        # Only where thousands of objects live: a reaction also declares its resource
+        # in discovery, and job kinds must be able to go missing (CRD tests).
+        for resource in (PODS, EVENTS):
+            cluster.paginate(resource)
         yield cluster
 
 
@@ -202,6 +206,30 @@ class Cluster:
             "resourceVersion": self._next_version(),
         }
         return await self._request("PATCH", resource.path(namespace, name), merged)
+
+    def paginate(self, resource: Resource) -> None:
+        """Serve lists in pages when asked for ``limit``, as a real API server does.
+
+        The emulator ignores ``limit`` and ``continue``; a client that pages (the
+        reconciliation) would get everything at once, which no real cluster does.
+        """
+        target = kmock.resource(resource.group, resource.version, resource.plural)
+
+        def listing(request: Any) -> Body:
+            items = [
+                obj.raw
+                for (stored, namespace, _), obj in self.emulator.objects.items()
+                if stored == target and not obj.deleted and request.namespace in (None, namespace)
+            ]
+            limit = int(request.params.get("limit") or 0)
+            if not limit:
+                return {"metadata": {"resourceVersion": "..."}, "items": items}
+            start = int(request.params.get("continue") or 0)
+            more = start + limit < len(items)
+            meta = {"resourceVersion": "...", "continue": str(start + limit) if more else ""}
+            return {"metadata": meta, "items": items[start : start + limit]}
+
+        self.emulator[kmock.action.LIST, target] << listing
 
     def watched(self) -> set[str]:
         """The paths that some client has opened a watch stream on."""
