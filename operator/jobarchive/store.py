@@ -95,7 +95,6 @@ class _Table:
     name: str
     columns: tuple[str, ...]
     key: str
-    model: type[Stamped]
 
 
 def _table(model: type[Stamped], key: str) -> _Table:
@@ -104,7 +103,7 @@ def _table(model: type[Stamped], key: str) -> _Table:
         for field, column in model._meta.fields_db_projection.items()
         if field != model._meta.pk_attr
     )
-    return _Table(model._meta.db_table, columns, key, model)
+    return _Table(model._meta.db_table, columns, key)
 
 
 TABLES: dict[type[Stamped], _Table] = {
@@ -180,11 +179,6 @@ class Store:
     def connection(self) -> BaseDBAsyncClient:
         """The connection in use: the one given, else Tortoise's default."""
         return self._connection or db.connection()
-
-    @property
-    def dialect(self) -> str:
-        """``mysql`` or ``sqlite``."""
-        return str(self.connection.capabilities.dialect)
 
     async def upsert(
         self,
