@@ -7,7 +7,6 @@ update pass one resourceVersion later. Figures are rows per second over both pas
 """
 
 import asyncio
-import datetime
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,7 +18,7 @@ import pymysql
 from bench import data
 from jobarchive import db
 from jobarchive.models import Event, Job, Pod, Stamped
-from jobarchive.store import TABLES, Store
+from jobarchive.store import TABLES, Store, mysql_value
 from jobarchive.writer import Writer
 
 DEADLOCK = 1213
@@ -81,7 +80,7 @@ async def raw(rows: Rows, url: str, batch: int = 500, connections: int = 4) -> N
             for row in rows_[start : start + batch]:
                 stamped = dict(row)
                 model.stamp(stamped)
-                chunk.append([_db(stamped[c]) for c in spec.columns])
+                chunk.append([mysql_value(stamped[c]) for c in spec.columns])
             work.append((sql, chunk))
 
     async def one_connection(share: list[tuple[str, list[list[Any]]]]) -> None:
@@ -112,14 +111,6 @@ async def raw(rows: Rows, url: str, batch: int = 500, connections: int = 4) -> N
             conn.close()
 
     await asyncio.gather(*(one_connection(work[i::connections]) for i in range(connections)))
-
-
-def _db(value: Any) -> Any:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, datetime.datetime):
-        return value.astimezone(datetime.UTC).replace(tzinfo=None)
-    return value
 
 
 async def measure(

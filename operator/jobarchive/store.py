@@ -156,7 +156,8 @@ def _sqlite_upsert(table: _Table, rows: int) -> str:
     )
 
 
-def _mysql_value(value: Any) -> Any:
+def mysql_value(value: Any) -> Any:
+    """A column value as MySQL takes it: booleans as 0/1, datetimes naive in UTC."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, datetime.datetime):
@@ -199,7 +200,7 @@ class Store:
         conn = connection or self.connection
         mysql = conn.capabilities.dialect == "mysql"
         build = _mysql_upsert if mysql else _sqlite_upsert
-        convert = _mysql_value if mysql else _sqlite_value
+        convert = mysql_value if mysql else _sqlite_value
         for start in range(0, len(prepared), ROWS_PER_STATEMENT):
             chunk = prepared[start : start + ROWS_PER_STATEMENT]
             params = [convert(row[column]) for row in chunk for column in table.columns]
