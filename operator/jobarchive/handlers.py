@@ -13,6 +13,7 @@ configuration names; ``operator/main.py`` imports it.
 
 import asyncio
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -51,6 +52,9 @@ async def start(
     """Configure Kopf as a passive observer, then open the database and create the schema."""
     settings.posting.enabled = False
     settings.persistence.finalizer = FINALIZER
+    # Replicas of equal priority would all pause (Kopf's peering rule); random ones
+    # make the highest one work and the others stand by.
+    settings.peering.priority = random.randrange(1, 2**31)
     # Kopf logs every handler run of every watched object at INFO; at the rate pods and
     # Events arrive that costs real time and drowns the lines that matter.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)

@@ -1,0 +1,115 @@
+"""What `kubectl apply -f manifests/` installs: valid against the Kubernetes schemas,
+least privilege derived from the kinds registry, and a Deployment that matches the code."""
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from jobarchive.config import load
+from tests.support.operator import REPO
+
+MANIFESTS = sorted((REPO / "manifests").glob("*.yaml"))
+KUBERNETES = "1.33"
+WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*"}
+DOCS = [doc for path in MANIFESTS for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def one(kind: str) -> dict[str, Any]:
+    [doc] = [doc for doc in DOCS if doc["kind"] == kind]
+    return doc
+
+
+def test_manifests_apply_in_file_name_order_namespace_and_crd_first() -> None:
+    kinds = [doc["kind"] for doc in DOCS]
+    assert kinds.index("Namespace") == 0
+    assert kinds.index("CustomResourceDefinition") < kinds.index("ClusterKopfPeering")
+
+
+@pytest.mark.parametrize(
+    "doc", [d for d in DOCS if d["kind"] != "ClusterKopfPeering"], ids=lambda d: d["kind"]
+)
+def test_every_manifest_validates_against_the_kubernetes_schemas(doc: dict[str, Any]) -> None:
+    kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+
+
+def granted(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                verbs.setdefault((group, resource), set()).update(rule["verbs"])
+    return verbs
+
+
+def test_the_role_can_read_every_tracked_kind_pods_and_events() -> None:
+    verbs = granted(one("ClusterRole"))
+    watched = [(kind.group, kind.plural) for kind in load({}).kinds] + [
+        ("", "pods"),
+        ("", "events"),
+    ]
+    for resource in watched:
+        assert {"get", "list", "watch"} <= verbs.get(resource, set()), resource
+
+
+def test_the_role_cannot_write_anything_it_watches() -> None:
+    verbs = granted(one("ClusterRole"))
+    writable = {resource for resource, allowed in verbs.items() if allowed & WRITE_VERBS}
+    assert writable == {("kopf.dev", "clusterkopfpeerings")}
+    assert all(group != "*" and resource != "*" for group, resource in verbs)
+
+
+def container() -> dict[str, Any]:
+    [only] = one("Deployment")["spec"]["template"]["spec"]["containers"]
+    return only
+
+
+def test_the_deployment_runs_the_operator_as_the_readme_says_with_peering() -> None:
+    command = container()["command"]
+    assert command[:2] == ["kopf", "run"] and command[-1] == "operator/main.py"
+    assert (REPO / command[-1]).exists()
+    peering = next(arg.split("=", 1)[1] for arg in command if arg.startswith("--peering="))
+    assert peering == one("ClusterKopfPeering")["metadata"]["name"]
+    assert one("Deployment")["spec"]["replicas"] == 2
+
+
+def test_the_probes_use_the_liveness_port_kopf_serves() -> None:
+    command = container()["command"]
+    liveness = next(arg for arg in command if arg.startswith("--liveness="))
+    port = int(liveness.rsplit(":", 1)[1].split("/")[0])
+    path = "/" + liveness.rsplit("/", 1)[1]
+    ports = {p["name"]: p["containerPort"] for p in container()["ports"]}
+    for probe in ("livenessProbe", "readinessProbe"):
+        http = container()[probe]["httpGet"]
+        assert (ports[http["port"]], http["path"]) == (port, path)
+
+
+def test_the_environment_names_only_settings_the_code_reads() -> None:
+    config_source = (REPO / "operator" / "jobarchive" / "config.py").read_text()
+    for variable in container()["env"]:
+        assert f'"{variable["name"]}"' in config_source, variable["name"]
+    secret_ref = container()["env"][0]["valueFrom"]["secretKeyRef"]
+    secret = one("Secret")
+    assert (secret_ref["name"], secret_ref["key"] in secret["stringData"]) == (
+        secret["metadata"]["name"],
+        True,
+    )
+    assert "CHANGE-ME" in secret["stringData"]["url"]
+
+
+def test_the_pod_runs_non_root_read_only_without_capabilities() -> None:
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    context = container()["securityContext"]
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"]["drop"] == ["ALL"]
+    assert {"requests", "limits"} <= set(container()["resources"])
+
+
+def test_the_image_runs_the_same_command_as_a_non_root_user() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "USER 10001" in dockerfile
+    flat = " ".join(dockerfile.replace("\\\n", " ").split())
+    assert all(f'"{arg}"' in flat for arg in container()["command"])
