@@ -16,6 +16,7 @@ Events are not reconciled: ``event_info`` records history and has no ``is_in_etc
 
 import asyncio
 import dataclasses
+import datetime
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -138,7 +139,7 @@ class Reconciler:
         model: type[Stamped],
         key: str,
         live: set[str],
-        started: Any,
+        started: datetime.datetime,
         kinds: Iterable[str] | None,
     ) -> int:
         stored = await self.store.uids_in_etcd(model, before=started, kinds=kinds)

@@ -17,7 +17,6 @@ only.
 import asyncio
 import dataclasses
 import datetime
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,8 +28,6 @@ from tortoise.transactions import in_transaction
 
 from jobarchive import db
 from jobarchive.models import Event, Job, Pod, Stamped, utcnow
-
-logger = logging.getLogger(__name__)
 
 # Keeps one statement well under SQLite's 32,766 bound parameters and MySQL's packet size.
 ROWS_PER_STATEMENT = 500
