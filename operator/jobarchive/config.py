@@ -34,6 +34,8 @@ class Settings:
     writers: int = 2
     resync_interval: float = 600.0
     unhealthy_after: float = 300.0
+    metrics_port: int = 8000
+    peering_lifetime: int = 60
 
     @property
     def db_url_redacted(self) -> str:
@@ -76,6 +78,8 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         writers=_integer(env, "JOBARCHIVE_WRITERS", 2, 1, 16),
         resync_interval=_integer(env, "JOBARCHIVE_RESYNC_INTERVAL", 600, 0, 7 * 24 * 3600),
         unhealthy_after=_integer(env, "JOBARCHIVE_UNHEALTHY_AFTER", 300, 1, 24 * 3600),
+        metrics_port=_integer(env, "JOBARCHIVE_METRICS_PORT", 8000, 0, 65535),
+        peering_lifetime=_integer(env, "JOBARCHIVE_PEERING_LIFETIME", 60, 2, 3600),
     )
 
 

@@ -18,11 +18,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
+from aiohttp import web
 from tortoise.exceptions import DBConnectionError, OperationalError
 
-from jobarchive import config, db
+from jobarchive import config, db, metrics
 from jobarchive.attribution import Attribution
 from jobarchive.kinds import JobKind
+from jobarchive.peering import Peering
 from jobarchive.recorder import Recorder
 from jobarchive.resync import Reconciler
 from jobarchive.store import Store
@@ -40,6 +42,7 @@ WRITER = Writer(
 RECORDER = Recorder(SETTINGS, STORE, WRITER, Attribution())
 RECONCILER = Reconciler(SETTINGS.kinds, STORE, WRITER)
 _BACKGROUND: set[asyncio.Task[None]] = set()
+_SERVERS: list[web.AppRunner] = []
 FINALIZER = "jobarchive.kubeflow.org/never-set"
 
 EventHandler = Callable[..., Awaitable[None]]
@@ -53,11 +56,27 @@ async def start(
     settings.posting.enabled = False
     settings.persistence.finalizer = FINALIZER
     # Replicas of equal priority would all pause (Kopf's peering rule); random ones
-    # make the highest one work and the others stand by.
-    settings.peering.priority = random.randrange(1, 2**31)
+    # make the highest one work and the others stand by. ``--priority`` still rules.
+    if not settings.peering.priority:
+        settings.peering.priority = random.randrange(1, 2**31)
+    settings.peering.lifetime = SETTINGS.peering_lifetime
+    peering = Peering(
+        name=settings.peering.name
+        if settings.peering.clusterwide and not settings.peering.standalone
+        else None,
+        priority=settings.peering.priority,
+    )
     # Kopf logs every handler run of every watched object at INFO; at the rate pods and
     # Events arrive that costs real time and drowns the lines that matter.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    # Served before the database opens, so that a database that never answers is seen
+    # there too; once only, as Kopf runs this again after a TemporaryError.
+    if SETTINGS.metrics_port and not _SERVERS:
+        metrics.watch_gauges(
+            lambda: WRITER.depth, RECORDER.attribution.waiting_counts, WRITER.failing_for
+        )
+        server = await metrics.serve(SETTINGS.metrics_port)
+        _SERVERS.extend([server] if server is not None else [])
     try:
         # Lookups by handlers need connections beside the flushers' transactions.
         await db.open_database(SETTINGS.db_url, pool_size=SETTINGS.writers + 4)
@@ -70,7 +89,9 @@ async def start(
         ) from None
     WRITER.start()
     if SETTINGS.resync_interval:
-        task = asyncio.create_task(RECONCILER.run_forever(SETTINGS.resync_interval))
+        task = asyncio.create_task(
+            RECONCILER.run_forever(SETTINGS.resync_interval, peering, SETTINGS.peering_lifetime)
+        )
         _BACKGROUND.add(task)
     logger.info(
         "Recording %d job kinds, their pods and Events (region: %s)",
@@ -88,6 +109,9 @@ async def stop(**_: Any) -> None:
     _BACKGROUND.clear()
     await WRITER.stop()
     await db.close_database()
+    for server in _SERVERS:
+        await server.cleanup()
+    _SERVERS.clear()
 
 
 @kopf.on.probe(id="database")

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from jobarchive import convert
+from jobarchive import convert, metrics
 from jobarchive.attribution import UNRELATED, Attribution, Waiting
 from jobarchive.config import Settings
 from jobarchive.convert.common import mapping, text
@@ -28,6 +28,15 @@ logger = logging.getLogger(__name__)
 DELETED = "DELETED"
 # Kubernetes keeps Events for an hour by default (--event-ttl); two covers a longer setting.
 EVENT_LIFETIME_HOURS = 2
+
+
+def changed_at(event_type: str | None, body: Mapping[str, Any]) -> float | None:
+    """When a watched change happened, for the lag metric; None for the listing at start,
+    whose objects may not have changed for months."""
+    if event_type is None:
+        return None
+    when = convert.last_change(body)
+    return when.timestamp() if when is not None else None
 
 
 def describe(kind: str, body: Mapping[str, Any]) -> str:
@@ -62,12 +71,12 @@ class Recorder:
         try:
             row = convert.job_row(body, kind, self.settings.region)
         except convert.InvalidObject as exc:
-            logger.warning("Skipping %s: %s", describe(kind.kind, body), exc)
+            self._invalid(kind.kind, body, exc)
             return
         gone = event_type == DELETED
         if gone:
             convert.mark_gone(row, utcnow())
-        if not await self._write(Job, kind.kind, [row]):
+        if not await self._write(Job, kind.kind, [row], [changed_at(event_type, body)]):
             return
         released = self.attribution.job_seen(row["namespace"], row["name"], row["job_id"], gone)
         if released:
@@ -79,11 +88,12 @@ class Recorder:
         """Store a pod of a tracked job, or let it wait for its job, or ignore it."""
         pod_uid = text(mapping(body.get("metadata")).get("uid"))
         if not pod_uid:
-            logger.warning("Skipping %s: metadata.uid is missing", describe("Pod", body))
+            self._invalid("Pod", body, "metadata.uid is missing")
             return
         link = convert.pod_job_link(body, self.settings.kinds)
         if link is None:
             self.attribution.pod_unrelated(pod_uid)
+            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc()
             return
         if isinstance(link, convert.OwnerLink):
             now = Waiting(event_type, dict(body), 0.0)
@@ -108,25 +118,27 @@ class Recorder:
         try:
             involved = convert.involved_object(body)
         except convert.InvalidObject as exc:
-            logger.warning("Skipping %s: %s", describe("Event", body), exc)
+            self._invalid("Event", body, exc)
             return
         if self.settings.kinds.find(involved.api_version, involved.kind) is not None:
             await self._events([Waiting(event_type, dict(body), 0.0)])
             return
         if involved.kind != "Pod" or not involved.uid:
+            metrics.OBJECTS.labels("Event", "skipped_unrelated").inc()
             return
         job_uid = self.attribution.pod_job(involved.uid)
         if job_uid is None and not self.attribution.knows_all:
             job_uid = await self._lookup(self.store.pod_job_uid(involved.uid))
             job_uid = self.attribution.pod_job(involved.uid) or job_uid
         if job_uid == UNRELATED:
+            metrics.OBJECTS.labels("Event", "skipped_unrelated").inc()
             return
         if job_uid is not None:
             await self._events([Waiting(event_type, dict(body), 0.0)])
             return
         event_uid = text(mapping(body.get("metadata")).get("uid"))
         if not event_uid:
-            logger.warning("Skipping %s: metadata.uid is missing", describe("Event", body))
+            self._invalid("Event", body, "metadata.uid is missing")
             return
         self.attribution.wait_for_pod(involved.uid, event_uid, event_type, dict(body))
         self._sweep()
@@ -143,39 +155,53 @@ class Recorder:
 
     async def _pods(self, pods: list[Waiting], job_uid: str, main_container: str | None) -> None:
         rows = []
+        changed = []
         for pod in pods:
             try:
                 row = convert.pod_row(pod.body, job_uid, main_container, self.settings.region)
             except convert.InvalidObject as exc:
-                logger.warning("Skipping %s: %s", describe("Pod", pod.body), exc)
+                self._invalid("Pod", pod.body, exc)
                 continue
             if pod.event_type == DELETED:
                 convert.mark_gone(row, utcnow())
             rows.append(row)
+            changed.append(changed_at(pod.event_type, pod.body))
         released: list[Waiting] = []
-        for row in await self._write(Pod, "Pod", rows):
+        for row in await self._write(Pod, "Pod", rows, changed):
             released.extend(self.attribution.pod_tracked(row["pod_id"], job_uid))
         if released:
             await self._events(released)
 
     async def _events(self, events: list[Waiting]) -> None:
         rows = []
+        changed = []
         for event in events:
             try:
                 rows.append(convert.event_row(event.body, self.settings.region))
             except convert.InvalidObject as exc:
-                logger.warning("Skipping %s: %s", describe("Event", event.body), exc)
-        await self._write(Event, "Event", rows)
+                self._invalid("Event", event.body, exc)
+                continue
+            changed.append(changed_at(event.event_type, event.body))
+        await self._write(Event, "Event", rows, changed)
+
+    def _invalid(self, kind: str, body: Mapping[str, Any], reason: object) -> None:
+        logger.warning("Skipping %s: %s", describe(kind, body), reason)
+        metrics.OBJECTS.labels(kind, "invalid").inc()
 
     async def _write(
-        self, model: type[Stamped], kind: str, rows: list[dict[str, Any]]
+        self,
+        model: type[Stamped],
+        kind: str,
+        rows: list[dict[str, Any]],
+        changed: list[float | None],
     ) -> list[dict[str, Any]]:
         """Write rows; log each the database refused, by kind, namespace and name.
 
         Returns the rows that were stored.
         """
         stored = []
-        for row, error in zip(rows, await self.writer.write(model, rows), strict=True):
+        errors = await self.writer.write(model, rows, changed)
+        for row, error in zip(rows, errors, strict=True):
             if error is None:
                 stored.append(row)
                 continue
@@ -186,6 +212,8 @@ class Recorder:
     def _sweep(self) -> None:
         expired = self.attribution.sweep()
         if expired is not None and (expired.pods or expired.events):
+            metrics.OBJECTS.labels("Pod", "expired").inc(expired.pods)
+            metrics.OBJECTS.labels("Event", "expired").inc(expired.events)
             logger.info(
                 "Gave up on %d pod(s) whose job and %d Event(s) whose pod "
                 "never appeared within %.0f s",

@@ -12,21 +12,25 @@ was read. And a job kind is reconciled only when every group defining that kind
 name was listed: ``job_info.kind`` says ``TFJob``, not which group's, so a group
 that could not be listed (its CRD missing, an error) leaves all TFJob rows alone.
 Events are not reconciled: ``event_info`` records history and has no ``is_in_etcd``.
+A replica standing by in Kopf's peering does not reconcile: only the active one writes.
 """
 
 import asyncio
 import dataclasses
 import datetime
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any
 
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from jobarchive import metrics
 from jobarchive.convert import mark_gone
 from jobarchive.kinds import KindRegistry
 from jobarchive.models import Job, Pod, Stamped, utcnow
+from jobarchive.peering import Peering, is_active
 from jobarchive.store import Store
 from jobarchive.writer import Writer
 
@@ -110,29 +114,53 @@ class Reconciler:
             kinds_skipped=tuple(sorted(failed)),
         )
         self.marked_total += outcome.jobs_gone + outcome.pods_gone
+        metrics.MARKED_GONE.labels(Job._meta.db_table).inc(outcome.jobs_gone)
+        metrics.MARKED_GONE.labels(Pod._meta.db_table).inc(outcome.pods_gone)
         return outcome
 
-    async def run_forever(self, interval: float) -> None:
-        """Reconcile now and then every ``interval`` seconds; errors are logged, not fatal."""
+    async def run_forever(self, interval: float, peering: Peering, poll: float) -> None:
+        """Reconcile every ``interval`` seconds while this replica is the active one.
+
+        Whether it is active is checked every ``poll`` seconds: a replica that takes
+        over reconciles at once, because the one it replaces may have missed deletes
+        (and no watch reports a delete that happened before it started). Errors are
+        logged, not fatal.
+        """
         api = await api_client()
+        was_active = False
+        last_run = 0.0
         try:
             while True:
                 try:
-                    outcome = await self.run_once(api)
+                    active = await is_active(api, peering)
+                    metrics.ACTIVE.set(int(active))
+                    if active != was_active:
+                        logger.info(
+                            "Active: reconciling with the cluster"
+                            if active
+                            else "Standing by for a peer of higher priority: not reconciling"
+                        )
+                    due = not was_active or time.monotonic() - last_run >= interval
+                    was_active = active
+                    if active and due:
+                        last_run = time.monotonic()
+                        self._report(await self.run_once(api))
                 except Exception as exc:
+                    metrics.RECONCILIATIONS.labels("failed").inc()
                     logger.warning("Reconciliation failed, trying again later: %s", exc)
-                else:
-                    logger.info(
-                        "Reconciled with the cluster: %d jobs and %d pods were gone%s",
-                        outcome.jobs_gone,
-                        outcome.pods_gone,
-                        f" (not listed: {', '.join(outcome.kinds_skipped)})"
-                        if outcome.kinds_skipped
-                        else "",
-                    )
-                await asyncio.sleep(interval)
+                await asyncio.sleep(poll if peering.name else interval)
         finally:
             await api.close()
+
+    @staticmethod
+    def _report(outcome: Outcome) -> None:
+        metrics.RECONCILIATIONS.labels("done").inc()
+        logger.info(
+            "Reconciled with the cluster: %d jobs and %d pods were gone%s",
+            outcome.jobs_gone,
+            outcome.pods_gone,
+            f" (not listed: {', '.join(outcome.kinds_skipped)})" if outcome.kinds_skipped else "",
+        )
 
     async def _mark(
         self,

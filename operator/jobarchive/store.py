@@ -17,8 +17,8 @@ only.
 import asyncio
 import dataclasses
 import datetime
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pymysql
 from tortoise.backends.base.client import BaseDBAsyncClient
@@ -31,6 +31,7 @@ from jobarchive.models import Event, Job, Pod, Stamped, utcnow
 
 # Keeps one statement well under SQLite's 32,766 bound parameters and MySQL's packet size.
 ROWS_PER_STATEMENT = 500
+K = TypeVar("K", bound=Hashable)
 _INSERT_ONLY = frozenset({"gmt_created"})
 
 
@@ -126,7 +127,9 @@ def _mysql_upsert(table: _Table, rows: int) -> str:
     updated = [c for c in table.columns if c not in _INSERT_ONLY | {table.key, "version"}]
     updated.append("version")
     first, *rest = updated
-    sets = [f"`{first}` = IF(@jobarchive_stale := {stale}, `{first}`, VALUES(`{first}`))"]
+    # A stale row also bumps a counter, so the caller learns how many the guard kept.
+    counted = f"(@jobarchive_stale := {stale}) AND (@jobarchive_kept := @jobarchive_kept + 1)"
+    sets = [f"`{first}` = IF({counted}, `{first}`, VALUES(`{first}`))"]
     sets += [f"`{c}` = IF(@jobarchive_stale, `{c}`, VALUES(`{c}`))" for c in rest]
     values = ", ".join([one] * rows)
     return (
@@ -183,10 +186,13 @@ class Store:
         model: type[Stamped],
         rows: Sequence[Mapping[str, Any]],
         connection: BaseDBAsyncClient | None = None,
-    ) -> None:
-        """Insert or update rows by their uid, skipping any older than the stored row."""
+    ) -> int:
+        """Insert or update rows by their uid, skipping any older than the stored row.
+
+        Returns how many rows were skipped as stale.
+        """
         if not rows:
-            return
+            return 0
         table = TABLES[model]
         now = utcnow()
         prepared = []
@@ -198,16 +204,35 @@ class Store:
         mysql = conn.capabilities.dialect == "mysql"
         build = _mysql_upsert if mysql else _sqlite_upsert
         convert = mysql_value if mysql else _sqlite_value
+        stale = 0
         for start in range(0, len(prepared), ROWS_PER_STATEMENT):
             chunk = prepared[start : start + ROWS_PER_STATEMENT]
             params = [convert(row[column]) for row in chunk for column in table.columns]
-            await conn.execute_query(build(table, len(chunk)), params)
+            if mysql:
+                # MySQL's affected-rows count cannot tell a stale row from an insert plus
+                # an update, so the guard counts in a session variable instead.
+                await conn.execute_query("SET @jobarchive_kept = 0")
+                await conn.execute_query(build(table, len(chunk)), params)
+                _, found = await conn.execute_query("SELECT @jobarchive_kept AS kept")
+                stale += int(found[0]["kept"])
+            else:
+                # SQLite counts only rows inserted or updated; the guard's WHERE skips the rest.
+                changed, _ = await conn.execute_query(build(table, len(chunk)), params)
+                stale += len(chunk) - changed
+        return stale
 
-    async def write_batch(self, batch: Mapping[type[Stamped], Sequence[Mapping[str, Any]]]) -> None:
-        """Upsert the rows of several tables in one transaction: one commit for all."""
+    async def write_batch(
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Mapping[str, Any]]]]
+    ) -> dict[K, int]:
+        """Upsert groups of rows, of any tables, in one transaction: one commit for all.
+
+        Returns the number of stale rows skipped in each group.
+        """
+        stale: dict[K, int] = {}
         async with in_transaction(self.connection.connection_name) as transaction:
-            for model, rows in batch.items():
-                await self.upsert(model, rows, transaction)
+            for group, (model, rows) in batch.items():
+                stale[group] = await self.upsert(model, rows, transaction)
+        return stale
 
     async def live_job_uid(self, namespace: str, name: str) -> str | None:
         """The uid of the newest job of that name still in the cluster, if any is stored."""

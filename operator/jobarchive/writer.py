@@ -28,7 +28,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobarchive.models import Stamped
+from jobarchive import metrics
+from jobarchive.models import Job, Stamped
 from jobarchive.store import TABLES, Store, is_older, is_retryable, is_unavailable
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,16 @@ class _Pending:
     model: type[Stamped]
     row: Mapping[str, Any]
     done: asyncio.Future[None]
+    # When the object last changed (epoch seconds), for the lag metric; None: unknown.
+    changed: float | None = None
+
+    @property
+    def kind(self) -> str:
+        """The Kubernetes kind the row records: a job's own kind, else Pod or Event."""
+        return str(self.row["kind"]) if self.model is Job else self.model.__name__
+
+
+Group = tuple[type[Stamped], str]
 
 
 class Writer:
@@ -89,14 +100,22 @@ class Writer:
         self._tasks = []
 
     async def write(
-        self, model: type[Stamped], rows: Sequence[Mapping[str, Any]]
+        self,
+        model: type[Stamped],
+        rows: Sequence[Mapping[str, Any]],
+        changed: Sequence[float | None] | None = None,
     ) -> list[BaseException | None]:
-        """Queue rows and return once each is committed or refused: its error, else None."""
+        """Queue rows and return once each is committed or refused: its error, else None.
+
+        ``changed`` gives, per row, when its object last changed (epoch seconds), for
+        the lag metric.
+        """
         loop = asyncio.get_running_loop()
         futures = []
-        for row in rows:
+        for index, row in enumerate(rows):
             future: asyncio.Future[None] = loop.create_future()
-            await self._queue.put(_Pending(model, row, future))
+            when = changed[index] if changed is not None else None
+            await self._queue.put(_Pending(model, row, future, when))
             futures.append(future)
         return await asyncio.gather(*futures, return_exceptions=True)
 
@@ -109,28 +128,51 @@ class Writer:
                 batch.append(self._queue.get_nowait())
             try:
                 await self._commit(batch)
+            except Exception as exc:
+                # A bug of ours must not kill the flusher and leave writers waiting forever:
+                # the rows fail, and each writer logs its row as not stored.
+                logger.exception("Writing a batch of %d rows failed", len(batch))
+                for pending in batch:
+                    _settle(pending, exc)
             finally:
                 for _ in batch:
                     self._queue.task_done()
 
     async def _commit(self, batch: list[_Pending]) -> None:
-        rows = newest_rows(batch)
+        groups, superseded = newest_rows(batch)
         rolled_back = 0
         while True:
+            started = time.monotonic()
             try:
-                await self.store.write_batch(rows)
+                stale = await self.store.write_batch(groups)
             except Exception as exc:
                 if is_unavailable(exc):
+                    metrics.DATABASE_ERRORS.labels("unavailable").inc()
                     await self._wait_for_database(exc)
                     continue
                 rolled_back += 1
                 if rolled_back < DEADLOCK_RETRIES and is_retryable(exc):
+                    metrics.DATABASE_ERRORS.labels("retryable").inc()
                     logger.debug("Batch of %d rows rolled back (%s); again", len(batch), exc)
                     continue
+                if len(batch) == 1:
+                    metrics.DATABASE_ERRORS.labels("refused").inc()
+                    metrics.OBJECTS.labels(batch[0].kind, "refused").inc()
                 await self._isolate(batch, exc)
                 return
+            committed = time.time()
+            metrics.COMMIT_SECONDS.observe(time.monotonic() - started)
+            metrics.BATCH_SIZE.observe(len(batch))
             self._database_back()
+            for group, (_, rows) in groups.items():
+                kind = group[1]
+                skipped = stale[group] + superseded.get(group, 0)
+                metrics.OBJECTS.labels(kind, "stored").inc(len(rows) - stale[group])
+                if skipped:
+                    metrics.OBJECTS.labels(kind, "skipped_stale").inc(skipped)
             for pending in batch:
+                if pending.changed is not None:
+                    metrics.LAG_SECONDS.observe(max(0.0, committed - pending.changed))
                 _settle(pending, None)
             return
 
@@ -179,17 +221,31 @@ def _settle(pending: _Pending, error: Exception | None) -> None:
         pending.done.set_exception(error)
 
 
-def newest_rows(batch: list[_Pending]) -> dict[type[Stamped], list[Mapping[str, Any]]]:
-    """Per table, one row per uid (the newest), sorted by uid.
+def newest_rows(
+    batch: list[_Pending],
+) -> tuple[dict[Group, tuple[type[Stamped], list[Mapping[str, Any]]]], dict[Group, int]]:
+    """Per table and kind, one row per uid (the newest), sorted by uid; and per table
+    and kind, how many older versions were dropped for a newer one.
 
-    Sorting gives concurrent transactions one lock order on the unique index.
+    Groups by kind so that the store's count of stale rows is one per kind. Groups
+    come in one order and rows are sorted by uid within them, and a uid's kind never
+    changes: concurrent transactions take the unique index's locks in one order.
     """
-    by_uid: dict[type[Stamped], dict[str, Mapping[str, Any]]] = {}
+    by_uid: dict[Group, dict[str, Mapping[str, Any]]] = {}
+    superseded: dict[Group, int] = {}
     for pending in batch:
+        group = (pending.model, pending.kind)
         key = TABLES[pending.model].key
-        rows = by_uid.setdefault(pending.model, {})
+        rows = by_uid.setdefault(group, {})
         uid = pending.row[key]
         old = rows.get(uid)
+        if old is not None:
+            superseded[group] = superseded.get(group, 0) + 1
         if old is None or not is_older(pending.row["version"], old["version"]):
             rows[uid] = pending.row
-    return {model: [rows[uid] for uid in sorted(rows)] for model, rows in by_uid.items()}
+    ordered = sorted(by_uid, key=lambda group: (TABLES[group[0]].name, group[1]))
+    groups: dict[Group, tuple[type[Stamped], list[Mapping[str, Any]]]] = {
+        group: (group[0], [by_uid[group][uid] for uid in sorted(by_uid[group])])
+        for group in ordered
+    }
+    return groups, superseded

@@ -219,3 +219,16 @@ async def test_what_attribution_starts_from_live_jobs_and_recent_pods(database: 
     assert sorted(recent) == [("gone-pod", "job-1"), ("live-pod", "job-1")]
     future = datetime.datetime.now(tz=datetime.UTC) + datetime.timedelta(hours=1)
     assert await store.recent_pods(since=future, limit=10) == [("live-pod", "job-1")]
+
+
+async def test_upsert_returns_how_many_rows_the_guard_kept(database: str) -> None:
+    store = Store()
+    assert await store.upsert(Job, [job(uid="a"), job(uid="b")]) == 0
+    newer_and_older = [job(uid="a", version="9"), job(uid="b", version="11"), job(uid="c")]
+    assert await store.upsert(Job, newer_and_older) == 1
+    # The same version again is rewritten, not skipped: gone-marks reuse the stored one.
+    assert await store.upsert(Job, [job(uid="a", status="Failed")]) == 0
+    assert await store.upsert(Pod, [pod(uid=f"p{i}", version="5") for i in range(600)]) == 0
+    assert await store.upsert(Pod, [pod(uid=f"p{i}", version="4") for i in range(600)]) == 600
+    statuses = dict(await Job.all().values_list("job_id", "status"))
+    assert statuses == {"a": "Failed", "b": "Running", "c": "Running"}

@@ -1,13 +1,15 @@
 """Group commit on both databases: batching, durability, backpressure, failure isolation."""
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from jobarchive.models import Job, Pod, Stamped
-from jobarchive.store import Store
+from jobarchive.store import K, Store
 from jobarchive.writer import Writer
 from tests.integration.test_store import job, pod
 
@@ -19,9 +21,11 @@ class CountingStore(Store):
         super().__init__()
         self.batches: list[int] = []
 
-    async def write_batch(self, batch: Mapping[type[Stamped], Sequence[Mapping[str, Any]]]) -> None:
-        self.batches.append(sum(len(rows) for rows in batch.values()))
-        await super().write_batch(batch)
+    async def write_batch(
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Mapping[str, Any]]]]
+    ) -> dict[K, int]:
+        self.batches.append(sum(len(rows) for _, rows in batch.values()))
+        return await super().write_batch(batch)
 
 
 @pytest.fixture
@@ -103,3 +107,38 @@ async def test_stopping_commits_what_is_queued(store: CountingStore) -> None:
     await writer.stop()
     assert all(task.done() for task in pending)
     assert await Pod.all().count() == 200
+
+
+def objects(kind: str, outcome: str) -> float:
+    labels = {"kind": kind, "outcome": outcome}
+    return REGISTRY.get_sample_value("jobarchive_objects_total", labels) or 0.0
+
+
+async def test_outcomes_are_counted_by_kind(writer: Writer) -> None:
+    outcomes = [("TFJob", "stored"), ("TFJob", "skipped_stale"), ("PyTorchJob", "stored")]
+    outcomes += [("Pod", "stored"), ("Pod", "skipped_stale"), ("Pod", "refused")]
+    before = {key: objects(*key) for key in outcomes}
+    batches = REGISTRY.get_sample_value("jobarchive_batch_rows_count") or 0.0
+    lags = REGISTRY.get_sample_value("jobarchive_lag_seconds_count") or 0.0
+    await writer.write(Job, [job(uid="t", version="10"), job(uid="p", kind="PyTorchJob")])
+    await asyncio.gather(
+        writer.write(Job, [job(uid="t", version="9")]),
+        writer.write(Job, [job(uid="t", version="11")]),
+        writer.write(Job, [job(uid="t", version="12")]),
+    )
+    refused = pod(uid="refused", status=None)
+    changed = [time.time() - 3, None, None]
+    await writer.write(Pod, [pod(uid="a"), pod(uid="b", version="1"), refused], changed)
+    await writer.write(Pod, [pod(uid="b", version="0")])
+    counted = {key: objects(*key) - before[key] for key in outcomes}
+    # t: stored at 10, then 9, 11 and 12 race: 12 is stored, the other two are stale
+    # (older than the batch's newest, or than the stored row when they commit apart).
+    assert counted[("TFJob", "stored")] + counted[("TFJob", "skipped_stale")] == 4
+    assert counted[("TFJob", "skipped_stale")] >= 1
+    assert counted[("PyTorchJob", "stored")] == 1
+    assert counted[("Pod", "stored")] == 2
+    assert counted[("Pod", "skipped_stale")] == 1
+    assert counted[("Pod", "refused")] == 1
+    assert (await Job.get(job_id="t")).version == "12"
+    assert (REGISTRY.get_sample_value("jobarchive_batch_rows_count") or 0.0) > batches
+    assert (REGISTRY.get_sample_value("jobarchive_lag_seconds_count") or 0.0) == lags + 1

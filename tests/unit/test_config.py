@@ -132,3 +132,14 @@ def test_write_path_settings_have_defaults_and_bounds() -> None:
 def test_a_bad_write_path_setting_is_named(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         load({name: value})
+
+
+def test_metrics_and_peering_settings_have_defaults_and_bounds() -> None:
+    settings = load({})
+    assert (settings.metrics_port, settings.peering_lifetime) == (8000, 60)
+    tuned = load({"JOBARCHIVE_METRICS_PORT": "0", "JOBARCHIVE_PEERING_LIFETIME": "5"})
+    assert (tuned.metrics_port, tuned.peering_lifetime) == (0, 5)
+    with pytest.raises(ConfigError, match="JOBARCHIVE_METRICS_PORT"):
+        load({"JOBARCHIVE_METRICS_PORT": "65536"})
+    with pytest.raises(ConfigError, match="JOBARCHIVE_PEERING_LIFETIME"):
+        load({"JOBARCHIVE_PEERING_LIFETIME": "1"})

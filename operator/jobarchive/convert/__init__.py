@@ -6,7 +6,7 @@ A converter either returns a complete row or raises ``InvalidObject`` with a
 reason; it never raises anything else on any input.
 """
 
-from jobarchive.convert.common import InvalidObject, mark_gone
+from jobarchive.convert.common import InvalidObject, last_change, mark_gone
 from jobarchive.convert.events import InvolvedObject, event_row, involved_object
 from jobarchive.convert.jobs import job_row, job_status
 from jobarchive.convert.pods import NameLink, OwnerLink, pod_job_link, pod_row
@@ -20,6 +20,7 @@ __all__ = [
     "involved_object",
     "job_row",
     "job_status",
+    "last_change",
     "mark_gone",
     "pod_job_link",
     "pod_row",

@@ -109,3 +109,29 @@ def mark_gone(row: MutableMapping[str, Any], now: datetime.datetime) -> None:
         row["status"] = STOPPED
         if row.get("gmt_finished") is None:
             row["gmt_finished"] = now
+
+
+def last_change(obj: Mapping[str, Any]) -> datetime.datetime | None:
+    """The newest time an object says it changed, for the lag metric; None if it says none.
+
+    The API server stamps ``managedFields[].time`` on every write by a manager, so it
+    is the best witness; creation, deletion, condition transitions and an Event's
+    own times cover objects written without managed fields.
+    """
+    meta = mapping(obj.get("metadata"))
+    status = mapping(obj.get("status"))
+    candidates: list[object] = [
+        meta.get("creationTimestamp"),
+        meta.get("deletionTimestamp"),
+        obj.get("lastTimestamp"),
+        obj.get("eventTime"),
+        mapping(obj.get("series")).get("lastObservedTime"),
+    ]
+    candidates += [mapping(field).get("time") for field in sequence(meta.get("managedFields"))]
+    for condition in sequence(status.get("conditions")):
+        candidates += [
+            mapping(condition).get("lastTransitionTime"),
+            mapping(condition).get("lastUpdateTime"),
+        ]
+    times = [parsed for parsed in map(timestamp, candidates) if parsed is not None]
+    return max(times, default=None)

@@ -1,0 +1,116 @@
+"""Prometheus metrics: what was recorded, how the database keeps up, what waits.
+
+The metrics live in prometheus-client's default registry, beside its process
+metrics (memory, CPU, open files). They are served by ``serve`` on the event
+loop, not from prometheus-client's own thread: the gauges read the writer's queue
+and the attribution maps, which only the loop may touch.
+
+Outcomes of ``jobarchive_objects_total``:
+
+- ``stored``: a row version was committed (reconciliation's gone-marks included);
+- ``skipped_stale``: the stored row was newer (the guard kept it), or a newer
+  version of the same object was committed in the same batch;
+- ``skipped_unrelated``: a pod or Event that belongs to no tracked job;
+- ``invalid``: the object could not be converted (logged with its name);
+- ``refused``: the database refused the row (logged with its name);
+- ``expired``: a pod or Event waited for its job or pod longer than the TTL.
+"""
+
+import logging
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.exposition import choose_encoder
+
+logger = logging.getLogger(__name__)
+
+OBJECTS = Counter(
+    "jobarchive_objects",
+    "Objects handled, by Kubernetes kind and outcome.",
+    ["kind", "outcome"],
+)
+BATCH_SIZE = Histogram(
+    "jobarchive_batch_rows",
+    "Rows committed per transaction.",
+    buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000),
+)
+COMMIT_SECONDS = Histogram(
+    "jobarchive_commit_seconds",
+    "Time to write and commit one batch.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+LAG_SECONDS = Histogram(
+    "jobarchive_lag_seconds",
+    "From an object's last change (its newest timestamp, whole seconds) to the commit "
+    "of its row; watch events only, not the listing at start.",
+    buckets=(0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600),
+)
+DATABASE_ERRORS = Counter(
+    "jobarchive_database_errors",
+    "Failed database writes: unavailable (held and retried), retryable (deadlock or "
+    "lock wait, retried), refused (the row was not stored).",
+    ["reason"],
+)
+MARKED_GONE = Counter(
+    "jobarchive_marked_gone",
+    "Rows the reconciliation marked gone: deleted while nobody watched.",
+    ["table"],
+)
+RECONCILIATIONS = Counter(
+    "jobarchive_reconciliations",
+    "Reconciliation runs, by result: done or failed.",
+    ["result"],
+)
+ACTIVE = Gauge(
+    "jobarchive_active",
+    "1 while this replica is the active one in Kopf's peering, 0 while it stands by.",
+)
+QUEUE_DEPTH = Gauge("jobarchive_queue_depth", "Rows waiting to be written.")
+WAITING = Gauge(
+    "jobarchive_waiting_objects",
+    "Pods waiting for their job, Events waiting for their pod.",
+    ["kind"],
+)
+FAILING_SECONDS = Gauge(
+    "jobarchive_database_failing_seconds",
+    "For how long writes have been failing for want of a database; 0 when they work.",
+)
+
+
+def watch_gauges(
+    queue_depth: Callable[[], float],
+    waiting: Callable[[], tuple[int, int]],
+    failing_for: Callable[[], float],
+) -> None:
+    """Make the gauges read live values at scrape time."""
+    QUEUE_DEPTH.set_function(queue_depth)
+    WAITING.labels("Pod").set_function(lambda: waiting()[0])
+    WAITING.labels("Event").set_function(lambda: waiting()[1])
+    FAILING_SECONDS.set_function(failing_for)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    response = web.Response(body=encoder(REGISTRY))
+    response.headers["Content-Type"] = content_type
+    return response
+
+
+async def serve(port: int) -> web.AppRunner | None:
+    """Serve ``/metrics`` on all interfaces; None, logged, when the port cannot be bound.
+
+    Metrics are worth less than the archive: a taken port costs the metrics, not the run.
+    """
+    app = web.Application()
+    app.router.add_get("/metrics", _metrics)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, port=port).start()
+    except OSError as exc:
+        logger.error("Cannot serve metrics on port %d: %s", port, exc)
+        await runner.cleanup()
+        return None
+    logger.info("Serving Prometheus metrics on port %d at /metrics", port)
+    return runner
