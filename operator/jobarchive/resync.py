@@ -127,14 +127,14 @@ class Reconciler:
         logged, not fatal.
         """
         api = await api_client()
-        was_active = False
+        was_active: bool | None = None
         last_run = 0.0
         try:
             while True:
                 try:
                     active = await is_active(api, peering)
                     metrics.ACTIVE.set(int(active))
-                    if active != was_active:
+                    if active != was_active and peering.name:
                         logger.info(
                             "Active: reconciling with the cluster"
                             if active

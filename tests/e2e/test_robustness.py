@@ -106,7 +106,7 @@ async def test_without_configuration_it_records_into_the_embedded_sqlite_file(
         return stored()
 
     assert await eventually(rows) == [(pod["metadata"]["uid"], job["metadata"]["uid"], "eu-west-1")]
-    assert "sqlite" in operator.log().splitlines()[0]
+    assert "Database sqlite://jobarchive.sqlite3 (sqlite" in operator.log()
 
 
 async def test_a_database_that_refuses_the_password_is_reported_without_the_password(

@@ -62,6 +62,7 @@ CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
 BATCH_JOBS = Resource("batch", "v1", "jobs", "Job")
+PEERINGS = Resource("kopf.dev", "v1", "clusterkopfpeerings", "ClusterKopfPeering", False)
 
 
 def job_resource(kind: JobKind) -> Resource:
@@ -179,7 +180,8 @@ class Cluster:
         """A copy with uid, resourceVersion and creationTimestamp, as an API server adds."""
         obj = dict(body)
         meta = dict(obj.get("metadata") or {})
-        meta.setdefault("namespace", "default")
+        if resource.namespaced:
+            meta.setdefault("namespace", "default")
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", now_rfc3339())
         meta["resourceVersion"] = self._next_version()
@@ -191,7 +193,7 @@ class Cluster:
     async def create(self, resource: Resource, body: Body) -> Body:
         """Create an object, stamping uid, resourceVersion and creationTimestamp."""
         obj = self.stamp(resource, body)
-        return await self._request("POST", resource.path(obj["metadata"]["namespace"]), obj)
+        return await self._request("POST", resource.path(obj["metadata"].get("namespace")), obj)
 
     async def create_unstamped(self, resource: Resource, body: Body) -> Body:
         """Create an object exactly as given: no uid, resourceVersion or time added."""

@@ -5,7 +5,11 @@ import asyncio
 import os
 import pathlib
 import signal
+import socket
 import sys
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 KOPF = pathlib.Path(sys.executable).with_name("kopf")
@@ -37,23 +41,39 @@ class OperatorProcess:
         self.env = env
         self.log_path = workdir / "operator.log"
         self.process: asyncio.subprocess.Process | None = None
+        self.metrics_port = free_port()
+
+    async def scrape(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+        """The operator's Prometheus metrics: (sample name, labels) to value."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            assert response.status == 200, response.status
+            text = await response.text()
+        return {
+            (sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        }
 
     async def start(self, *extra_args: str) -> None:
         # None removes a variable: the operator must not inherit one from the test runner.
         # Unbuffered, so that a killed operator's last lines are in its log too.
         merged = {
+            "JOBARCHIVE_METRICS_PORT": str(self.metrics_port),
             **os.environ,
             **self.env,
             "KUBECONFIG": str(self.kubeconfig),
             "PYTHONUNBUFFERED": "1",
         }
+        # Alone unless the test makes it one of several peers.
+        peering = any(arg.startswith("--peering") for arg in extra_args)
         env = {key: value for key, value in merged.items() if value is not None}
         log = self.log_path.open("ab")
         self.process = await asyncio.create_subprocess_exec(
             str(KOPF),
             "run",
             "--all-namespaces",
-            "--standalone",
+            *([] if peering else ["--standalone"]),
             *extra_args,
             str(self.script),
             cwd=self.workdir,
@@ -88,3 +108,11 @@ class OperatorProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
