@@ -36,6 +36,7 @@ class Settings:
     unhealthy_after: float = 300.0
     metrics_port: int = 8000
     peering_lifetime: int = 60
+    retention_days: int = 0
 
     @property
     def db_url_redacted(self) -> str:
@@ -80,6 +81,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         unhealthy_after=_integer(env, "JOBARCHIVE_UNHEALTHY_AFTER", 300, 1, 24 * 3600),
         metrics_port=_integer(env, "JOBARCHIVE_METRICS_PORT", 8000, 0, 65535),
         peering_lifetime=_integer(env, "JOBARCHIVE_PEERING_LIFETIME", 60, 2, 3600),
+        retention_days=_integer(env, "JOBARCHIVE_RETENTION_DAYS", 0, 0, 100 * 365),
     )
 
 

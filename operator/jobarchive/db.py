@@ -51,8 +51,9 @@ def mysql_driver() -> str:
     return "asyncmy" if importlib.util.find_spec("asyncmy") else "aiomysql"
 
 
-async def open_database(db_url: str, pool_size: int = 5) -> None:
-    """Connect, and create the tables and indexes that do not exist yet.
+async def open_database(db_url: str, pool_size: int = 5, create: bool = True) -> None:
+    """Connect, and unless ``create`` is false (readers, which may lack the privilege),
+    create the tables and indexes that do not exist yet.
 
     ``pool_size`` bounds MySQL connections; it must exceed the number of concurrent
     transactions, since Tortoise waits forever for a free connection.
@@ -62,6 +63,8 @@ async def open_database(db_url: str, pool_size: int = 5) -> None:
     dialect = next(iter(config["connections"]))
     driver = mysql_driver() if dialect == "mysql" else "aiosqlite"
     logger.info("Database %s (%s via %s)", redact_url(db_url), dialect, driver)
+    if not create:
+        return
     with warnings.catch_warnings():
         # MySQL answers CREATE TABLE IF NOT EXISTS on an existing table with a warning
         # that aiomysql raises as a Python warning at every start; it is the normal case.

@@ -21,7 +21,7 @@ import kopf
 from aiohttp import web
 from tortoise.exceptions import DBConnectionError, OperationalError
 
-from jobarchive import config, db, metrics
+from jobarchive import config, db, metrics, retention
 from jobarchive.attribution import Attribution
 from jobarchive.kinds import JobKind
 from jobarchive.peering import Peering
@@ -93,6 +93,9 @@ async def start(
             RECONCILER.run_forever(SETTINGS.resync_interval, peering, SETTINGS.peering_lifetime)
         )
         _BACKGROUND.add(task)
+    if SETTINGS.retention_days:
+        pruning = retention.prune_forever(SETTINGS.retention_days, retention.PRUNE_INTERVAL)
+        _BACKGROUND.add(asyncio.create_task(pruning))
     logger.info(
         "Recording %d job kinds, their pods and Events (region: %s)",
         len(SETTINGS.kinds),

@@ -98,7 +98,17 @@ class Job(Stamped):
 
     class Meta:
         table = "job_info"
-        indexes = (("namespace", "name"), ("status",), ("gmt_created",))
+        # Each filter of the job list, followed by its newest-first sort key, so that a
+        # filtered page is an index range read in order (``jobarchive jobs``, the API).
+        indexes = (
+            ("namespace", "name"),
+            ("namespace", "gmt_created"),
+            ("status", "gmt_created"),
+            ("kind", "gmt_created"),
+            ("owner", "gmt_created"),
+            ("gmt_created",),
+            ("gmt_finished",),
+        )
 
 
 class Pod(Stamped):
@@ -154,4 +164,9 @@ class Event(Stamped):
 
     class Meta:
         table = "event_info"
-        indexes = (("obj_uid",), ("last_timestamp",))
+        indexes = (
+            ("obj_uid",),
+            ("last_timestamp",),
+            ("obj_namespace", "obj_name", "last_timestamp"),
+            ("reason", "last_timestamp"),
+        )

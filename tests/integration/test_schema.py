@@ -122,7 +122,7 @@ async def test_uids_are_unique_keys_and_ids_auto_increment(database: str) -> Non
 async def test_the_indexes_of_decision_7_exist(database: str) -> None:
     assert {
         (False, ("namespace", "name")),
-        (False, ("status",)),
+        (False, ("status", "gmt_created")),
         (False, ("gmt_created",)),
     } <= set((await indexes("job_info")).values())
     assert (False, ("job_id",)) in (await indexes("replica_info")).values()

@@ -1,0 +1,301 @@
+"""``jobarchive``: read the history from a terminal, and prune it.
+
+Every command reads the database the operator writes (``JOBARCHIVE_DB_URL``, the
+same variables and default as the operator, or ``--db-url``), prints a table or,
+with ``--output json``, the rows under the seed's JSON field names. Bad input
+(an unparseable date, an unknown status, a cursor from elsewhere) exits with
+status 2 and one line saying what to change.
+"""
+
+import asyncio
+import datetime
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from jobarchive import config, db, queries, retention
+
+T = TypeVar("T")
+OUTPUTS = click.Choice(["table", "json"])
+
+
+def _run(db_url: str | None, work: Callable[[], Awaitable[T]], create: bool = False) -> T:
+    async def session() -> T:
+        await db.open_database(db_url or config.load().db_url, create=create)
+        try:
+            return await work()
+        finally:
+            await db.close_database()
+
+    try:
+        return asyncio.run(session())
+    except queries.BadQuery as exc:
+        raise click.UsageError(str(exc)) from None
+    except config.ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _time(value: str | None, name: str) -> datetime.datetime | None:
+    if value is None:
+        return None
+    try:
+        return queries.parse_time(value, name)
+    except queries.BadQuery as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _print_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _short(value: str | None) -> str:
+    return (value or "-").replace("T", " ").removesuffix("Z")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours >= 48:
+        return f"{hours // 24}d{hours % 24:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(Console().width, 160)).print(table)
+
+
+def _job_rows(jobs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            f"{job['namespace']}/{job['name']}",
+            job["kind"],
+            job["status"],
+            _short(job["gmt_created"]),
+            _short(job["gmt_finished"]),
+            _duration(job["duration_seconds"]),
+            job["owner"] or "-",
+            "yes" if job["is_in_etcd"] else "no",
+            job["job_id"],
+        ]
+        for job in jobs
+    ]
+
+
+JOB_COLUMNS = ("job", "kind", "status", "created", "finished", "took", "owner", "in cluster", "uid")
+
+
+@click.group()
+@click.option("--db-url", envvar="JOBARCHIVE_DB_URL", help="Database URL (as the operator's).")
+@click.pass_context
+def main(context: click.Context, db_url: str | None) -> None:
+    """Read the history of training jobs, their pods and Events."""
+    context.obj = db_url
+
+
+@main.command()
+@click.option("--namespace", "-n")
+@click.option("--name", "name_prefix", help="Name starts with this.")
+@click.option("--name-contains", help="Name contains this (scans what other filters leave).")
+@click.option("--kind")
+@click.option("--status", help=f"One of {', '.join(queries.JOB_STATUSES)}.")
+@click.option("--region")
+@click.option("--tenant")
+@click.option("--owner")
+@click.option("--created-since", help="RFC 3339 time or date, UTC unless stated.")
+@click.option("--created-until")
+@click.option("--finished-since")
+@click.option("--finished-until")
+@click.option("--in-cluster/--gone", default=None, help="Still in the cluster, or not.")
+@click.option("--limit", type=int, default=queries.DEFAULT_PAGE, show_default=True)
+@click.option("--cursor", help="From a previous page's next_cursor.")
+@click.option("--output", "-o", type=OUTPUTS, default="table", show_default=True)
+@click.pass_obj
+def jobs(
+    db_url: str | None, /, limit: int, cursor: str | None, output: str, **filters: Any
+) -> None:
+    """List jobs, newest first."""
+    for name in ("created_since", "created_until", "finished_since", "finished_until"):
+        filters[name] = _time(filters[name], "--" + name.replace("_", "-"))
+    query = queries.JobQuery(**filters)
+    page = _run(db_url, lambda: queries.list_jobs(query, limit, cursor))
+    if output == "json":
+        _print_json({"items": page.items, "next_cursor": page.next_cursor})
+        return
+    _table(f"{len(page.items)} jobs", JOB_COLUMNS, _job_rows(page.items))
+    if page.next_cursor:
+        click.echo(f"more: --cursor {page.next_cursor}")
+
+
+@main.command()
+@click.argument("reference")
+@click.option("--output", "-o", type=OUTPUTS, default="table", show_default=True)
+@click.pass_obj
+def job(db_url: str | None, reference: str, output: str) -> None:
+    """One job (NAMESPACE/NAME or UID) with its pods and Events."""
+
+    async def look_up() -> list[dict[str, Any]]:
+        found = await queries.find_jobs(reference)
+        if len(found) != 1:
+            return found
+        detail = await queries.job_detail(found[0]["job_id"])
+        return [detail] if detail is not None else []
+
+    found = _run(db_url, look_up)
+    if not found:
+        raise click.ClickException(f"no job {reference}")
+    if len(found) > 1:
+        if output == "json":
+            _print_json({"items": found, "next_cursor": None})
+        else:
+            _table(f"{len(found)} jobs named {reference}", JOB_COLUMNS, _job_rows(found))
+            click.echo("Name one by its uid: jobarchive job UID")
+        return
+    detail = found[0]
+    if output == "json":
+        _print_json(detail)
+        return
+    _print_job(detail)
+
+
+def _print_job(detail: Mapping[str, Any]) -> None:
+    _table("job", JOB_COLUMNS, _job_rows([detail]))
+    replicas = [
+        [replica, *(str(counts[key]) for key in ("active", "succeeded", "failed", "stopped"))]
+        for replica, counts in detail["replicas"].items()
+    ]
+    _table("replicas", ("type", "active", "succeeded", "failed", "stopped"), replicas)
+    pods = [
+        [
+            pod["name"],
+            pod["replica_type"],
+            pod["status"],
+            pod["host_ip"] or "-",
+            _short(pod["gmt_started"]),
+            _short(pod["gmt_finished"]),
+            pod["remark"] or "",
+        ]
+        for pod in detail["pods"]
+    ]
+    _table("pods", ("pod", "type", "status", "node", "started", "finished", "remark"), pods)
+    _table("events", EVENT_COLUMNS, _event_rows(detail["events"]))
+
+
+EVENT_COLUMNS = ("first", "last", "type", "reason", "object", "count", "message")
+
+
+def _event_rows(events: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            _short(event["first_timestamp"]),
+            _short(event["last_timestamp"]),
+            event["type"],
+            event["reason"],
+            f"{event['kind']} {event['obj_name']}",
+            str(event["count"]),
+            event["message"],
+        ]
+        for event in events
+    ]
+
+
+@main.command()
+@click.option("--namespace", "-n", help="The involved object's namespace.")
+@click.option("--object", "object_name", help="The involved object's name.")
+@click.option("--uid", "object_uid", help="The involved object's uid.")
+@click.option("--kind", "object_kind", help="The involved object's kind (Pod, TFJob, ...).")
+@click.option("--type", "type_", help="Normal or Warning.")
+@click.option("--reason")
+@click.option("--since", help="Last occurred at or after (RFC 3339 time or date).")
+@click.option("--until", help="Last occurred before.")
+@click.option("--limit", type=int, default=queries.DEFAULT_PAGE, show_default=True)
+@click.option("--cursor")
+@click.option("--output", "-o", type=OUTPUTS, default="table", show_default=True)
+@click.pass_obj
+def events(
+    db_url: str | None,
+    /,
+    type_: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    cursor: str | None,
+    output: str,
+    **filters: Any,
+) -> None:
+    """List Events, most recent first."""
+    query = queries.EventQuery(
+        type=type_, since=_time(since, "--since"), until=_time(until, "--until"), **filters
+    )
+    page = _run(db_url, lambda: queries.list_events(query, limit, cursor))
+    if output == "json":
+        _print_json({"items": page.items, "next_cursor": page.next_cursor})
+        return
+    _table(f"{len(page.items)} Events", EVENT_COLUMNS, _event_rows(page.items))
+    if page.next_cursor:
+        click.echo(f"more: --cursor {page.next_cursor}")
+
+
+@main.command()
+@click.option("--by", type=click.Choice(queries.STATS_GROUPS), default="status", show_default=True)
+@click.option("--since", help="Jobs created at or after (RFC 3339 time or date).")
+@click.option("--until", help="Jobs created before.")
+@click.option("--output", "-o", type=OUTPUTS, default="table", show_default=True)
+@click.pass_obj
+def stats(db_url: str | None, by: str, since: str | None, until: str | None, output: str) -> None:
+    """Count jobs and their durations by status, kind, owner, namespace or tenant."""
+    window = (_time(since, "--since"), _time(until, "--until"))
+    rows = _run(db_url, lambda: queries.stats(by, *window))
+    if output == "json":
+        _print_json({"items": rows})
+        return
+    table = [
+        [
+            str(row[by] or "-"),
+            str(row["jobs"]),
+            str(row["finished"]),
+            _duration(row["avg_duration_seconds"]),
+            _duration(row["max_duration_seconds"]),
+        ]
+        for row in rows
+    ]
+    _table(f"jobs by {by}", (by, "jobs", "finished", "average", "longest"), table)
+
+
+@main.command()
+@click.option("--days", type=click.IntRange(min=1), help="Default: JOBARCHIVE_RETENTION_DAYS.")
+@click.option("--dry-run", is_flag=True, help="Count what would go, delete nothing.")
+@click.option("--output", "-o", type=OUTPUTS, default="table", show_default=True)
+@click.pass_obj
+def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> None:
+    """Delete jobs that finished over DAYS ago and left the cluster, with pods and Events."""
+    try:
+        keep = days or config.load().retention_days
+    except config.ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not keep:
+        raise click.UsageError("--days is needed: JOBARCHIVE_RETENTION_DAYS keeps everything")
+    before = retention.cutoff(keep)
+    pruned = _run(db_url, lambda: retention.prune(before, dry_run=dry_run))
+    counts = {"jobs": pruned.jobs, "pods": pruned.pods, "events": pruned.events}
+    if output == "json":
+        _print_json({**counts, "dry_run": dry_run, "finished_before": before.isoformat()})
+        return
+    verb = "Would delete" if dry_run else "Deleted"
+    click.echo(
+        f"{verb} {pruned.jobs} jobs finished before {before:%Y-%m-%d %H:%M} UTC, "
+        f"{pruned.pods} pods and {pruned.events} Events"
+    )

@@ -1,0 +1,134 @@
+"""The ``jobarchive`` console script, run as a user runs it, on both databases."""
+
+import asyncio
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from jobarchive import db
+from tests.support import objects as o
+from tests.support.history import History
+
+JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
+
+
+async def fill(url: str) -> str:
+    await db.open_database(url)
+    try:
+        for table in ("job_info", "replica_info", "event_info"):
+            await db.connection().execute_script(f"DELETE FROM {table}")
+        async with History() as history:
+            job = await history.job(
+                "mnist", status="Failed", finished="2026-11-20T10:20:00Z", owner="alice"
+            )
+            running = o.running_status("tensorflow", "img", "10.0.0.12", "172.16.0.12")
+            worker = await history.pod(
+                job,
+                "Worker",
+                0,
+                o.terminated_status(running, 137, "OOMKilled", "2026-11-20T10:20:00Z"),
+            )
+            await history.event(
+                worker,
+                "OOMKilling",
+                "Memory cgroup out of memory",
+                type="Warning",
+                first="2026-11-20T10:19:59Z",
+            )
+            await history.job(
+                "bert",
+                kind="PyTorchJob",
+                namespace="team-b",
+                owner="bob",
+                created="2026-11-21T00:00:00Z",
+            )
+            await history.job(
+                "old",
+                status="Succeeded",
+                created="2025-01-01T00:00:00Z",
+                finished="2025-01-01T01:00:00Z",
+                gone=True,
+            )
+        return str(job["metadata"]["uid"])
+    finally:
+        await db.close_database()
+
+
+@pytest.fixture
+def filled(db_url: str) -> tuple[str, str]:
+    return db_url, asyncio.run(fill(db_url))
+
+
+def run(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "JOBARCHIVE_DB_URL": url, "COLUMNS": "200"}
+    return subprocess.run(
+        [str(JOBARCHIVE), *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_jobs_lists_newest_first_as_a_table_and_as_json(filled: tuple[str, str]) -> None:
+    url, _ = filled
+    table = run(url, "jobs")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.index("team-b/bert") < table.stdout.index("team-a/mnist")
+    listed = json.loads(run(url, "jobs", "--owner", "alice", "-o", "json").stdout)
+    assert [job["name"] for job in listed["items"]] == ["mnist"]
+    assert listed["next_cursor"] is None
+    first = json.loads(run(url, "jobs", "--limit", "1", "-o", "json").stdout)
+    rest = json.loads(run(url, "jobs", "--cursor", first["next_cursor"], "-o", "json").stdout)
+    assert [j["name"] for j in first["items"] + rest["items"]] == ["bert", "mnist", "old"]
+    gone = json.loads(run(url, "jobs", "--gone", "-o", "json").stdout)
+    assert [job["name"] for job in gone["items"]] == ["old"]
+
+
+def test_job_shows_pods_replicas_and_events(filled: tuple[str, str]) -> None:
+    url, uid = filled
+    shown = run(url, "job", "team-a/mnist")
+    assert shown.returncode == 0, shown.stderr
+    for text in ("OOMKilled", "10.0.0.12", "OOMKilling", "worker"):
+        assert text in shown.stdout
+    detail = json.loads(run(url, "job", uid, "-o", "json").stdout)
+    assert detail["replicas"]["worker"]["failed"] == 1
+    assert [event["reason"] for event in detail["events"]] == ["OOMKilling"]
+    missing = run(url, "job", "team-a/nothing")
+    assert missing.returncode == 1 and "no job team-a/nothing" in missing.stderr
+
+
+def test_events_and_stats(filled: tuple[str, str]) -> None:
+    url, _ = filled
+    warnings = json.loads(run(url, "events", "--type", "Warning", "-o", "json").stdout)
+    assert [event["reason"] for event in warnings["items"]] == ["OOMKilling"]
+    stats = json.loads(run(url, "stats", "--by", "owner", "-o", "json").stdout)
+    assert {row["owner"]: row["jobs"] for row in stats["items"]} == {"alice": 1, "bob": 1, None: 1}
+    assert "Failed" in run(url, "stats").stdout
+
+
+def test_prune_dry_run_then_for_real(filled: tuple[str, str]) -> None:
+    url, _ = filled
+    dry = run(url, "prune", "--days", "30", "--dry-run")
+    assert dry.stdout.startswith("Would delete 1 jobs"), dry.stderr
+    assert run(url, "prune", "--days", "30").stdout.startswith("Deleted 1 jobs")
+    assert "old" not in run(url, "jobs").stdout
+    assert run(url, "prune").returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["jobs", "--status", "Exploded"], "status: 'Exploded' is not one of"),
+        (["jobs", "--created-since", "yesterday"], "--created-since: 'yesterday'"),
+        (["jobs", "--cursor", "nonsense"], "cursor: not a cursor"),
+        (["events", "--limit", "100000"], "limit: 100000 is outside"),
+    ],
+)
+def test_bad_input_exits_2_with_one_clear_line(
+    filled: tuple[str, str], args: list[str], message: str
+) -> None:
+    result = run(filled[0], *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
