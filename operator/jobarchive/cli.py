@@ -8,8 +8,10 @@ status 2 and one line saying what to change.
 """
 
 import asyncio
+import contextlib
 import datetime
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -17,7 +19,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from jobarchive import config, db, queries, retention
+from jobarchive import api, config, db, queries, retention
 
 T = TypeVar("T")
 OUTPUTS = click.Choice(["table", "json"])
@@ -299,3 +301,29 @@ def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> N
         f"{verb} {pruned.jobs} jobs finished before {before:%Y-%m-%d %H:%M} UTC, "
         f"{pruned.pods} pods and {pruned.events} Events"
     )
+
+
+@main.command()
+@click.option("--host", default="0.0.0.0", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True)
+@click.option("--timeout", type=float, help="Seconds a query may take (JOBARCHIVE_API_TIMEOUT).")
+@click.pass_obj
+def serve(db_url: str | None, host: str, port: int, timeout: float | None) -> None:
+    """Serve the read-only HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    try:
+        settings = config.load()
+    except config.ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+    async def run_forever() -> None:
+        await db.open_database(db_url or settings.db_url, create=False)
+        runner = await api.serve(host, port, timeout or settings.api_timeout)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+            await db.close_database()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run_forever())

@@ -37,6 +37,8 @@ class Settings:
     metrics_port: int = 8000
     peering_lifetime: int = 60
     retention_days: int = 0
+    api_port: int = 0
+    api_timeout: float = 10.0
 
     @property
     def db_url_redacted(self) -> str:
@@ -82,6 +84,8 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         metrics_port=_integer(env, "JOBARCHIVE_METRICS_PORT", 8000, 0, 65535),
         peering_lifetime=_integer(env, "JOBARCHIVE_PEERING_LIFETIME", 60, 2, 3600),
         retention_days=_integer(env, "JOBARCHIVE_RETENTION_DAYS", 0, 0, 100 * 365),
+        api_port=_integer(env, "JOBARCHIVE_API_PORT", 0, 0, 65535),
+        api_timeout=_integer(env, "JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
     )
 
 

@@ -21,7 +21,7 @@ import kopf
 from aiohttp import web
 from tortoise.exceptions import DBConnectionError, OperationalError
 
-from jobarchive import config, db, metrics, retention
+from jobarchive import api, config, db, metrics, retention
 from jobarchive.attribution import Attribution
 from jobarchive.kinds import JobKind
 from jobarchive.peering import Peering
@@ -88,6 +88,8 @@ async def start(
             f"Cannot open the database {SETTINGS.db_url_redacted}: {reason}", delay=10
         ) from None
     WRITER.start()
+    if SETTINGS.api_port and len(_SERVERS) < 2:
+        _SERVERS.append(await api.serve("0.0.0.0", SETTINGS.api_port, SETTINGS.api_timeout))
     if SETTINGS.resync_interval:
         task = asyncio.create_task(
             RECONCILER.run_forever(SETTINGS.resync_interval, peering, SETTINGS.peering_lifetime)

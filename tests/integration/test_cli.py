@@ -6,12 +6,16 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 
 from jobarchive import db
 from tests.support import objects as o
 from tests.support.history import History
+from tests.support.operator import free_port
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 
@@ -132,3 +136,35 @@ def test_bad_input_exits_2_with_one_clear_line(
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_serve_answers_the_api_over_http(filled: tuple[str, str]) -> None:
+    url, uid = filled
+    port = free_port()
+    env = {**os.environ, "JOBARCHIVE_DB_URL": url}
+    server = subprocess.Popen(
+        [str(JOBARCHIVE), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}/api/v1"
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"{base}/jobs/{uid}", timeout=5) as response:
+                    detail = json.load(response)
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("jobarchive serve never answered")
+        assert detail["name"] == "mnist"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{base}/jobs?status=Exploded", timeout=5)
+        assert refused.value.code == 400
+        assert "Exploded" in json.load(refused.value)["error"]["message"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
