@@ -1,0 +1,121 @@
+"""A large, varied archive written through the store's upsert, for query plans and the
+query benchmark: rows shaped by the real converters, then varied the way a shared
+cluster varies them (many namespaces, owners, kinds, statuses, a year of history)."""
+
+import datetime
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from jobarchive.config import load
+from jobarchive.convert import event_row, job_row, pod_row
+from jobarchive.models import Event, Job, Pod, Stamped
+from jobarchive.queries import JOB_STATUSES
+from jobarchive.store import Store
+from tests.support import objects as o
+
+Row = dict[str, Any]
+START = datetime.datetime(2025, 11, 29, tzinfo=datetime.UTC)
+KINDS = ("TFJob", "PyTorchJob", "MPIJob", "XGBoostJob", "PaddleJob")
+REASONS = ("Scheduled", "Pulled", "Created", "Started", "BackOff", "OOMKilling", "Killing")
+CHUNK = 2000
+
+
+def _templates() -> tuple[Row, Row, Row]:
+    settings = load({})
+    job = o.with_meta(
+        o.example("pytorch-simple.yaml"),
+        uid="u",
+        resourceVersion="1",
+        creationTimestamp=o.T0,
+        namespace="ns",
+    )
+    kind = settings.kinds.find(job["apiVersion"], job["kind"])
+    assert kind is not None
+    pod = o.with_meta(
+        o.kubeflow_pod(job, "pytorchReplicaSpecs", "Worker", 0), uid="p", resourceVersion="1"
+    )
+    event = o.with_meta(
+        o.event(pod, "Pulled", "Container image already present"), uid="e", resourceVersion="1"
+    )
+    return job_row(job, kind, None), pod_row(pod, "u", None, None), event_row(event, None)
+
+
+def archive(jobs: int, pods_per_job: int, seed: int = 7) -> Iterator[tuple[type[Stamped], Row]]:
+    """Rows of ``jobs`` jobs, each with ``pods_per_job`` pods and one Event per pod."""
+    rng = random.Random(seed)
+    job_template, pod_template, event_template = _templates()
+    for index in range(jobs):
+        created = START + datetime.timedelta(seconds=rng.randrange(365 * 86400))
+        status = rng.choice(JOB_STATUSES)
+        finished = created + datetime.timedelta(seconds=rng.randrange(60, 86400))
+        job_uid = str(uuid.UUID(int=rng.getrandbits(128)))
+        namespace = f"team-{rng.randrange(60)}"
+        name = f"{rng.choice(('mnist', 'bert', 'resnet', 'llama', 'gpt'))}-{index}"
+        yield (
+            Job,
+            {
+                **job_template,
+                "job_id": job_uid,
+                "name": name,
+                "namespace": namespace,
+                "version": str(index + 1),
+                "kind": rng.choice(KINDS),
+                "status": status,
+                "owner": f"user-{rng.randrange(300)}",
+                "tenant": f"tenant-{rng.randrange(20)}",
+                "deploy_region": rng.choice(("eu-west-1", "us-east-1", "ap-south-1")),
+                "is_in_etcd": status not in ("Succeeded", "Failed", "Stopped"),
+                "gmt_created": created,
+                "gmt_finished": finished if status in ("Succeeded", "Failed", "Stopped") else None,
+            },
+        )
+        for replica in range(pods_per_job):
+            pod_uid = str(uuid.UUID(int=rng.getrandbits(128)))
+            pod_name = f"{name}-worker-{replica}"
+            yield (
+                Pod,
+                {
+                    **pod_template,
+                    "pod_id": pod_uid,
+                    "name": pod_name,
+                    "namespace": namespace,
+                    "job_id": job_uid,
+                    "version": "1",
+                    "host_ip": f"10.0.{rng.randrange(250)}.{rng.randrange(250)}",
+                    "gmt_created": created,
+                    "gmt_started": created + datetime.timedelta(seconds=30),
+                },
+            )
+            reason = rng.choice(REASONS)
+            yield (
+                Event,
+                {
+                    **event_template,
+                    "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
+                    "name": f"{pod_name}.{index:x}",
+                    "obj_namespace": namespace,
+                    "obj_name": pod_name,
+                    "obj_uid": pod_uid,
+                    "reason": reason,
+                    "type": "Warning" if reason in ("BackOff", "OOMKilling") else "Normal",
+                    "first_timestamp": created + datetime.timedelta(seconds=40),
+                    "last_timestamp": created + datetime.timedelta(seconds=rng.randrange(40, 4000)),
+                    "gmt_created": created,
+                },
+            )
+
+
+async def fill(jobs: int, pods_per_job: int, store: Store | None = None) -> None:
+    """Write the archive through the store, ``CHUNK`` rows per statement."""
+    writer = store or Store()
+    pending: dict[type[Stamped], list[Row]] = {Job: [], Pod: [], Event: []}
+    for model, row in archive(jobs, pods_per_job):
+        rows = pending[model]
+        rows.append(row)
+        if len(rows) >= CHUNK:
+            await writer.upsert(model, rows)
+            rows.clear()
+    for model, rows in pending.items():
+        await writer.upsert(model, rows)
