@@ -10,7 +10,7 @@ import sys
 
 from tests.conftest import MySQLDatabases
 
-from bench import e2e_bench, store_bench
+from bench import e2e_bench, query_bench, store_bench
 
 
 def line(label: str, value: str, note: str = "") -> None:
@@ -40,6 +40,18 @@ async def main(args: argparse.Namespace) -> int:
             results.append(ratio("store/raw", figures["store"] / figures["raw"], 0.6))
         if "e2e" in args.only:
             results.extend(await e2e_bench.run(databases, line, ratio, args))
+        if "queries" in args.only:
+            url = databases.create("jobarchive_bench_queries")
+            pods = args.query_jobs * args.query_pods
+            print(
+                f"Queries: {args.query_jobs:,} jobs, {pods:,} pods, {pods:,} Events; p50 / p99 ms"
+            )
+            timings = await query_bench.run(url, args.query_jobs, args.query_pods)
+            for name, (p50, p99) in timings.items():
+                line(name, f"{p50:.1f} / {p99:.1f}")
+            cursor = timings["jobs: deep page by cursor"][0]
+            offset = timings["baseline: deep page by OFFSET"][0]
+            line("deep page: OFFSET p50 / cursor p50", f"{offset / cursor:.1f}x")
     finally:
         databases.drop_all()
     print("all targets met" if all(results) else "some targets missed")
@@ -48,12 +60,19 @@ async def main(args: argparse.Namespace) -> int:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="make bench")
-    parser.add_argument("--only", nargs="+", default=["store", "e2e"], choices=["store", "e2e"])
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=["store", "e2e", "queries"],
+        choices=["store", "e2e", "queries"],
+    )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
     parser.add_argument("--catch-up-pods", type=int, default=20_000)
     parser.add_argument("--rate", type=int, default=500)
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--query-jobs", type=int, default=100_000)
+    parser.add_argument("--query-pods", type=int, default=10, help="pods (and Events) per job")
     return parser.parse_args(argv)
 
 
