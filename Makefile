@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint unit bench mariadb clean
+.PHONY: install run test lint unit bench demo mariadb clean
 
 install: $(VENV)/.installed
 
@@ -21,8 +21,8 @@ run: install
 	$(VENV)/bin/kopf run $(KOPF_FLAGS) operator/main.py
 
 lint: install
-	$(VENV)/bin/ruff check operator tests bench
-	$(VENV)/bin/ruff format --check operator tests bench
+	$(VENV)/bin/ruff check operator tests bench demo
+	$(VENV)/bin/ruff format --check operator tests bench demo
 	$(VENV)/bin/mypy
 
 mariadb:
@@ -37,6 +37,10 @@ test: install lint mariadb
 ## The benchmarks of README.md, each figure beside its baseline (MariaDB needed; a few minutes).
 bench: install mariadb
 	$(PY) -m bench $(BENCH_ARGS)
+
+## The operator against an emulated cluster on SQLite, three jobs' lives, then what jobarchive reads.
+demo: install
+	$(PY) -m demo
 
 unit: install
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)

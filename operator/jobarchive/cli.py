@@ -55,7 +55,8 @@ def _print_json(value: Any) -> None:
 
 
 def _short(value: str | None) -> str:
-    return (value or "-").replace("T", " ").removesuffix("Z")
+    """An RFC 3339 time as ``2026-11-29 10:00:00``: to the second, UTC implied."""
+    return (value or "-").replace("T", " ").removesuffix("Z").partition(".")[0]
 
 
 def _duration(seconds: float | None) -> str:

@@ -1,0 +1,315 @@
+"""``make demo``: the real operator against an emulated cluster, on the SQLite default.
+
+It plays three jobs' lives as the Kubeflow training-operator and the kubelet would
+write them (a PyTorchJob that succeeds, a TFJob whose worker is OOM-killed, a
+PyTorchJob deleted mid-run), then prints what ``jobarchive`` reads back. Nothing but
+Python and this project's virtualenv is needed: the cluster is kmock's emulator
+on a local port, the database a SQLite file in a temporary directory.
+"""
+
+import asyncio
+import datetime
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from tests.support import objects as o
+from tests.support.cluster import (
+    EVENTS,
+    PODS,
+    Cluster,
+    emulated_cluster,
+    job_resource,
+    resource_of,
+)
+from tests.support.operator import OperatorProcess, write_kubeconfig
+
+from jobarchive.kinds import BUILTIN_KINDS
+
+PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
+TFJOBS = resource_of("kubeflow.org", "TFJob")
+IMAGE_PT = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
+IMAGE_TF = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
+JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
+Body = dict[str, Any]
+
+
+def ago(minutes: float) -> str:
+    moment = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=minutes)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def running(container: str, image: str, node: int, started: str) -> Body:
+    status = o.running_status(container, image, f"10.0.3.{node}", f"172.16.3.{node}")
+    status["startTime"] = started
+    status["containerStatuses"][0]["state"] = {"running": {"startedAt": started}}
+    return status
+
+
+async def start_pods(
+    cluster: Cluster,
+    job: Body,
+    key: str,
+    replicas: list[tuple[str, int]],
+    container: str,
+    image: str,
+    started: str,
+) -> list[tuple[Body, Body]]:
+    """Create the job's pods, schedule them and start them; (pod, its running status)."""
+    pods = []
+    for node, (replica, index) in enumerate(replicas, start=11):
+        pod = o.kubeflow_pod(job, key, replica, index)
+        pod["metadata"]["creationTimestamp"] = job["metadata"]["creationTimestamp"]
+        pod = await cluster.create(PODS, pod)
+        await cluster.create(
+            EVENTS,
+            o.event(
+                pod,
+                "Scheduled",
+                f"Successfully assigned "
+                f"{pod['metadata']['namespace']}/"
+                f"{pod['metadata']['name']} to gpu-node-{node}",
+                first=started,
+                component="default-scheduler",
+            ),
+        )
+        status = running(container, image, node, started)
+        await cluster.patch(
+            PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"status": status}
+        )
+        pods.append((pod, status))
+    return pods
+
+
+async def finish(cluster: Cluster, pod: tuple[Body, Body], code: int, reason: str, at: str) -> None:
+    body, status = pod
+    meta = body["metadata"]
+    terminated = o.terminated_status(status, code, reason, at)
+    await cluster.patch(PODS, meta["namespace"], meta["name"], {"status": terminated})
+
+
+async def succeeding_pytorchjob(cluster: Cluster) -> None:
+    job = o.with_meta(
+        o.example("pytorch-simple.yaml"),
+        name="mnist-ddp",
+        namespace="research",
+        creationTimestamp=ago(95),
+    )
+    job = await cluster.create(PYTORCHJOBS, job)
+    meta = job["metadata"]
+    pods = await start_pods(
+        cluster,
+        job,
+        "pytorchReplicaSpecs",
+        [("Master", 0), ("Worker", 0)],
+        "pytorch",
+        IMAGE_PT,
+        ago(94),
+    )
+    await cluster.patch(
+        PYTORCHJOBS,
+        meta["namespace"],
+        meta["name"],
+        {
+            "status": o.job_status(
+                o.condition("Created", at=ago(95)), o.condition("Running", at=ago(94))
+            )
+        },
+    )
+    for pod in pods:
+        await finish(cluster, pod, 0, "Completed", ago(12))
+    await cluster.patch(
+        PYTORCHJOBS,
+        meta["namespace"],
+        meta["name"],
+        {
+            "status": o.job_status(
+                o.condition("Created", at=ago(95)),
+                o.condition("Running", "False", at=ago(12)),
+                o.condition("Succeeded", at=ago(12)),
+                completion=ago(12),
+            )
+        },
+    )
+    await cluster.create(
+        EVENTS,
+        o.event(
+            job,
+            "PyTorchJobSucceeded",
+            "PyTorchJob research/mnist-ddp successfully completed.",
+            first=ago(12),
+            component="pytorchjob-controller",
+        ),
+    )
+
+
+async def oom_killed_tfjob(cluster: Cluster) -> None:
+    job = o.with_meta(
+        o.example("tfjob-simple.yaml"),
+        name="bert-finetune",
+        namespace="nlp",
+        creationTimestamp=ago(70),
+    )
+    job = await cluster.create(TFJOBS, job)
+    meta = job["metadata"]
+    workers = await start_pods(
+        cluster,
+        job,
+        "tfReplicaSpecs",
+        [("Worker", 0), ("Worker", 1)],
+        "tensorflow",
+        IMAGE_TF,
+        ago(69),
+    )
+    await cluster.patch(
+        TFJOBS,
+        meta["namespace"],
+        meta["name"],
+        {
+            "status": o.job_status(
+                o.condition("Created", at=ago(70)), o.condition("Running", at=ago(69))
+            )
+        },
+    )
+    await finish(cluster, workers[1], 137, "OOMKilled", ago(31))
+    await cluster.create(
+        EVENTS,
+        o.event(
+            workers[1][0],
+            "OOMKilling",
+            "Memory cgroup out of memory: Killed process 4121 (python) total-vm:31250040kB",
+            type="Warning",
+            first=ago(31),
+        ),
+    )
+    await finish(cluster, workers[0], 143, "Error", ago(30))
+    failed = "TFJob nlp/bert-finetune has failed because 1 Worker replica(s) failed."
+    await cluster.patch(
+        TFJOBS,
+        meta["namespace"],
+        meta["name"],
+        {
+            "status": o.job_status(
+                o.condition("Created", at=ago(70)),
+                o.condition("Running", "False", at=ago(30)),
+                o.condition("Failed", at=ago(30), reason="TFJobFailed"),
+                completion=ago(30),
+            )
+        },
+    )
+    await cluster.create(
+        EVENTS,
+        o.event(
+            job, "TFJobFailed", failed, type="Warning", first=ago(30), component="tfjob-controller"
+        ),
+    )
+
+
+async def deleted_mid_run(cluster: Cluster) -> None:
+    job = o.with_meta(
+        o.example("pytorch-simple.yaml"),
+        name="resnet-sweep-3",
+        namespace="research",
+        creationTimestamp=ago(25),
+    )
+    job = await cluster.create(PYTORCHJOBS, job)
+    meta = job["metadata"]
+    pods = await start_pods(
+        cluster,
+        job,
+        "pytorchReplicaSpecs",
+        [("Master", 0), ("Worker", 0)],
+        "pytorch",
+        IMAGE_PT,
+        ago(24),
+    )
+    await cluster.patch(
+        PYTORCHJOBS,
+        meta["namespace"],
+        meta["name"],
+        {
+            "status": o.job_status(
+                o.condition("Created", at=ago(25)), o.condition("Running", at=ago(24))
+            )
+        },
+    )
+    # `kubectl delete pytorchjob resnet-sweep-3`: the job goes, the garbage collector
+    # takes its pods.
+    await cluster.delete(PYTORCHJOBS, meta["namespace"], meta["name"])
+    for pod, _ in pods:
+        await cluster.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+
+def jobarchive(workdir: pathlib.Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "JOBARCHIVE_DB_URL": f"sqlite://{workdir / 'jobarchive.sqlite3'}",
+        "COLUMNS": "200",
+    }
+    env.pop("MYSQL_HOST", None)
+    result = subprocess.run(
+        [str(JOBARCHIVE), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return result.stdout
+
+
+def stored(workdir: pathlib.Path) -> bool:
+    try:
+        out = jobarchive(workdir, "jobs", "-o", "json")
+    except subprocess.CalledProcessError:
+        return False
+    statuses = {job["name"]: job["status"] for job in json.loads(out)["items"]}
+    return statuses == {
+        "mnist-ddp": "Succeeded",
+        "bert-finetune": "Failed",
+        "resnet-sweep-3": "Stopped",
+    }
+
+
+async def main() -> int:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="jobarchive-demo-") as tmp:
+        workdir = pathlib.Path(tmp)
+        async with emulated_cluster() as cluster:
+            write_kubeconfig(workdir / "kubeconfig", cluster.url)
+            env: dict[str, str | None] = {
+                "JOBARCHIVE_DB_URL": None,
+                "MYSQL_HOST": None,
+                "REGION": None,
+            }
+            operator = OperatorProcess(workdir, workdir / "kubeconfig", env)
+            print(
+                "$ kopf run --all-namespaces operator/main.py   "
+                "# against an emulated cluster, recording into SQLite",
+                flush=True,
+            )
+            await operator.start()
+            try:
+                await cluster.wait_watching([PODS, EVENTS, *map(job_resource, BUILTIN_KINDS)])
+                await succeeding_pytorchjob(cluster)
+                await oom_killed_tfjob(cluster)
+                await deleted_mid_run(cluster)
+                for _ in range(300):
+                    if stored(workdir):
+                        break
+                    await asyncio.sleep(0.1)
+                else:
+                    print(operator.log()[-5000:], file=sys.stderr)
+                    print("demo: the jobs were not recorded in 30 s", file=sys.stderr)
+                    return 1
+            finally:
+                await operator.stop()
+        for args in (("jobs",), ("job", "nlp/bert-finetune")):
+            print(f"\n$ jobarchive {' '.join(args)}")
+            print(jobarchive(workdir, *args), end="")
+    print(f"\n(demo done in {time.monotonic() - started:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
