@@ -18,7 +18,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.backends.base.config_generator import expand_db_url
 
 from jobarchive.config import redact_url
-from jobarchive.models import Job
+from jobarchive.models import Event, Job, Pod, Stamped
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,54 @@ async def open_database(db_url: str, pool_size: int = 5, create: bool = True) ->
         # that aiomysql raises as a Python warning at every start; it is the normal case.
         warnings.filterwarnings("ignore", message=r"Table '.*' already exists")
         await Tortoise.generate_schemas(safe=True)
+    await ensure_indexes(connection())
+
+
+async def _existing_indexes(conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
+    """The column lists of a table's indexes."""
+    if conn.capabilities.dialect == "mysql":
+        _, rows = await conn.execute_query(
+            "SELECT INDEX_NAME AS name, COLUMN_NAME AS col FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            [table],
+        )
+        columns: dict[str, tuple[str, ...]] = {}
+        for row in rows:
+            columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
+        return set(columns.values())
+    found = set()
+    for index in await conn.execute_query_dict(f'PRAGMA index_list("{table}")'):
+        info = await conn.execute_query_dict(f'PRAGMA index_info("{index["name"]}")')
+        found.add(tuple(str(column["name"]) for column in sorted(info, key=lambda c: c["seqno"])))
+    return found
+
+
+async def ensure_indexes(conn: BaseDBAsyncClient) -> list[str]:
+    """Create the models' indexes that an existing table lacks; returns their names.
+
+    ``generate_schemas`` creates indexes only with a new table, so a database made by
+    an earlier version would never get the indexes added since.
+    """
+    created = []
+    models: tuple[type[Stamped], ...] = (Job, Pod, Event)
+    for model in models:
+        table = model._meta.db_table
+        existing = await _existing_indexes(conn, table)
+        for columns in model._meta.indexes:
+            # The models declare plain column tuples, never Index objects.
+            if not isinstance(columns, tuple):
+                continue
+            wanted = tuple(str(column) for column in columns)
+            if wanted in existing:
+                continue
+            name = f"ix_{table}_{'_'.join(wanted)}"[:64]
+            quoted = ", ".join(
+                f"`{c}`" if conn.capabilities.dialect == "mysql" else f'"{c}"' for c in wanted
+            )
+            await conn.execute_script(f"CREATE INDEX {name} ON {table} ({quoted})")
+            logger.info("Created index %s on %s (%s)", name, table, ", ".join(wanted))
+            created.append(name)
+    return created
 
 
 async def close_database() -> None:

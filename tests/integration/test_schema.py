@@ -143,3 +143,19 @@ async def test_creating_the_schema_again_is_harmless(database: str, db_url: str)
     await db.close_database()
     await db.open_database(db_url)
     assert set(await columns("job_info")) >= SEED_JOB
+
+
+async def test_an_index_missing_from_an_older_database_is_created_at_start(
+    database: str,
+) -> None:
+    conn = db.connection()
+    assert await db.ensure_indexes(conn) == []
+    names = {
+        name
+        for name, (_, columns) in (await indexes("job_info")).items()
+        if columns == ("owner", "gmt_created")
+    }
+    for name in names:
+        await conn.execute_script(f"DROP INDEX {name} ON job_info")
+    assert await db.ensure_indexes(conn) == ["ix_job_info_owner_gmt_created"]
+    assert (False, ("owner", "gmt_created")) in (await indexes("job_info")).values()

@@ -4,6 +4,7 @@ import asyncio
 import datetime
 from typing import Any
 
+from jobarchive import db
 from jobarchive.convert import mark_gone
 from jobarchive.models import Event, Job, Pod
 from jobarchive.store import Store
@@ -232,3 +233,7 @@ async def test_upsert_returns_how_many_rows_the_guard_kept(database: str) -> Non
     assert await store.upsert(Pod, [pod(uid=f"p{i}", version="4") for i in range(600)]) == 600
     statuses = dict(await Job.all().values_list("job_id", "status"))
     assert statuses == {"a": "Failed", "b": "Running", "c": "Running"}
+
+
+async def test_a_fresh_schema_has_every_index_the_models_declare(database: str) -> None:
+    assert await db.ensure_indexes(db.connection()) == []
