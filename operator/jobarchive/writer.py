@@ -144,7 +144,10 @@ class Writer:
         while True:
             started = time.monotonic()
             try:
-                stale = await self.store.write_batch(groups)
+                # In a task of its own: when BEGIN fails on a dead connection, Tortoise
+                # leaves its transaction as the current connection of the task's context,
+                # and every later transaction in that context would reuse the dead one.
+                stale = await asyncio.create_task(self.store.write_batch(groups))
             except Exception as exc:
                 if is_unavailable(exc):
                     metrics.DATABASE_ERRORS.labels("unavailable").inc()

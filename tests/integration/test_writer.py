@@ -1,6 +1,7 @@
 """Group commit on both databases: batching, durability, backpressure, failure isolation."""
 
 import asyncio
+import contextvars
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -142,3 +143,37 @@ async def test_outcomes_are_counted_by_kind(writer: Writer) -> None:
     assert (await Job.get(job_id="t")).version == "12"
     assert (REGISTRY.get_sample_value("jobarchive_batch_rows_count") or 0.0) > batches
     assert (REGISTRY.get_sample_value("jobarchive_lag_seconds_count") or 0.0) == lags + 1
+
+
+POLLUTED: contextvars.ContextVar[bool] = contextvars.ContextVar("polluted", default=False)
+
+
+class ContextLeakingStore(Store):
+    """Fails its first transaction the way Tortoise does when BEGIN hits a dead connection:
+    leaving state in the caller's context (its transaction as the current connection)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    async def write_batch(
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Mapping[str, Any]]]]
+    ) -> dict[K, int]:
+        self.attempts += 1
+        assert not POLLUTED.get(), "a failed attempt's context reached the next one"
+        if self.attempts == 1:
+            POLLUTED.set(True)
+            raise ConnectionError("BEGIN on a dead connection")
+        return await super().write_batch(batch)
+
+
+async def test_a_failed_transaction_leaves_nothing_behind_for_the_next(database: str) -> None:
+    store = ContextLeakingStore()
+    writer = Writer(store, flushers=1)
+    writer.start()
+    try:
+        assert await asyncio.wait_for(writer.write(Pod, [pod(uid="after")]), 10) == [None]
+        assert await writer.write(Pod, [pod(uid="later")]) == [None]
+    finally:
+        await writer.stop()
+    assert store.attempts == 3
