@@ -123,12 +123,16 @@ async def stop(**_: Any) -> None:
 async def database_health(**_: Any) -> str:
     """For Kopf's liveness endpoint: unhealthy once writes have failed for too long.
 
-    A short outage is ridden out (writes wait and retry); only a long one makes
-    the probe fail, so that a restart can clear whatever a retry cannot.
+    A short outage is ridden out (writes wait and retry); only a long one, or a
+    write that hangs, makes the probe fail, so that a restart can clear whatever a
+    retry cannot.
     """
     failing = WRITER.failing_for()
     if failing > SETTINGS.unhealthy_after:
         raise kopf.PermanentError(f"database writes failing for {failing:.0f} s")
+    stuck = WRITER.stuck_for()
+    if stuck > SETTINGS.unhealthy_after:
+        raise kopf.PermanentError(f"a database write has not returned for {stuck:.0f} s")
     return (
         f"queued={WRITER.depth} failing_for={failing:.0f}s "
         f"marked_gone_by_reconciliation={RECONCILER.marked_total}"

@@ -76,6 +76,7 @@ class Writer:
         self._tasks: list[asyncio.Task[None]] = []
         self.failing_since: float | None = None
         self._backoff = BACKOFF_FIRST
+        self._in_flight: dict[int, float] = {}
 
     @property
     def depth(self) -> int:
@@ -147,7 +148,12 @@ class Writer:
                 # In a task of its own: when BEGIN fails on a dead connection, Tortoise
                 # leaves its transaction as the current connection of the task's context,
                 # and every later transaction in that context would reuse the dead one.
-                stale = await asyncio.create_task(self.store.write_batch(groups))
+                attempt = asyncio.create_task(self.store.write_batch(groups))
+                self._in_flight[id(attempt)] = started
+                try:
+                    stale = await attempt
+                finally:
+                    del self._in_flight[id(attempt)]
             except Exception as exc:
                 if is_unavailable(exc):
                     metrics.DATABASE_ERRORS.labels("unavailable").inc()
@@ -196,6 +202,16 @@ class Writer:
                 self.depth,
             )
             self.failing_since = None
+
+    def stuck_for(self) -> float:
+        """Seconds the oldest transaction in flight has been running; 0 when none is.
+
+        A transaction that never ends (a pool that lost its connections) fails no
+        write, so only this shows it.
+        """
+        if not self._in_flight:
+            return 0.0
+        return time.monotonic() - min(self._in_flight.values())
 
     def failing_for(self) -> float:
         """Seconds since writes started failing for want of a database; 0 when they work."""

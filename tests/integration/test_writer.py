@@ -177,3 +177,33 @@ async def test_a_failed_transaction_leaves_nothing_behind_for_the_next(database:
     finally:
         await writer.stop()
     assert store.attempts == 3
+
+
+class HangingStore(Store):
+    """A transaction that does not return until released: a pool out of connections."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def write_batch(
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Mapping[str, Any]]]]
+    ) -> dict[K, int]:
+        await self.release.wait()
+        return await super().write_batch(batch)
+
+
+async def test_a_hanging_transaction_shows_as_stuck_for_the_liveness_probe(database: str) -> None:
+    store = HangingStore()
+    writer = Writer(store, flushers=1)
+    writer.start()
+    try:
+        assert writer.stuck_for() == 0
+        pending = asyncio.ensure_future(writer.write(Pod, [pod()]))
+        await asyncio.sleep(0.3)
+        assert 0.2 < writer.stuck_for() < 5 and writer.failing_for() == 0
+        store.release.set()
+        assert await pending == [None]
+        assert writer.stuck_for() == 0
+    finally:
+        await writer.stop()
