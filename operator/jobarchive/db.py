@@ -70,7 +70,45 @@ async def open_database(db_url: str, pool_size: int = 5, create: bool = True) ->
         # that aiomysql raises as a Python warning at every start; it is the normal case.
         warnings.filterwarnings("ignore", message=r"Table '.*' already exists")
         await Tortoise.generate_schemas(safe=True)
+    await ensure_columns(connection())
     await ensure_indexes(connection())
+
+
+async def _existing_columns(conn: BaseDBAsyncClient, table: str) -> set[str]:
+    if conn.capabilities.dialect == "mysql":
+        _, rows = await conn.execute_query(
+            "SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+            [table],
+        )
+    else:
+        rows = await conn.execute_query_dict(f'PRAGMA table_info("{table}")')
+    return {str(row["name"]) for row in rows}
+
+
+async def ensure_columns(conn: BaseDBAsyncClient) -> list[str]:
+    """Add the models' columns that an existing table lacks; returns ``table.column``s.
+
+    Columns added after a table was created are nullable, so rows written before
+    read as NULL there.
+    """
+    added = []
+    dialect = conn.capabilities.dialect
+    models: tuple[type[Stamped], ...] = (Job, Pod, Event)
+    for model in models:
+        table = model._meta.db_table
+        existing = await _existing_columns(conn, table)
+        for name, field in model._meta.fields_map.items():
+            column = field.source_field or name
+            if column in existing:
+                continue
+            if not field.null:
+                raise RuntimeError(f"{table}.{column} is missing and cannot be added NOT NULL")
+            sql_type = field.get_for_dialect(dialect, "SQL_TYPE")
+            await conn.execute_script(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type} NULL")
+            logger.info("Added column %s.%s (%s)", table, column, sql_type)
+            added.append(f"{table}.{column}")
+    return added
 
 
 async def _existing_indexes(conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:

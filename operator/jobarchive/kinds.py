@@ -6,9 +6,11 @@ A kind is identified by its API group and kind name, never by the kind alone:
 ownerReference naming another served version of the same group and kind still
 links a pod to its job.
 
-Every built-in kind follows the Kubeflow v1 shape: replica specs in a map under
-one spec key, conditions in ``status.conditions``. More kinds of that shape can be
-added through configuration (``JOBARCHIVE_EXTRA_KINDS``) without code.
+Each kind names the strategy that reads it (``convert.strategies``): the Kubeflow
+v1 shape (replica specs in a map under one spec key, conditions in
+``status.conditions``) is one; Trainer v2's TrainJob, KubeRay's RayJob and
+Volcano's Job have their own. More kinds of the Kubeflow v1 shape can be added
+through configuration (``JOBARCHIVE_EXTRA_KINDS``) without code.
 """
 
 import dataclasses
@@ -25,8 +27,9 @@ class JobKind:
     version: str
     plural: str
     kind: str
-    replica_specs_key: str
-    main_container: str
+    replica_specs_key: str = ""
+    main_container: str = ""
+    strategy: str = "kubeflow"
 
     @property
     def api_version(self) -> str:
@@ -69,9 +72,13 @@ BUILTIN_KINDS: tuple[JobKind, ...] = (
         "elasticdl",
     ),
     JobKind("training.kubedl.io", "v1alpha1", "mpijobs", "MPIJob", "mpiReplicaSpecs", "mpi"),
+    JobKind("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", "", "node", "trainjob"),
+    JobKind("ray.io", "v1", "rayjobs", "RayJob", strategy="rayjob"),
+    JobKind("batch.volcano.sh", "v1alpha1", "jobs", "Job", strategy="volcano"),
 )
 
-_EXTRA_KIND_FIELDS = tuple(field.name for field in dataclasses.fields(JobKind))
+# What JOBARCHIVE_EXTRA_KINDS may (and must) give: kinds of the Kubeflow v1 shape.
+_EXTRA_KIND_FIELDS = ("group", "version", "plural", "kind", "replica_specs_key", "main_container")
 
 
 def parse_extra_kinds(text: str) -> tuple[JobKind, ...]:

@@ -25,6 +25,8 @@ NAMESPACE_LENGTH = 128
 UID_LENGTH = 64
 VERSION_LENGTH = 255
 KIND_LENGTH = 63
+# A DNS subdomain group, a slash and a version.
+API_VERSION_LENGTH = 317
 LABEL_VALUE_LENGTH = 63
 SHORT_TEXT_LENGTH = 255
 # A condition type may be a qualified name: a 253-character prefix, '/', 63 characters.
@@ -95,6 +97,10 @@ class Job(Stamped):
     deleted = fields.BooleanField(default=False)
     is_in_etcd = fields.BooleanField(default=True)
     gmt_finished = fields.DatetimeField(null=True)
+    # Not in the seed: TFJob exists in two groups and Volcano's kind is plain Job, so
+    # the kind alone does not say what a job was; and RayJob explains its failures.
+    api_version = fields.CharField(max_length=API_VERSION_LENGTH, null=True)
+    remark = fields.TextField(null=True)
 
     class Meta:
         table = "job_info"

@@ -159,3 +159,11 @@ async def test_an_index_missing_from_an_older_database_is_created_at_start(
         await conn.execute_script(f"DROP INDEX {name} ON job_info")
     assert await db.ensure_indexes(conn) == ["ix_job_info_owner_gmt_created"]
     assert (False, ("owner", "gmt_created")) in (await indexes("job_info")).values()
+
+
+async def test_a_column_missing_from_an_older_database_is_added_at_start(database: str) -> None:
+    conn = db.connection()
+    assert await db.ensure_columns(conn) == []
+    await conn.execute_script("ALTER TABLE job_info DROP COLUMN api_version")
+    assert await db.ensure_columns(conn) == ["job_info.api_version"]
+    assert (await columns("job_info"))["api_version"] == "varchar(317)"

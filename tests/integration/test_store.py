@@ -28,6 +28,8 @@ def job(uid: str = "job-1", version: str = "10", **fields: Any) -> dict[str, Any
         "deleted": False,
         "is_in_etcd": True,
         "gmt_finished": None,
+        "api_version": "kubeflow.org/v1",
+        "remark": None,
     }
     row.update(fields)
     return row
@@ -237,3 +239,7 @@ async def test_upsert_returns_how_many_rows_the_guard_kept(database: str) -> Non
 
 async def test_a_fresh_schema_has_every_index_the_models_declare(database: str) -> None:
     assert await db.ensure_indexes(db.connection()) == []
+
+
+async def test_a_fresh_schema_has_every_column_the_models_declare(database: str) -> None:
+    assert await db.ensure_columns(db.connection()) == []

@@ -9,7 +9,7 @@ def test_without_configuration_the_embedded_sqlite_file_is_used() -> None:
     settings = load({})
     assert settings.db_url == DEFAULT_DB_URL == "sqlite://jobarchive.sqlite3"
     assert settings.region is None
-    assert len(settings.kinds) == 13
+    assert len(settings.kinds) == 16
 
 
 def test_jobarchive_db_url_is_taken_as_given() -> None:

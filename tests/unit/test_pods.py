@@ -202,3 +202,39 @@ def test_a_pending_pod_gone_becomes_stopped() -> None:
     now = datetime.datetime(2026, 11, 22, tzinfo=UTC)
     mark_gone(row, now)
     assert (row["status"], row["gmt_finished"], row["is_in_etcd"]) == ("Stopped", now, False)
+
+
+def test_a_trainjob_pod_owned_by_its_jobsets_batch_job_links_by_the_jobset_name() -> None:
+    pod = {
+        "metadata": {
+            "namespace": "team-llm",
+            "labels": {
+                "jobset.sigs.k8s.io/jobset-name": "llama-finetune",
+                "jobset.sigs.k8s.io/replicatedjob-name": "node",
+                "batch.kubernetes.io/job-name": "llama-finetune-node-0",
+            },
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "uid": "x", "controller": True}
+            ],
+        }
+    }
+    assert pod_job_link(pod, KINDS) == NameLink("team-llm", "llama-finetune")
+
+
+def test_a_volcano_pod_links_to_its_controller_job_of_the_volcano_group() -> None:
+    owner = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "uid": "vc-uid",
+        "controller": True,
+    }
+    pod = {
+        "metadata": {
+            "namespace": "team-cv",
+            "ownerReferences": [owner],
+            "labels": {"volcano.sh/job-name": "tf-dist", "volcano.sh/task-spec": "ps"},
+        }
+    }
+    link = pod_job_link(pod, KINDS)
+    assert isinstance(link, OwnerLink)
+    assert (link.job_uid, link.kind.group, link.kind.kind) == ("vc-uid", "batch.volcano.sh", "Job")

@@ -3,8 +3,9 @@
 A pod belongs to a tracked job when its controller ownerReference names a
 tracked kind (the job's uid is then in the reference), or when a training label
 names the job: ``training.kubeflow.org/job-name`` (an MPIJob v2 launcher is owned
-by a batch Job but labelled so), or KubeDL's ``job-name`` together with its
-``replica-type`` label. ``job-name`` alone is not enough: the batch Job
+by a batch Job but labelled so), ``jobset.sigs.k8s.io/jobset-name`` (a TrainJob's
+pods, owned by the batch Jobs of its JobSet), or KubeDL's ``job-name`` together
+with its ``replica-type`` label. ``job-name`` alone is not enough: the batch Job
 controller puts that label on every pod it creates.
 """
 
@@ -28,12 +29,18 @@ from jobarchive.convert.resources import effective_resources, resources_json
 from jobarchive.kinds import JobKind, KindRegistry
 
 KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
+# A TrainJob's JobSet has the TrainJob's name, and labels every pod with it.
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 KUBEDL_JOB_NAME = "job-name"
 REPLICA_TYPE_LABELS = (
     "training.kubeflow.org/replica-type",
     "replica-type",
     "training.kubeflow.org/job-role",
+    "jobset.sigs.k8s.io/replicatedjob-name",
+    "volcano.sh/task-spec",
 )
+RAY_NODE_TYPE = "ray.io/node-type"
+RAY_GROUP = "ray.io/group"
 PENDING = "Pending"
 FAILED = "Failed"
 
@@ -65,7 +72,7 @@ def pod_job_link(pod: Mapping[str, Any], kinds: KindRegistry) -> OwnerLink | Nam
             return OwnerLink(owner_uid, kind)
     labels = mapping(meta.get("labels"))
     namespace = text(meta.get("namespace")) or ""
-    job_name = text(labels.get(KUBEFLOW_JOB_NAME))
+    job_name = text(labels.get(KUBEFLOW_JOB_NAME)) or text(labels.get(JOBSET_NAME))
     if not job_name and "replica-type" in labels:
         job_name = text(labels.get(KUBEDL_JOB_NAME))
     if job_name:
@@ -119,7 +126,10 @@ def _replica_type(labels: Mapping[str, Any]) -> str | None:
         value = text(labels.get(label))
         if value:
             return value
-    return None
+    # A Ray head is its own role; a worker's role is its group, as a RayJob's roles are.
+    if text(labels.get(RAY_NODE_TYPE)) == "head":
+        return "head"
+    return text(labels.get(RAY_GROUP))
 
 
 def _terminated(container_status: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,0 +1,243 @@
+"""How each family of job kinds states its status, times and roles.
+
+Kubeflow v1 and KubeDL kinds share one shape (conditions, ``*ReplicaSpecs``); the
+others each have their own, read from their controllers' Go sources (Trainer v2.3,
+KubeRay v1.7, Volcano 1.15). A strategy is three pure functions of the object:
+the normalized status, when it finished, and its roles as the seed's
+``{"<role>": {"replicas": N, "resources": {...}}}``; plus a remark for the kinds
+that explain a failure in their status.
+"""
+
+import dataclasses
+import datetime
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jobarchive.convert.common import (
+    TERMINAL_STATUSES,
+    InvalidObject,
+    integer,
+    mapping,
+    sequence,
+    text,
+    timestamp,
+)
+from jobarchive.convert.resources import effective_resources
+from jobarchive.kinds import JobKind
+
+Object = Mapping[str, Any]
+CREATED = "Created"
+
+
+@dataclasses.dataclass(frozen=True)
+class Strategy:
+    """The readers of one family of job kinds."""
+
+    status: Callable[[Object], str]
+    finished: Callable[[Object, str], datetime.datetime | None]
+    roles: Callable[[Object, JobKind], dict[str, Any]]
+    remark: Callable[[Object, str], str | None] = lambda obj, status: None
+
+
+def _conditions(obj: Object) -> list[Mapping[str, Any]]:
+    return [mapping(c) for c in sequence(mapping(obj.get("status")).get("conditions"))]
+
+
+def _true(conditions: list[Mapping[str, Any]], kind: str) -> Mapping[str, Any] | None:
+    for condition in conditions:
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return condition
+    return None
+
+
+def _replicas(value: object, where: str, default: int) -> int:
+    if value is None:
+        return default
+    count = integer(value)
+    if count is None:
+        raise InvalidObject(f"{where} is not an integer: {value!r}")
+    return count
+
+
+def _role(replicas: int, pod_spec: object) -> dict[str, Any]:
+    return {"replicas": replicas, "resources": effective_resources(mapping(pod_spec))}
+
+
+# Kubeflow v1 and KubeDL: the last condition that is true, conditions appended in order.
+
+
+def kubeflow_status(obj: Object) -> str:
+    """The type of the last condition whose status is "True"; ``Created`` if none."""
+    for condition in reversed(_conditions(obj)):
+        kind = text(condition.get("type"))
+        if kind and condition.get("status") == "True":
+            return kind
+    return CREATED
+
+
+def kubeflow_finished(obj: Object, status: str) -> datetime.datetime | None:
+    """completionTime, else when the terminal condition became true."""
+    completion = timestamp(mapping(obj.get("status")).get("completionTime"))
+    if completion is not None or status not in TERMINAL_STATUSES:
+        return completion
+    for condition in reversed(_conditions(obj)):
+        if condition.get("type") == status and condition.get("status") == "True":
+            return timestamp(condition.get("lastTransitionTime"))
+    return None
+
+
+def kubeflow_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
+    """One role per replica spec, replicas defaulting to 1 as the controllers do."""
+    specs = mapping(mapping(obj.get("spec")).get(kind.replica_specs_key))
+    roles: dict[str, Any] = {}
+    for replica_type, raw_spec in specs.items():
+        spec = mapping(raw_spec)
+        where = f"spec.{kind.replica_specs_key}.{replica_type}.replicas"
+        replicas = _replicas(spec.get("replicas"), where, 1)
+        roles[replica_type] = _role(replicas, mapping(spec.get("template")).get("spec"))
+    return roles
+
+
+# Trainer v2 TrainJob: conditions Suspended, Complete, Failed; running from jobsStatus.
+
+
+def trainjob_status(obj: Object) -> str:
+    """Failed, Succeeded (Complete), Suspended, Running (a child job active or ready)."""
+    conditions = _conditions(obj)
+    if _true(conditions, "Failed"):
+        return "Failed"
+    if _true(conditions, "Complete"):
+        return "Succeeded"
+    if _true(conditions, "Suspended"):
+        return "Suspended"
+    for job in sequence(mapping(obj.get("status")).get("jobsStatus")):
+        job_status = mapping(job)
+        if (integer(job_status.get("active")) or 0) > 0 or (
+            integer(job_status.get("ready")) or 0
+        ) > 0:
+            return "Running"
+    return CREATED
+
+
+def trainjob_finished(obj: Object, status: str) -> datetime.datetime | None:
+    """When the terminal condition (Complete or Failed) became true."""
+    terminal = {"Succeeded": "Complete", "Failed": "Failed"}.get(status)
+    condition = _true(_conditions(obj), terminal) if terminal else None
+    return timestamp(condition.get("lastTransitionTime")) if condition else None
+
+
+def trainjob_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
+    """The trainer's nodes: ``numNodes`` (1 when unset), each with ``resourcesPerNode``."""
+    trainer = mapping(mapping(obj.get("spec")).get("trainer"))
+    nodes = _replicas(trainer.get("numNodes"), "spec.trainer.numNodes", 1)
+    per_node = mapping(trainer.get("resourcesPerNode"))
+    return {"node": _role(nodes, {"containers": [{"resources": per_node}]})}
+
+
+# KubeRay RayJob: no conditions; jobDeploymentStatus with jobStatus.
+
+_RAY_DEPLOYMENT = {
+    "Initializing": CREATED,
+    "Waiting": CREATED,
+    "Running": "Running",
+    "Failed": "Failed",
+    "ValidationFailed": "Failed",
+    "Suspending": "Suspended",
+    "Suspended": "Suspended",
+    "Retrying": "Restarting",
+}
+_RAY_COMPLETE = {"SUCCEEDED": "Succeeded", "STOPPED": "Stopped", "FAILED": "Failed"}
+
+
+def rayjob_status(obj: Object) -> str:
+    """jobDeploymentStatus mapped; Complete reads jobStatus (SUCCEEDED, STOPPED, FAILED)."""
+    status = mapping(obj.get("status"))
+    deployment = text(status.get("jobDeploymentStatus")) or ""
+    if deployment == "Complete":
+        return _RAY_COMPLETE.get(text(status.get("jobStatus")) or "", "Succeeded")
+    return _RAY_DEPLOYMENT.get(deployment, CREATED)
+
+
+def rayjob_finished(obj: Object, status: str) -> datetime.datetime | None:
+    """``status.endTime`` once the job is over."""
+    if status not in (*TERMINAL_STATUSES, "Stopped"):
+        return None
+    return timestamp(mapping(obj.get("status")).get("endTime"))
+
+
+def rayjob_remark(obj: Object, status: str) -> str | None:
+    """Why a RayJob failed: its status's reason and message."""
+    if status != "Failed":
+        return None
+    raw = mapping(obj.get("status"))
+    parts = [part for part in (text(raw.get("reason")), text(raw.get("message"))) if part]
+    return ": ".join(parts) or None
+
+
+def rayjob_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
+    """The head (1) and each worker group (replicas x numOfHosts) of its RayCluster spec."""
+    cluster = mapping(mapping(obj.get("spec")).get("rayClusterSpec"))
+    head = mapping(cluster.get("headGroupSpec"))
+    roles: dict[str, Any] = {}
+    if head:
+        roles["head"] = _role(1, mapping(head.get("template")).get("spec"))
+    for index, raw_group in enumerate(sequence(cluster.get("workerGroupSpecs"))):
+        group = mapping(raw_group)
+        where = f"spec.rayClusterSpec.workerGroupSpecs[{index}]"
+        replicas = group.get("replicas")
+        if replicas is None:
+            replicas = group.get("minReplicas")
+        count = _replicas(replicas, f"{where}.replicas", 0)
+        hosts = _replicas(group.get("numOfHosts"), f"{where}.numOfHosts", 1)
+        name = text(group.get("groupName")) or f"worker-{index}"
+        roles[name] = _role(count * hosts, mapping(group.get("template")).get("spec"))
+    return roles
+
+
+# Volcano Job: status.state.phase; roles are spec.tasks.
+
+_VOLCANO_PHASES = {
+    "Pending": CREATED,
+    "Running": "Running",
+    "Completing": "Running",
+    "Restarting": "Restarting",
+    "Completed": "Succeeded",
+    "Failed": "Failed",
+    "Terminating": "Running",
+    "Terminated": "Failed",
+    "Aborting": "Suspended",
+    "Aborted": "Suspended",
+}
+
+
+def volcano_status(obj: Object) -> str:
+    """``status.state.phase`` mapped to the archive's statuses."""
+    state = mapping(mapping(obj.get("status")).get("state"))
+    return _VOLCANO_PHASES.get(text(state.get("phase")) or "", CREATED)
+
+
+def volcano_finished(obj: Object, status: str) -> datetime.datetime | None:
+    """When the state last changed, once the job is over."""
+    if status not in TERMINAL_STATUSES:
+        return None
+    state = mapping(mapping(obj.get("status")).get("state"))
+    return timestamp(state.get("lastTransitionTime"))
+
+
+def volcano_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
+    """One role per task, by its name, with its replicas and template."""
+    roles: dict[str, Any] = {}
+    for index, raw_task in enumerate(sequence(mapping(obj.get("spec")).get("tasks"))):
+        task = mapping(raw_task)
+        name = text(task.get("name")) or f"task-{index}"
+        replicas = _replicas(task.get("replicas"), f"spec.tasks[{index}].replicas", 0)
+        roles[name] = _role(replicas, mapping(task.get("template")).get("spec"))
+    return roles
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "kubeflow": Strategy(kubeflow_status, kubeflow_finished, kubeflow_roles),
+    "trainjob": Strategy(trainjob_status, trainjob_finished, trainjob_roles),
+    "rayjob": Strategy(rayjob_status, rayjob_finished, rayjob_roles, rayjob_remark),
+    "volcano": Strategy(volcano_status, volcano_finished, volcano_roles),
+}

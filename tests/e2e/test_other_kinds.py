@@ -1,0 +1,128 @@
+"""Kinds beyond Kubeflow v1, through the real operator: a Volcano Job with two tasks and a
+Trainer v2 TrainJob whose pods belong to its JobSet's batch Jobs."""
+
+import copy
+from typing import Any
+
+import pytest
+
+from jobarchive.models import Event, Job, Pod
+from tests.conftest import eventually
+from tests.support import objects as o
+from tests.support.cluster import EVENTS, PODS, Cluster, resource_of
+from tests.support.operator import OperatorProcess
+
+pytestmark = pytest.mark.e2e
+VOLCANO_JOBS = resource_of("batch.volcano.sh", "Job")
+TRAINJOBS = resource_of("trainer.kubeflow.org", "TrainJob")
+Body = dict[str, Any]
+
+
+def pod(name: str, namespace: str, labels: dict[str, str], owner: Body, template: Body) -> Body:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
+        },
+        "spec": copy.deepcopy(template),
+        "status": {"phase": "Pending"},
+    }
+
+
+async def test_a_volcano_job_with_two_tasks(cluster: Cluster, operator: OperatorProcess) -> None:
+    body = o.fixture("volcano-job.yaml")
+    for field in ("uid", "resourceVersion", "creationTimestamp"):
+        del body["metadata"][field]
+    job = await cluster.create(VOLCANO_JOBS, body)
+    meta = job["metadata"]
+    owner = {
+        "apiVersion": job["apiVersion"],
+        "kind": "Job",
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
+    created = []
+    for task in job["spec"]["tasks"]:
+        for index in range(task["replicas"]):
+            labels = {
+                "volcano.sh/job-name": meta["name"],
+                "volcano.sh/task-spec": task["name"],
+                "volcano.sh/job-namespace": meta["namespace"],
+            }
+            name = f"{meta['name']}-{task['name']}-{index}"
+            created.append(
+                await cluster.create(
+                    PODS, pod(name, meta["namespace"], labels, owner, task["template"]["spec"])
+                )
+            )
+    await cluster.create(
+        EVENTS, o.event(created[0], "Scheduled", "Successfully assigned", component="volcano")
+    )
+    await cluster.patch(
+        VOLCANO_JOBS,
+        meta["namespace"],
+        meta["name"],
+        {"status": {"state": {"phase": "Completed", "lastTransitionTime": "2026-11-20T11:00:00Z"}}},
+    )
+
+    async def done() -> Job | None:
+        return await Job.filter(job_id=meta["uid"], status="Succeeded").first()
+
+    row = await eventually(done)
+    assert (row.kind, row.api_version) == ("Job", "batch.volcano.sh/v1alpha1")
+
+    async def pods() -> list[str]:
+        found = (
+            await Pod.filter(job_id=meta["uid"])
+            .order_by("name")
+            .values_list("replica_type", flat=True)
+        )
+        return list(found) if len(found) == 3 else []
+
+    assert await eventually(pods) == ["ps", "worker", "worker"]
+    await eventually(lambda: Event.filter(obj_uid=created[0]["metadata"]["uid"]).exists())
+
+
+async def test_a_trainjobs_pods_reached_through_its_jobset(
+    cluster: Cluster, operator: OperatorProcess
+) -> None:
+    body = o.fixture("trainjob-torch.yaml")
+    for field in ("uid", "resourceVersion", "creationTimestamp"):
+        del body["metadata"][field]
+    job = await cluster.create(TRAINJOBS, body)
+    meta = job["metadata"]
+    # The batch Job of the JobSet's "node" replicated job owns the pods.
+    batch_owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": f"{meta['name']}-node-0",
+        "uid": "4f0c9a7e-0000-4000-8000-00000000b001",
+    }
+    for index in range(2):
+        labels = {
+            "jobset.sigs.k8s.io/jobset-name": meta["name"],
+            "jobset.sigs.k8s.io/replicatedjob-name": "node",
+            "batch.kubernetes.io/job-name": f"{meta['name']}-node-0",
+            "batch.kubernetes.io/job-completion-index": str(index),
+        }
+        template = {"containers": [{"name": "node", "image": job["spec"]["trainer"]["image"]}]}
+        await cluster.create(
+            PODS,
+            pod(f"{meta['name']}-node-0-{index}", meta["namespace"], labels, batch_owner, template),
+        )
+
+    async def pods() -> list[str]:
+        found = await Pod.filter(job_id=meta["uid"]).values_list("replica_type", flat=True)
+        return list(found) if len(found) == 2 else []
+
+    assert await eventually(pods) == ["node", "node"]
+    row = await Job.get(job_id=meta["uid"])
+    assert (row.kind, row.status, row.api_version) == (
+        "TrainJob",
+        "Running",
+        "trainer.kubeflow.org/v1alpha1",
+    )
