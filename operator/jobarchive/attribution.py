@@ -56,6 +56,7 @@ class Expired:
 
     pods: int = 0
     events: int = 0
+    intermediates: int = 0
 
 
 class Attribution:
@@ -72,7 +73,10 @@ class Attribution:
         self._clock = clock
         self._jobs_by_name = _Lru(capacity)
         self._pods = _Lru(capacity)
+        self._owners = _Lru(capacity)
         self._pods_waiting: dict[tuple[str, str], dict[str, Waiting]] = {}
+        self._pods_waiting_owner: dict[str, dict[str, Waiting]] = {}
+        self._intermediates_waiting: dict[str, dict[str, Waiting]] = {}
         self._events_waiting: dict[str, dict[str, Waiting]] = {}
         self._last_sweep = clock()
         self._loaded = False
@@ -122,6 +126,39 @@ class Attribution:
         """The pod's job uid, ``UNRELATED`` for a pod of no tracked job, None if unknown."""
         return self._pods.get(pod_uid)
 
+    def owner_job(self, owner_uid: str) -> str | None:
+        """The job an intermediate object belongs to, ``UNRELATED``, or None if unseen."""
+        return self._owners.get(owner_uid)
+
+    def intermediate_seen(
+        self, uid: str, job_uid: str
+    ) -> tuple[list[Waiting], list[Waiting], list[Waiting]]:
+        """Record which job (or ``UNRELATED``) an intermediate object belongs to; return
+        the pods, intermediate objects and Events that were waiting for it.
+
+        The answer is kept when the object is deleted: its pods' last updates (and
+        Events) may come after it is gone.
+        """
+        self._owners.put(uid, job_uid)
+        return (
+            list(self._pods_waiting_owner.pop(uid, {}).values()),
+            list(self._intermediates_waiting.pop(uid, {}).values()),
+            list(self._events_waiting.pop(uid, {}).values()),
+        )
+
+    def wait_for_owner(
+        self,
+        owner_uid: str,
+        uid: str,
+        event_type: str | None,
+        body: Body,
+        intermediate: bool = False,
+    ) -> None:
+        """Keep a pod (or an intermediate object) until the object that owns it is seen."""
+        waiting_map = self._intermediates_waiting if intermediate else self._pods_waiting_owner
+        waiting = waiting_map.setdefault(owner_uid, {})
+        waiting[uid] = self._newest(waiting.get(uid), event_type, body)
+
     def wait_for_job(
         self, namespace: str, job_name: str, pod_uid: str, event_type: str | None, body: Body
     ) -> None:
@@ -132,13 +169,14 @@ class Attribution:
     def wait_for_pod(
         self, pod_uid: str, event_uid: str, event_type: str | None, body: Body
     ) -> None:
-        """Keep an Event until its pod is attributed."""
+        """Keep an Event until its pod (or intermediate object) is attributed."""
         waiting = self._events_waiting.setdefault(pod_uid, {})
         waiting[event_uid] = self._newest(waiting.get(event_uid), event_type, body)
 
     def waiting_counts(self) -> tuple[int, int]:
         """How many pods and Events wait."""
         pods = sum(len(w) for w in self._pods_waiting.values())
+        pods += sum(len(w) for w in self._pods_waiting_owner.values())
         events = sum(len(w) for w in self._events_waiting.values())
         return pods, events
 
@@ -149,8 +187,10 @@ class Attribution:
             return None
         self._last_sweep = now
         return Expired(
-            pods=self._expire(self._pods_waiting, now),
+            pods=self._expire(self._pods_waiting, now)
+            + self._expire(self._pods_waiting_owner, now),
             events=self._expire(self._events_waiting, now),
+            intermediates=self._expire(self._intermediates_waiting, now),
         )
 
     def _expire(self, waiting_map: dict[K, dict[str, Waiting]], now: float) -> int:

@@ -39,6 +39,8 @@ class Settings:
     retention_days: int = 0
     api_port: int = 0
     api_timeout: float = 10.0
+    # Labels a plain batch Job must carry to be recorded as a job; None: none are.
+    batch_job_selector: Mapping[str, str | None] | None = None
 
     @property
     def db_url_redacted(self) -> str:
@@ -86,6 +88,30 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         retention_days=_integer(env, "JOBARCHIVE_RETENTION_DAYS", 0, 0, 100 * 365),
         api_port=_integer(env, "JOBARCHIVE_API_PORT", 0, 0, 65535),
         api_timeout=_integer(env, "JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
+        batch_job_selector=_selector(env.get("JOBARCHIVE_BATCH_JOB_SELECTOR")),
+    )
+
+
+def _selector(raw: str | None) -> dict[str, str | None] | None:
+    """``key=value,other``: equality, or presence for a bare key (kubectl's syntax)."""
+    if not raw:
+        return None
+    selector: dict[str, str | None] = {}
+    for term in raw.split(","):
+        key, equals, value = term.strip().partition("=")
+        key = key.strip()
+        if not key or "!" in key or (equals and not value.strip()):
+            raise ConfigError(
+                f"JOBARCHIVE_BATCH_JOB_SELECTOR: {term.strip()!r} is not key=value or key"
+            )
+        selector[key] = value.strip() if equals else None
+    return selector
+
+
+def matches(selector: Mapping[str, str | None], labels: Mapping[str, object]) -> bool:
+    """Whether labels satisfy a selector parsed from JOBARCHIVE_BATCH_JOB_SELECTOR."""
+    return all(
+        key in labels and (value is None or labels[key] == value) for key, value in selector.items()
     )
 
 

@@ -23,7 +23,7 @@ from tortoise.exceptions import DBConnectionError, OperationalError
 
 from jobarchive import api, config, db, metrics, retention
 from jobarchive.attribution import Attribution
-from jobarchive.kinds import JobKind
+from jobarchive.kinds import BATCH_JOB, INTERMEDIATE_KINDS, JobKind
 from jobarchive.peering import Peering
 from jobarchive.recorder import Recorder
 from jobarchive.resync import Reconciler
@@ -40,7 +40,11 @@ WRITER = Writer(
     flushers=SETTINGS.writers,
 )
 RECORDER = Recorder(SETTINGS, STORE, WRITER, Attribution())
-RECONCILER = Reconciler(SETTINGS.kinds, STORE, WRITER)
+# Opted-in batch Jobs are jobs too, and must be listed with the others, lest they
+# be taken for gone.
+RECONCILER = Reconciler(
+    [*SETTINGS.kinds, *([BATCH_JOB] if SETTINGS.batch_job_selector else [])], STORE, WRITER
+)
 _BACKGROUND: set[asyncio.Task[None]] = set()
 _SERVERS: list[web.AppRunner] = []
 FINALIZER = "jobarchive.kubeflow.org/never-set"
@@ -161,6 +165,26 @@ for _kind in SETTINGS.kinds:
     kopf.on.event(_kind.group, _kind.version, _kind.plural, id=f"{_kind.plural}.{_kind.group}")(
         _job_handler(_kind)
     )
+
+
+def _intermediate_handler(kind: JobKind) -> EventHandler:
+    async def record_intermediate(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
+        await RECORDER.intermediate(kind.kind, type, _raw_object(event))
+
+    return record_intermediate
+
+
+for _kind in INTERMEDIATE_KINDS:
+    if _kind is not BATCH_JOB:
+        kopf.on.event(_kind.group, _kind.version, _kind.plural, id=f"{_kind.plural}.{_kind.group}")(
+            _intermediate_handler(_kind)
+        )
+
+
+@kopf.on.event("batch", "v1", "jobs")
+async def record_batch_job(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
+    """A batch Job: recorded when opted in, else learnt as an intermediate object."""
+    await RECORDER.batch_job(type, _raw_object(event))
 
 
 @kopf.on.event("v1", "pods")

@@ -77,6 +77,36 @@ BUILTIN_KINDS: tuple[JobKind, ...] = (
     JobKind("batch.volcano.sh", "v1alpha1", "jobs", "Job", strategy="volcano"),
 )
 
+# Objects between a training job and its pods: a TrainJob's JobSet and the JobSet's
+# batch Jobs, a RayJob's RayClusters (one per retry) and its submitter Job, an MPIJob's
+# launcher Job. They are watched only to learn, by uid, which job owns them.
+INTERMEDIATE_KINDS: tuple[JobKind, ...] = (
+    JobKind("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"),
+    JobKind("batch", "v1", "jobs", "Job", strategy="batch"),
+    JobKind("ray.io", "v1", "rayclusters", "RayCluster"),
+)
+# A plain batch Job recorded as a training job of its own (opted in by a label selector).
+BATCH_JOB = INTERMEDIATE_KINDS[1]
+
+
+def controller_of(owner_references: object) -> Mapping[str, Any] | None:
+    """The ownerReference marked as controller, if any."""
+    if not isinstance(owner_references, list):
+        return None
+    for ref in owner_references:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def is_intermediate(api_version: object, kind: object) -> bool:
+    """Whether an apiVersion/kind names an intermediate kind, whatever its version."""
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return False
+    group = api_version.rpartition("/")[0]
+    return any(k.group == group and k.kind == kind for k in INTERMEDIATE_KINDS)
+
+
 # What JOBARCHIVE_EXTRA_KINDS may (and must) give: kinds of the Kubeflow v1 shape.
 _EXTRA_KIND_FIELDS = ("group", "version", "plural", "kind", "replica_specs_key", "main_container")
 
@@ -136,11 +166,7 @@ class KindRegistry:
 
     def find_owner(self, owner_references: object) -> Mapping[str, Any] | None:
         """The controller ownerReference that names a tracked kind, if any."""
-        if not isinstance(owner_references, list):
-            return None
-        for ref in owner_references:
-            if isinstance(ref, dict) and ref.get("controller") is True:
-                if self.find(ref.get("apiVersion"), ref.get("kind")) is not None:
-                    return ref
-                return None
+        ref = controller_of(owner_references)
+        if ref is not None and self.find(ref.get("apiVersion"), ref.get("kind")) is not None:
+            return ref
         return None

@@ -16,9 +16,9 @@ from typing import Any
 
 from jobarchive import convert, metrics
 from jobarchive.attribution import UNRELATED, Attribution, Waiting
-from jobarchive.config import Settings
+from jobarchive.config import Settings, matches
 from jobarchive.convert.common import mapping, text
-from jobarchive.kinds import JobKind
+from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
 from jobarchive.models import Event, Job, Pod, Stamped, utcnow
 from jobarchive.store import Store, is_unavailable
 from jobarchive.writer import Writer
@@ -99,6 +99,9 @@ class Recorder:
             now = Waiting(event_type, dict(body), 0.0)
             await self._pods([now], link.job_uid, link.kind.main_container)
             return
+        if isinstance(link, convert.IntermediateLink):
+            await self._pod_of_intermediate(link.owner_uid, pod_uid, event_type, body)
+            return
         job_uid = self.attribution.job_uid(link.namespace, link.job_name)
         if job_uid is None and not self.attribution.knows_all:
             job_uid = await self._lookup(self.store.live_job_uid(link.namespace, link.job_name))
@@ -113,6 +116,91 @@ class Recorder:
             return
         await self._pods([Waiting(event_type, dict(body), 0.0)], job_uid, None)
 
+    async def _pod_of_intermediate(
+        self, owner_uid: str, pod_uid: str, event_type: str | None, body: Mapping[str, Any]
+    ) -> None:
+        job_uid = self.attribution.owner_job(owner_uid)
+        if job_uid is None:
+            # Its owner was deleted before this update came (or before a restart): the
+            # pod's stored row still says which job it belongs to.
+            job_uid = self.attribution.pod_job(pod_uid)
+            if job_uid is None and not self.attribution.knows_all:
+                job_uid = await self._lookup(self.store.pod_job_uid(pod_uid))
+            job_uid = self.attribution.owner_job(owner_uid) or job_uid
+        if job_uid == UNRELATED:
+            self.attribution.pod_unrelated(pod_uid)
+            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc()
+            return
+        if job_uid is None:
+            self.attribution.wait_for_owner(owner_uid, pod_uid, event_type, dict(body))
+            self._sweep()
+            return
+        await self._pods([Waiting(event_type, dict(body), 0.0)], job_uid, None)
+
+    async def intermediate(
+        self, kind: str, event_type: str | None, body: Mapping[str, Any]
+    ) -> None:
+        """Learn which job an intermediate object (JobSet, batch Job, RayCluster) belongs
+        to, then store what waited for it. Nothing of the object itself is stored."""
+        meta = mapping(body.get("metadata"))
+        uid = text(meta.get("uid"))
+        if not uid:
+            self._invalid(kind, body, "metadata.uid is missing")
+            return
+        owner = controller_of(meta.get("ownerReferences"))
+        owner_uid = text(owner.get("uid")) if owner is not None else None
+        if owner is None or not owner_uid:
+            job_uid = UNRELATED
+        elif self.settings.kinds.find(owner.get("apiVersion"), owner.get("kind")) is not None:
+            job_uid = owner_uid
+        elif is_intermediate(owner.get("apiVersion"), owner.get("kind")):
+            known = self.attribution.owner_job(owner_uid)
+            if known is None:
+                self.attribution.wait_for_owner(
+                    owner_uid, uid, event_type, dict(body), intermediate=True
+                )
+                self._sweep()
+                return
+            job_uid = known
+        else:
+            job_uid = UNRELATED
+        await self._resolved(uid, job_uid)
+
+    async def batch_job(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """A batch Job: a training job of its own when opted in (no controller, labels
+        matching the configured selector), else an intermediate object."""
+        meta = mapping(body.get("metadata"))
+        selector = self.settings.batch_job_selector
+        if (
+            selector is not None
+            and controller_of(meta.get("ownerReferences")) is None
+            and matches(selector, mapping(meta.get("labels")))
+        ):
+            await self.job(BATCH_JOB, event_type, body)
+            uid = text(meta.get("uid"))
+            if uid:
+                await self._resolved(uid, uid)
+            return
+        await self.intermediate(BATCH_JOB.kind, event_type, body)
+
+    async def _resolved(self, uid: str, job_uid: str) -> None:
+        pods, intermediates, events = self.attribution.intermediate_seen(uid, job_uid)
+        if job_uid == UNRELATED:
+            for pod in pods:
+                pod_uid = text(mapping(pod.body.get("metadata")).get("uid"))
+                if pod_uid:
+                    self.attribution.pod_unrelated(pod_uid)
+            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc(len(pods))
+            metrics.OBJECTS.labels("Event", "skipped_unrelated").inc(len(events))
+        else:
+            if pods:
+                await self._pods(pods, job_uid, None)
+            if events:
+                await self._events(events)
+        for waiting in intermediates:
+            kind = text(waiting.body.get("kind")) or "Intermediate"
+            await self.intermediate(kind, waiting.event_type, waiting.body)
+
     async def event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """Store an Event about a tracked job or a pod of one; let it wait for an unseen pod."""
         try:
@@ -123,11 +211,15 @@ class Recorder:
         if self.settings.kinds.find(involved.api_version, involved.kind) is not None:
             await self._events([Waiting(event_type, dict(body), 0.0)])
             return
-        if involved.kind != "Pod" or not involved.uid:
+        intermediate = bool(involved.uid) and is_intermediate(involved.api_version, involved.kind)
+        if (involved.kind != "Pod" and not intermediate) or not involved.uid:
             metrics.OBJECTS.labels("Event", "skipped_unrelated").inc()
             return
-        job_uid = self.attribution.pod_job(involved.uid)
-        if job_uid is None and not self.attribution.knows_all:
+        if intermediate:
+            job_uid = self.attribution.owner_job(involved.uid)
+        else:
+            job_uid = self.attribution.pod_job(involved.uid)
+        if job_uid is None and not intermediate and not self.attribution.knows_all:
             job_uid = await self._lookup(self.store.pod_job_uid(involved.uid))
             job_uid = self.attribution.pod_job(involved.uid) or job_uid
         if job_uid == UNRELATED:
@@ -211,13 +303,14 @@ class Recorder:
 
     def _sweep(self) -> None:
         expired = self.attribution.sweep()
-        if expired is not None and (expired.pods or expired.events):
+        if expired is not None and (expired.pods or expired.events or expired.intermediates):
             metrics.OBJECTS.labels("Pod", "expired").inc(expired.pods)
             metrics.OBJECTS.labels("Event", "expired").inc(expired.events)
             logger.info(
-                "Gave up on %d pod(s) whose job and %d Event(s) whose pod "
-                "never appeared within %.0f s",
+                "Gave up on %d pod(s) whose job or owner, %d Event(s) whose subject and "
+                "%d intermediate object(s) whose owner never appeared within %.0f s",
                 expired.pods,
                 expired.events,
+                expired.intermediates,
                 self.attribution.ttl,
             )

@@ -28,7 +28,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import metrics
 from jobarchive.convert import mark_gone
-from jobarchive.kinds import KindRegistry
+from jobarchive.kinds import JobKind
 from jobarchive.models import Job, Pod, Stamped, utcnow
 from jobarchive.peering import Peering, is_active
 from jobarchive.store import Store
@@ -87,8 +87,8 @@ async def list_uids(api: client.ApiClient, path: str) -> set[str]:
 class Reconciler:
     """Marks rows gone whose objects are no longer in the cluster."""
 
-    def __init__(self, kinds: KindRegistry, store: Store, writer: Writer) -> None:
-        self.kinds = kinds
+    def __init__(self, kinds: Iterable[JobKind], store: Store, writer: Writer) -> None:
+        self.kinds = tuple(kinds)
         self.store = store
         self.writer = writer
         self.marked_total = 0

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import kmock
 
-from jobarchive.kinds import BUILTIN_KINDS, JobKind
+from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
 
 Body = dict[str, Any]
 
@@ -70,7 +70,7 @@ def job_resource(kind: JobKind) -> Resource:
 
 
 def resource_of(group: str, kind: str) -> Resource:
-    for job_kind in BUILTIN_KINDS:
+    for job_kind in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS):
         if job_kind.group == group and job_kind.kind == kind:
             return job_resource(job_kind)
     raise KeyError((group, kind))
@@ -91,7 +91,7 @@ async def emulated_cluster() -> AsyncIterator["Cluster"]:
     ):
         for resource in (NAMESPACES, PODS, EVENTS, CRDS):
             cluster.serve(resource)
-        for kind in BUILTIN_KINDS:
+        for kind in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS):
             cluster.serve(job_resource(kind))
         # Only where thousands of objects live: a reaction also declares its resource
         # in discovery, and job kinds must be able to go missing (CRD tests).

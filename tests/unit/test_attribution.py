@@ -83,3 +83,32 @@ def test_after_loading_what_is_missing_is_known_to_be_missing() -> None:
     for index in range(3):
         attribution.pod_unrelated(f"other-{index}")
     assert not attribution.knows_all
+
+
+def test_an_intermediate_object_releases_what_waited_for_it_and_is_remembered() -> None:
+    attribution = Attribution()
+    attribution.wait_for_owner("raycluster-1", "pod-1", "ADDED", {"metadata": {"uid": "pod-1"}})
+    attribution.wait_for_owner("jobset-1", "batch-1", None, {"kind": "Job"}, intermediate=True)
+    attribution.wait_for_pod("raycluster-1", "event-1", "ADDED", {"reason": "Created"})
+    assert attribution.owner_job("raycluster-1") is None
+    assert attribution.waiting_counts() == (1, 1)
+    pods, intermediates, events = attribution.intermediate_seen("raycluster-1", "rayjob-1")
+    assert ([p.body for p in pods], intermediates, [e.body for e in events]) == (
+        [{"metadata": {"uid": "pod-1"}}],
+        [],
+        [{"reason": "Created"}],
+    )
+    _, waiting, _ = attribution.intermediate_seen("jobset-1", "trainjob-1")
+    assert [w.body for w in waiting] == [{"kind": "Job"}]
+    assert attribution.owner_job("raycluster-1") == "rayjob-1"
+    assert attribution.waiting_counts() == (0, 0)
+
+
+def test_pods_and_intermediates_waiting_for_an_owner_expire() -> None:
+    now = [0.0]
+    attribution = Attribution(ttl=10, clock=lambda: now[0])
+    attribution.wait_for_owner("cronjob-job", "pod-1", None, {})
+    attribution.wait_for_owner("unknown-jobset", "batch-1", None, {}, intermediate=True)
+    now[0] = 100.0
+    expired = attribution.sweep(every=0)
+    assert expired is not None and (expired.pods, expired.intermediates) == (1, 1)

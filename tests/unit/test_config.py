@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from jobarchive.config import DEFAULT_DB_URL, ConfigError, load, redact_url
+from jobarchive.config import DEFAULT_DB_URL, ConfigError, load, matches, redact_url
 
 
 def test_without_configuration_the_embedded_sqlite_file_is_used() -> None:
@@ -143,3 +143,15 @@ def test_metrics_and_peering_settings_have_defaults_and_bounds() -> None:
         load({"JOBARCHIVE_METRICS_PORT": "65536"})
     with pytest.raises(ConfigError, match="JOBARCHIVE_PEERING_LIFETIME"):
         load({"JOBARCHIVE_PEERING_LIFETIME": "1"})
+
+
+def test_the_batch_job_selector_is_off_by_default_and_parsed_like_kubectls() -> None:
+    assert load({}).batch_job_selector is None
+    selector = load({"JOBARCHIVE_BATCH_JOB_SELECTOR": "team=ml, archive"}).batch_job_selector
+    assert selector == {"team": "ml", "archive": None}
+    assert matches(selector, {"team": "ml", "archive": "yes", "other": "x"})
+    assert not matches(selector, {"team": "ml"})
+    assert not matches(selector, {"team": "web", "archive": ""})
+    for bad in ("team!=ml", "=ml", "team=", "a,,b"):
+        with pytest.raises(ConfigError, match="JOBARCHIVE_BATCH_JOB_SELECTOR"):
+            load({"JOBARCHIVE_BATCH_JOB_SELECTOR": bad})

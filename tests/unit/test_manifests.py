@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from jobarchive.config import load
+from jobarchive.kinds import INTERMEDIATE_KINDS
 from tests.support.operator import REPO
 
 MANIFESTS = sorted((REPO / "manifests").glob("*.yaml"))
@@ -56,10 +57,8 @@ def granted(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
 
 def test_the_role_can_read_every_tracked_kind_pods_and_events() -> None:
     verbs = granted(one("ClusterRole"))
-    watched = [(kind.group, kind.plural) for kind in load({}).kinds] + [
-        ("", "pods"),
-        ("", "events"),
-    ]
+    watched = [(kind.group, kind.plural) for kind in (*load({}).kinds, *INTERMEDIATE_KINDS)]
+    watched += [("", "pods"), ("", "events")]
     for resource in watched:
         assert {"get", "list", "watch"} <= verbs.get(resource, set()), resource
 

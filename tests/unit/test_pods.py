@@ -4,7 +4,15 @@ import json
 import pytest
 
 from jobarchive.config import load
-from jobarchive.convert import InvalidObject, NameLink, OwnerLink, mark_gone, pod_job_link, pod_row
+from jobarchive.convert import (
+    IntermediateLink,
+    InvalidObject,
+    NameLink,
+    OwnerLink,
+    mark_gone,
+    pod_job_link,
+    pod_row,
+)
 from tests.support import objects as o
 
 KINDS = load({}).kinds
@@ -61,7 +69,7 @@ def test_a_kubedl_pod_without_owner_links_by_job_name_and_replica_type() -> None
     assert pod_job_link(pod, KINDS) == NameLink("ns", "mnist")
 
 
-def test_a_plain_batch_job_pod_is_not_a_training_pod() -> None:
+def test_a_batch_job_pod_waits_on_its_job_to_learn_whether_it_is_a_training_pod() -> None:
     pod = {
         "metadata": {
             "namespace": "ns",
@@ -71,7 +79,7 @@ def test_a_plain_batch_job_pod_is_not_a_training_pod() -> None:
             ],
         }
     }
-    assert pod_job_link(pod, KINDS) is None
+    assert pod_job_link(pod, KINDS) == IntermediateLink("x")
 
 
 def test_a_non_controller_owner_reference_does_not_link() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from jobarchive.config import load
 from jobarchive.convert import InvalidObject, job_row, pod_row
-from jobarchive.kinds import JobKind
+from jobarchive.kinds import BATCH_JOB, JobKind
 from tests.support import objects as o
 
 KINDS = load({}).kinds
@@ -237,3 +237,65 @@ def test_a_pod_role_comes_from_its_familys_label(labels: dict[str, str], role: s
         "spec": {"containers": [{"name": "main", "image": "img"}]},
     }
     assert pod_row(pod, "job", None, None)["replica_type"] == role
+
+
+# A plain batch Job, opted in
+
+
+def batch_job(**status: Any) -> Body:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "finetune",
+            "namespace": "ml",
+            "uid": "b",
+            "resourceVersion": "9",
+            "creationTimestamp": "2026-11-20T10:00:00Z",
+            "labels": {"team": "ml"},
+        },
+        "spec": {
+            "parallelism": 2,
+            "completions": 4,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "train",
+                            "image": "img",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ]
+                }
+            },
+        },
+        "status": status,
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "expected", "finished"),
+    [
+        ({}, "Created", None),
+        ({"active": 2, "startTime": "2026-11-20T10:00:01Z"}, "Running", None),
+        ({"conditions": [condition("Suspended")]}, "Suspended", None),
+        (
+            {
+                "conditions": [condition("SuccessCriteriaMet"), condition("Complete")],
+                "completionTime": "2026-11-20T11:05:00Z",
+            },
+            "Succeeded",
+            "2026-11-20T11:05:00Z",
+        ),
+        (
+            {"conditions": [condition("FailureTarget"), condition("Failed")]},
+            "Failed",
+            "2026-11-20T11:00:00Z",
+        ),
+    ],
+)
+def test_batch_job_status_and_finish(status: Body, expected: str, finished: str | None) -> None:
+    converted = job_row(batch_job(**status), BATCH_JOB, None)
+    assert (converted["status"], converted["api_version"]) == (expected, "batch/v1")
+    assert converted["gmt_finished"] == (at(finished) if finished else None)
+    assert json.loads(converted["resources"])["job"]["replicas"] == 2

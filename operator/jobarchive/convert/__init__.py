@@ -9,9 +9,10 @@ reason; it never raises anything else on any input.
 from jobarchive.convert.common import InvalidObject, last_change, mark_gone
 from jobarchive.convert.events import InvolvedObject, event_row, involved_object
 from jobarchive.convert.jobs import job_row, job_status
-from jobarchive.convert.pods import NameLink, OwnerLink, pod_job_link, pod_row
+from jobarchive.convert.pods import IntermediateLink, NameLink, OwnerLink, pod_job_link, pod_row
 
 __all__ = [
+    "IntermediateLink",
     "InvalidObject",
     "InvolvedObject",
     "NameLink",

@@ -5,8 +5,10 @@ tracked kind (the job's uid is then in the reference), or when a training label
 names the job: ``training.kubeflow.org/job-name`` (an MPIJob v2 launcher is owned
 by a batch Job but labelled so), ``jobset.sigs.k8s.io/jobset-name`` (a TrainJob's
 pods, owned by the batch Jobs of its JobSet), or KubeDL's ``job-name`` together
-with its ``replica-type`` label. ``job-name`` alone is not enough: the batch Job
-controller puts that label on every pod it creates.
+with its ``replica-type`` label; or, failing those, when its controller is an
+intermediate object (a RayCluster, a batch Job) that a tracked job owns.
+``job-name`` alone is not enough: the batch Job controller puts that label on
+every pod it creates.
 """
 
 import dataclasses
@@ -26,7 +28,7 @@ from jobarchive.convert.common import (
     uid,
 )
 from jobarchive.convert.resources import effective_resources, resources_json
-from jobarchive.kinds import JobKind, KindRegistry
+from jobarchive.kinds import JobKind, KindRegistry, controller_of, is_intermediate
 
 KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
 # A TrainJob's JobSet has the TrainJob's name, and labels every pod with it.
@@ -54,6 +56,14 @@ class OwnerLink:
 
 
 @dataclasses.dataclass(frozen=True)
+class IntermediateLink:
+    """The pod's controller is an intermediate object (a RayCluster, a batch Job): its
+    job is whatever owns that object, learnt when the object is seen."""
+
+    owner_uid: str
+
+
+@dataclasses.dataclass(frozen=True)
 class NameLink:
     """A training label names the pod's job; its uid must be looked up by name."""
 
@@ -61,8 +71,10 @@ class NameLink:
     job_name: str
 
 
-def pod_job_link(pod: Mapping[str, Any], kinds: KindRegistry) -> OwnerLink | NameLink | None:
-    """How the pod links to a tracked job, or None when it does not belong to one."""
+def pod_job_link(
+    pod: Mapping[str, Any], kinds: KindRegistry
+) -> OwnerLink | NameLink | IntermediateLink | None:
+    """How the pod links to a tracked job, or None when it cannot belong to one."""
     meta = mapping(pod.get("metadata"))
     owner = kinds.find_owner(meta.get("ownerReferences"))
     if owner is not None:
@@ -77,6 +89,13 @@ def pod_job_link(pod: Mapping[str, Any], kinds: KindRegistry) -> OwnerLink | Nam
         job_name = text(labels.get(KUBEDL_JOB_NAME))
     if job_name:
         return NameLink(namespace, job_name)
+    controller = controller_of(meta.get("ownerReferences"))
+    if controller is not None and is_intermediate(
+        controller.get("apiVersion"), controller.get("kind")
+    ):
+        owner_uid = text(controller.get("uid"))
+        if owner_uid:
+            return IntermediateLink(owner_uid)
     return None
 
 

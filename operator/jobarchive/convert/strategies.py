@@ -50,6 +50,15 @@ def _true(conditions: list[Mapping[str, Any]], kind: str) -> Mapping[str, Any] |
     return None
 
 
+def _complete_failed_suspended(conditions: list[Mapping[str, Any]]) -> str | None:
+    """The status the Complete, Failed and Suspended conditions of batch-like jobs
+    (TrainJob, batch/v1 Job) settle, Failed first; None while none is true."""
+    for condition, status in (("Failed", "Failed"), ("Complete", "Succeeded")):
+        if _true(conditions, condition):
+            return status
+    return "Suspended" if _true(conditions, "Suspended") else None
+
+
 def _replicas(value: object, where: str, default: int) -> int:
     if value is None:
         return default
@@ -103,13 +112,9 @@ def kubeflow_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
 
 def trainjob_status(obj: Object) -> str:
     """Failed, Succeeded (Complete), Suspended, Running (a child job active or ready)."""
-    conditions = _conditions(obj)
-    if _true(conditions, "Failed"):
-        return "Failed"
-    if _true(conditions, "Complete"):
-        return "Succeeded"
-    if _true(conditions, "Suspended"):
-        return "Suspended"
+    settled = _complete_failed_suspended(_conditions(obj))
+    if settled is not None:
+        return settled
     for job in sequence(mapping(obj.get("status")).get("jobsStatus")):
         job_status = mapping(job)
         if (integer(job_status.get("active")) or 0) > 0 or (
@@ -235,9 +240,39 @@ def volcano_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
     return roles
 
 
+# A plain batch/v1 Job (opted in): conditions Complete, Failed, Suspended.
+
+
+def batch_status(obj: Object) -> str:
+    """Failed, Succeeded (Complete), Suspended, Running while a pod is active."""
+    settled = _complete_failed_suspended(_conditions(obj))
+    if settled is not None:
+        return settled
+    if (integer(mapping(obj.get("status")).get("active")) or 0) > 0:
+        return "Running"
+    return CREATED
+
+
+def batch_finished(obj: Object, status: str) -> datetime.datetime | None:
+    """completionTime (set on success), else when the Failed condition became true."""
+    completion = timestamp(mapping(obj.get("status")).get("completionTime"))
+    if completion is not None or status != "Failed":
+        return completion
+    failed = _true(_conditions(obj), "Failed")
+    return timestamp(failed.get("lastTransitionTime")) if failed else None
+
+
+def batch_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
+    """One role, ``job``: ``parallelism`` pods (1 when unset) of its template."""
+    spec = mapping(obj.get("spec"))
+    pods = _replicas(spec.get("parallelism"), "spec.parallelism", 1)
+    return {"job": _role(pods, mapping(spec.get("template")).get("spec"))}
+
+
 STRATEGIES: dict[str, Strategy] = {
     "kubeflow": Strategy(kubeflow_status, kubeflow_finished, kubeflow_roles),
     "trainjob": Strategy(trainjob_status, trainjob_finished, trainjob_roles),
     "rayjob": Strategy(rayjob_status, rayjob_finished, rayjob_roles, rayjob_remark),
     "volcano": Strategy(volcano_status, volcano_finished, volcano_roles),
+    "batch": Strategy(batch_status, batch_finished, batch_roles),
 }
