@@ -167,11 +167,16 @@ class Event(Stamped):
     region = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
     first_timestamp = fields.DatetimeField(null=True)
     last_timestamp = fields.DatetimeField(null=True)
+    # Not in the seed: the job the Event is about, directly or through a pod or an
+    # intermediate object (a RayCluster, a batch Job), so one indexed read gives a
+    # job's whole timeline. NULL in rows written before it existed.
+    job_id = fields.CharField(max_length=UID_LENGTH, null=True)
 
     class Meta:
         table = "event_info"
         indexes = (
             ("obj_uid",),
+            ("job_id",),
             ("last_timestamp",),
             ("obj_namespace", "obj_name", "last_timestamp"),
             ("reason", "last_timestamp"),

@@ -215,6 +215,7 @@ def event_json(event: Event) -> dict[str, Any]:
         "obj_namespace": event.obj_namespace,
         "obj_name": event.obj_name,
         "obj_uid": event.obj_uid,
+        "job_id": event.job_id,
         "reason": event.reason,
         "message": event.message,
         "count": event.count,
@@ -350,8 +351,10 @@ async def job_detail(job_uid: str) -> dict[str, Any] | None:
     pods = [
         pod_json(pod) for pod in await Pod.filter(job_id=job_uid).order_by("replica_type", "name")
     ]
+    # Rows written before event_info.job_id existed are found by their subject.
     subjects = [job_uid, *(pod["pod_id"] for pod in pods)]
-    events = [event_json(event) for event in await Event.filter(obj_uid__in=subjects)]
+    found = await Event.filter(Q(job_id=job_uid) | Q(obj_uid__in=subjects))
+    events = [event_json(event) for event in found]
     events.sort(key=lambda event: (_event_time(event), event["id"]))
     detail = job_json(job, datetime.datetime.now(datetime.UTC))
     detail.update(pods=pods, replicas=replica_summary(pods), events=events)

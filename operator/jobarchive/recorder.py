@@ -196,7 +196,7 @@ class Recorder:
             if pods:
                 await self._pods(pods, job_uid, None)
             if events:
-                await self._events(events)
+                await self._events(events, job_uid)
         for waiting in intermediates:
             kind = text(waiting.body.get("kind")) or "Intermediate"
             await self.intermediate(kind, waiting.event_type, waiting.body)
@@ -209,7 +209,7 @@ class Recorder:
             self._invalid("Event", body, exc)
             return
         if self.settings.kinds.find(involved.api_version, involved.kind) is not None:
-            await self._events([Waiting(event_type, dict(body), 0.0)])
+            await self._events([Waiting(event_type, dict(body), 0.0)], involved.uid)
             return
         intermediate = bool(involved.uid) and is_intermediate(involved.api_version, involved.kind)
         if (involved.kind != "Pod" and not intermediate) or not involved.uid:
@@ -226,7 +226,7 @@ class Recorder:
             metrics.OBJECTS.labels("Event", "skipped_unrelated").inc()
             return
         if job_uid is not None:
-            await self._events([Waiting(event_type, dict(body), 0.0)])
+            await self._events([Waiting(event_type, dict(body), 0.0)], job_uid)
             return
         event_uid = text(mapping(body.get("metadata")).get("uid"))
         if not event_uid:
@@ -262,14 +262,14 @@ class Recorder:
         for row in await self._write(Pod, "Pod", rows, changed):
             released.extend(self.attribution.pod_tracked(row["pod_id"], job_uid))
         if released:
-            await self._events(released)
+            await self._events(released, job_uid)
 
-    async def _events(self, events: list[Waiting]) -> None:
+    async def _events(self, events: list[Waiting], job_uid: str | None) -> None:
         rows = []
         changed = []
         for event in events:
             try:
-                rows.append(convert.event_row(event.body, self.settings.region))
+                rows.append(convert.event_row(event.body, self.settings.region, job_uid))
             except convert.InvalidObject as exc:
                 self._invalid("Event", event.body, exc)
                 continue

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from jobarchive import queries
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
 from jobarchive.models import Event, Job, Pod
 from tests.conftest import OperatorFactory, eventually
@@ -183,6 +184,10 @@ async def test_a_rayjob_with_one_retry_keeps_every_pod_of_both_clusters(
         "head",
     ]
     await eventually(lambda: Event.filter(obj_uid=first["metadata"]["uid"]).exists())
+    # The deleted cluster's Event is in the RayJob's timeline.
+    detail = await queries.job_detail(uid)
+    assert detail is not None
+    assert [event["reason"] for event in detail["events"]] == ["CreatedService"]
 
 
 async def test_plain_batch_jobs_are_recorded_only_when_opted_in(

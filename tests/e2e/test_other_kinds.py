@@ -9,12 +9,13 @@ import pytest
 from jobarchive.models import Event, Job, Pod
 from tests.conftest import eventually
 from tests.support import objects as o
-from tests.support.cluster import EVENTS, PODS, Cluster, resource_of
+from tests.support.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, resource_of
 from tests.support.operator import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 VOLCANO_JOBS = resource_of("batch.volcano.sh", "Job")
 TRAINJOBS = resource_of("trainer.kubeflow.org", "TrainJob")
+JOBSETS = resource_of("jobset.x-k8s.io", "JobSet")
 Body = dict[str, Any]
 
 
@@ -87,7 +88,7 @@ async def test_a_volcano_job_with_two_tasks(cluster: Cluster, operator: Operator
     await eventually(lambda: Event.filter(obj_uid=created[0]["metadata"]["uid"]).exists())
 
 
-async def test_a_trainjobs_pods_reached_through_its_jobset(
+async def test_a_trainjob_through_its_jobset_and_batch_jobs_deleted_before_its_pods(
     cluster: Cluster, operator: OperatorProcess
 ) -> None:
     body = o.fixture("trainjob-torch.yaml")
@@ -95,34 +96,122 @@ async def test_a_trainjobs_pods_reached_through_its_jobset(
         del body["metadata"][field]
     job = await cluster.create(TRAINJOBS, body)
     meta = job["metadata"]
-    # The batch Job of the JobSet's "node" replicated job owns the pods.
-    batch_owner = {
+    ns, name = meta["namespace"], meta["name"]
+    controller = {
+        "apiVersion": job["apiVersion"],
+        "kind": "TrainJob",
+        "name": name,
+        "uid": meta["uid"],
+        "controller": True,
+    }
+    jobset = await cluster.create(
+        JOBSETS,
+        {
+            "metadata": {"name": name, "namespace": ns, "ownerReferences": [controller]},
+            "spec": {"replicatedJobs": [{"name": "node", "replicas": 1}]},
+        },
+    )
+    jobset_owner = {
+        "apiVersion": jobset["apiVersion"],
+        "kind": "JobSet",
+        "name": name,
+        "uid": jobset["metadata"]["uid"],
+    }
+    child = await cluster.create(
+        BATCH_JOBS,
+        {
+            "metadata": {
+                "name": f"{name}-node-0",
+                "namespace": ns,
+                "ownerReferences": [{**jobset_owner, "controller": True}],
+                "labels": {"jobset.sigs.k8s.io/jobset-name": name},
+            },
+            "spec": {"parallelism": 2, "completions": 2},
+        },
+    )
+    child_owner = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "name": f"{meta['name']}-node-0",
-        "uid": "4f0c9a7e-0000-4000-8000-00000000b001",
+        "name": f"{name}-node-0",
+        "uid": child["metadata"]["uid"],
     }
+    pods = []
     for index in range(2):
         labels = {
-            "jobset.sigs.k8s.io/jobset-name": meta["name"],
+            "jobset.sigs.k8s.io/jobset-name": name,
             "jobset.sigs.k8s.io/replicatedjob-name": "node",
-            "batch.kubernetes.io/job-name": f"{meta['name']}-node-0",
+            "batch.kubernetes.io/job-name": f"{name}-node-0",
             "batch.kubernetes.io/job-completion-index": str(index),
         }
         template = {"containers": [{"name": "node", "image": job["spec"]["trainer"]["image"]}]}
-        await cluster.create(
-            PODS,
-            pod(f"{meta['name']}-node-0-{index}", meta["namespace"], labels, batch_owner, template),
+        pods.append(
+            await cluster.create(
+                PODS, pod(f"{name}-node-0-{index}", ns, labels, child_owner, template)
+            )
         )
+    await cluster.create(
+        EVENTS,
+        o.event(
+            child, "SuccessfulCreate", f"Created pod: {name}-node-0-0", component="job-controller"
+        ),
+    )
 
-    async def pods() -> list[str]:
+    async def stored() -> list[str]:
         found = await Pod.filter(job_id=meta["uid"]).values_list("replica_type", flat=True)
         return list(found) if len(found) == 2 else []
 
-    assert await eventually(pods) == ["node", "node"]
-    row = await Job.get(job_id=meta["uid"])
-    assert (row.kind, row.status, row.api_version) == (
-        "TrainJob",
-        "Running",
-        "trainer.kubeflow.org/v1alpha1",
+    assert await eventually(stored) == ["node", "node"]
+    # The TrainJob finishes; its JobSet and batch Job go first, the pods' last updates after.
+    await cluster.delete(JOBSETS, ns, name)
+    await cluster.delete(BATCH_JOBS, ns, f"{name}-node-0")
+    for created in pods:
+        await cluster.patch(
+            PODS,
+            ns,
+            created["metadata"]["name"],
+            {
+                "status": {
+                    "phase": "Succeeded",
+                    "containerStatuses": [
+                        {
+                            "name": "node",
+                            "state": {
+                                "terminated": {
+                                    "exitCode": 0,
+                                    "reason": "Completed",
+                                    "finishedAt": "2026-11-20T11:00:00Z",
+                                }
+                            },
+                        }
+                    ],
+                }
+            },
+        )
+    await cluster.patch(
+        TRAINJOBS,
+        ns,
+        name,
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Complete",
+                        "status": "True",
+                        "reason": "JobSetCompleted",
+                        "lastTransitionTime": "2026-11-20T11:00:01Z",
+                    }
+                ]
+            }
+        },
     )
+
+    async def finished() -> bool:
+        statuses = await Pod.filter(job_id=meta["uid"]).values_list("status", flat=True)
+        done = await Job.filter(job_id=meta["uid"], status="Succeeded").exists()
+        return done and list(statuses) == ["Succeeded", "Succeeded"]
+
+    await eventually(finished)
+    row = await Job.get(job_id=meta["uid"])
+    assert (row.kind, row.api_version) == ("TrainJob", "trainer.kubeflow.org/v1alpha1")
+    event = await eventually(lambda: Event.filter(obj_uid=child["metadata"]["uid"]).first())
+    assert event.job_id == meta["uid"]

@@ -71,6 +71,7 @@ def event(uid: str = "ev-1", version: str = "10", **fields: Any) -> dict[str, An
         "obj_namespace": "kubeflow",
         "obj_name": "mnist-worker-0",
         "obj_uid": "pod-1",
+        "job_id": "job-1",
         "reason": "Pulled",
         "message": "Successfully pulled image",
         "count": 1,

@@ -98,6 +98,7 @@ def archive(jobs: int, pods_per_job: int, seed: int = 7) -> Iterator[tuple[type[
                     "obj_namespace": namespace,
                     "obj_name": pod_name,
                     "obj_uid": pod_uid,
+                    "job_id": job_uid,
                     "reason": reason,
                     "type": "Warning" if reason in ("BackOff", "OOMKilling") else "Normal",
                     "first_timestamp": created + datetime.timedelta(seconds=40),

@@ -22,7 +22,7 @@ def core_event(**fields: object) -> dict[str, object]:
 
 def test_a_core_event_converts_field_by_field() -> None:
     event = core_event(count=4, lastTimestamp="2026-11-20T10:09:00Z")
-    row = event_row(event, "eu-1")
+    row = event_row(event, "eu-1", "job-uid")
     assert row == {
         "event_id": "ev-uid",
         "version": "55",
@@ -33,6 +33,7 @@ def test_a_core_event_converts_field_by_field() -> None:
         "obj_namespace": "kubeflow",
         "obj_name": "mnist-worker-0",
         "obj_uid": "pod-uid",
+        "job_id": "job-uid",
         "reason": "BackOff",
         "message": "Back-off restarting failed container",
         "count": 4,

@@ -55,8 +55,10 @@ def involved_object(event: Mapping[str, Any]) -> InvolvedObject:
     )
 
 
-def event_row(event: Mapping[str, Any], region: str | None) -> dict[str, Any]:
-    """The ``event_info`` row of an Event."""
+def event_row(
+    event: Mapping[str, Any], region: str | None, job_uid: str | None = None
+) -> dict[str, Any]:
+    """The ``event_info`` row of an Event, about the job ``job_uid`` when known."""
     involved = involved_object(event)
     series = mapping(event.get("series"))
     base = identity(event)
@@ -92,6 +94,7 @@ def event_row(event: Mapping[str, Any], region: str | None) -> dict[str, Any]:
         "obj_namespace": involved.namespace,
         "obj_name": involved.name,
         "obj_uid": involved.uid,
+        "job_id": job_uid,
         "reason": clip(text(event.get("reason")), models.SHORT_TEXT_LENGTH) or "",
         "message": text(event.get("message")) or text(event.get("note")) or "",
         "count": min(count, 2**31 - 1),
