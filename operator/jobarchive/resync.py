@@ -8,16 +8,16 @@ still in etcd whose uid is not live is marked gone (DESIGN decision 4).
 
 Two rules keep this from marking a live object gone. Rows written after the
 listing started are left alone: their object may have been created after its page
-was read. And a job kind is reconciled only when every group defining that kind
-name was listed: ``job_info.kind`` says ``TFJob``, not which group's, so a group
-that could not be listed (its CRD missing, an error) leaves all TFJob rows alone.
+was read. And a job's row is reconciled only when its kind was listed in its own group
+(``job_info.api_version``): a group that could not be listed (its CRD missing, an
+error) leaves its rows alone. Rows written before ``api_version`` existed say only
+``TFJob``, not which group's, and are reconciled when every group of that name was.
 Events are not reconciled: ``event_info`` records history and has no ``is_in_etcd``.
 A replica standing by in Kopf's peering does not reconcile: only the active one writes.
 """
 
 import asyncio
 import dataclasses
-import datetime
 import logging
 import time
 from collections.abc import Iterable
@@ -97,6 +97,7 @@ class Reconciler:
         """List everything, then mark what is gone; returns the counts."""
         started = utcnow()
         live_jobs: set[str] = set()
+        listed: set[tuple[str, str]] = set()
         failed: set[str] = set()
         for kind in self.kinds:
             path = f"/apis/{kind.group}/{kind.version}/{kind.plural}"
@@ -106,11 +107,17 @@ class Reconciler:
                 failed.add(kind.kind)
                 if exc.status != 404:
                     logger.warning("Cannot list %s: %s %s", path, exc.status, exc.reason)
+            else:
+                listed.add((kind.group, kind.kind))
+        # Rows from before api_version existed say only their kind name: reconciled
+        # when every group of that name was listed.
         complete = sorted({kind.kind for kind in self.kinds} - failed)
         live_pods = await list_uids(api, "/api/v1/pods")
+        jobs = await self.store.uids_in_etcd(Job, started, listed, complete)
+        pods = await self.store.uids_in_etcd(Pod, started)
         outcome = Outcome(
-            jobs_gone=await self._mark(Job, "job_id", live_jobs, started, complete),
-            pods_gone=await self._mark(Pod, "pod_id", live_pods, started, None),
+            jobs_gone=await self._mark(Job, [uid for uid in jobs if uid not in live_jobs]),
+            pods_gone=await self._mark(Pod, [uid for uid in pods if uid not in live_pods]),
             kinds_skipped=tuple(sorted(failed)),
         )
         self.marked_total += outcome.jobs_gone + outcome.pods_gone
@@ -162,16 +169,7 @@ class Reconciler:
             f" (not listed: {', '.join(outcome.kinds_skipped)})" if outcome.kinds_skipped else "",
         )
 
-    async def _mark(
-        self,
-        model: type[Stamped],
-        key: str,
-        live: set[str],
-        started: datetime.datetime,
-        kinds: Iterable[str] | None,
-    ) -> int:
-        stored = await self.store.uids_in_etcd(model, before=started, kinds=kinds)
-        gone = [uid for uid in stored if uid not in live]
+    async def _mark(self, model: type[Stamped], gone: list[str]) -> int:
         now = utcnow()
         for start in range(0, len(gone), ROWS_PER_WRITE):
             rows = await self.store.rows(model, gone[start : start + ROWS_PER_WRITE])

@@ -254,13 +254,24 @@ class Store:
         self,
         model: type[Stamped],
         before: datetime.datetime,
-        kinds: Iterable[str] | None = None,
+        kinds: Iterable[tuple[str, str]] | None = None,
+        kinds_without_group: Iterable[str] = (),
     ) -> list[str]:
-        """Uids of rows still marked in etcd and last written before ``before``."""
+        """Uids of rows still marked in etcd and last written before ``before``; of jobs,
+        only those of the given (group, kind) pairs, and those written before
+        ``api_version`` existed (it is NULL) of the kind names given apart."""
         key = TABLES[model].key
         query = model.filter(is_in_etcd=True, gmt_modified__lt=before)
         if kinds is not None:
-            query = query.filter(kind__in=list(kinds))
+            legacy: dict[str, Any] = {
+                "api_version__isnull": True,
+                "kind__in": list(kinds_without_group),
+            }
+            matching = Q(**legacy)
+            for group, kind in sorted(set(kinds)):
+                of_group: dict[str, Any] = {"kind": kind, "api_version__startswith": f"{group}/"}
+                matching |= Q(**of_group)
+            query = query.filter(matching)
         uids = await query.using_db(self.connection).values_list(key, flat=True)
         return [str(uid) for uid in uids]
 

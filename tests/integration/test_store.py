@@ -244,3 +244,24 @@ async def test_a_fresh_schema_has_every_index_the_models_declare(database: str) 
 
 async def test_a_fresh_schema_has_every_column_the_models_declare(database: str) -> None:
     assert await db.ensure_columns(db.connection()) == []
+
+
+async def test_rows_in_etcd_are_chosen_by_group_and_kind_for_reconciliation(database: str) -> None:
+    store = Store()
+    await store.upsert(
+        Job,
+        [
+            job(uid="kubeflow-tf"),
+            job(uid="kubedl-tf", api_version="training.kubedl.io/v1alpha1"),
+            job(uid="volcano", kind="Job", api_version="batch.volcano.sh/v1alpha1"),
+            job(uid="plain-batch", kind="Job", api_version="batch/v1"),
+            job(uid="legacy-tf", api_version=None),
+        ],
+    )
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=1)
+    listed = {("kubeflow.org", "TFJob"), ("batch.volcano.sh", "Job")}
+    chosen = await store.uids_in_etcd(Job, later, listed)
+    assert sorted(chosen) == ["kubeflow-tf", "volcano"]
+    with_legacy = await store.uids_in_etcd(Job, later, listed, ["TFJob"])
+    assert sorted(with_legacy) == ["kubeflow-tf", "legacy-tf", "volcano"]
+    assert len(await store.uids_in_etcd(Job, later)) == 5
