@@ -2,7 +2,8 @@
 
 The Kopf handlers call one method per watched resource and nothing else; this is
 where the decisions of DESIGN.md meet: DELETED marks the row gone (decision 4),
-pods and Events are stored only when they belong to a tracked job, and what
+pods and Events are stored only when they belong to a tracked job (directly or
+through an intermediate object: a JobSet, a batch Job, a RayCluster), and what
 cannot be attributed yet waits in ``Attribution`` instead of being dropped.
 
 An object that cannot be converted is logged with its kind, namespace, name and
@@ -202,7 +203,8 @@ class Recorder:
             await self.intermediate(kind, waiting.event_type, waiting.body)
 
     async def event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """Store an Event about a tracked job or a pod of one; let it wait for an unseen pod."""
+        """Store an Event about a tracked job, or about a pod or intermediate object of one;
+        let it wait while its subject is unseen."""
         try:
             involved = convert.involved_object(body)
         except convert.InvalidObject as exc:
