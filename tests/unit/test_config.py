@@ -1,8 +1,10 @@
 import json
+import re
 
 import pytest
 
 from jobarchive.config import DEFAULT_DB_URL, ConfigError, load, matches, redact_url
+from tests.support.operator import REPO
 
 
 def test_without_configuration_the_embedded_sqlite_file_is_used() -> None:
@@ -155,3 +157,12 @@ def test_the_batch_job_selector_is_off_by_default_and_parsed_like_kubectls() -> 
     for bad in ("team!=ml", "=ml", "team=", "a,,b"):
         with pytest.raises(ConfigError, match="JOBARCHIVE_BATCH_JOB_SELECTOR"):
             load({"JOBARCHIVE_BATCH_JOB_SELECTOR": bad})
+
+
+def test_the_readme_table_documents_every_variable_the_code_reads() -> None:
+    source = (REPO / "operator" / "jobarchive" / "config.py").read_text()
+    readme = (REPO / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    read = set(re.findall(r'"((?:JOBARCHIVE|MYSQL)_[A-Z_]+|REGION)"', source))
+    documented = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE))
+    assert read == documented
