@@ -15,12 +15,15 @@ only.
 """
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import pymysql
+from aiomysql.cursors import DictCursor
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.exceptions import DBConnectionError
 from tortoise.expressions import Q
@@ -170,6 +173,49 @@ def _sqlite_value(value: Any) -> Any:
     return int(value) if isinstance(value, bool) else value
 
 
+Execute = Callable[[str, list[Any]], Awaitable[tuple[int, Sequence[Mapping[str, Any]]]]]
+
+
+async def _execute_raw(raw: Any, sql: str, params: list[Any]) -> tuple[int, list[dict[str, Any]]]:
+    """One statement on an aiomysql connection: affected rows and fetched rows."""
+    async with raw.cursor(DictCursor) as cursor:
+        await cursor.execute(sql, params or None)
+        return cursor.rowcount, list(await cursor.fetchall())
+
+
+async def _upsert(
+    model: type[Stamped], rows: Sequence[Mapping[str, Any]], mysql: bool, execute: Execute
+) -> int:
+    """The upsert statements of ``Store.upsert``, run by ``execute``; returns stale rows."""
+    if not rows:
+        return 0
+    table = TABLES[model]
+    now = utcnow()
+    prepared = []
+    for row in rows:
+        stamped = dict(row)
+        model.stamp(stamped, now)
+        prepared.append(stamped)
+    build = _mysql_upsert if mysql else _sqlite_upsert
+    convert = mysql_value if mysql else _sqlite_value
+    stale = 0
+    for start in range(0, len(prepared), ROWS_PER_STATEMENT):
+        chunk = prepared[start : start + ROWS_PER_STATEMENT]
+        params = [convert(row[column]) for row in chunk for column in table.columns]
+        if mysql:
+            # MySQL's affected-rows count cannot tell a stale row from an insert plus
+            # an update, so the guard counts in a session variable instead.
+            await execute("SET @jobarchive_kept = 0", [])
+            await execute(build(table, len(chunk)), params)
+            _, found = await execute("SELECT @jobarchive_kept AS kept", [])
+            stale += int(found[0]["kept"])
+        else:
+            # SQLite counts only rows inserted or updated; the guard's WHERE skips the rest.
+            changed, _ = await execute(build(table, len(chunk)), params)
+            stale += len(chunk) - changed
+    return stale
+
+
 class Store:
     """Writes rows and answers the attribution lookups, over the open Tortoise connection."""
 
@@ -191,35 +237,9 @@ class Store:
 
         Returns how many rows were skipped as stale.
         """
-        if not rows:
-            return 0
-        table = TABLES[model]
-        now = utcnow()
-        prepared = []
-        for row in rows:
-            stamped = dict(row)
-            model.stamp(stamped, now)
-            prepared.append(stamped)
         conn = connection or self.connection
         mysql = conn.capabilities.dialect == "mysql"
-        build = _mysql_upsert if mysql else _sqlite_upsert
-        convert = mysql_value if mysql else _sqlite_value
-        stale = 0
-        for start in range(0, len(prepared), ROWS_PER_STATEMENT):
-            chunk = prepared[start : start + ROWS_PER_STATEMENT]
-            params = [convert(row[column]) for row in chunk for column in table.columns]
-            if mysql:
-                # MySQL's affected-rows count cannot tell a stale row from an insert plus
-                # an update, so the guard counts in a session variable instead.
-                await conn.execute_query("SET @jobarchive_kept = 0")
-                await conn.execute_query(build(table, len(chunk)), params)
-                _, found = await conn.execute_query("SELECT @jobarchive_kept AS kept")
-                stale += int(found[0]["kept"])
-            else:
-                # SQLite counts only rows inserted or updated; the guard's WHERE skips the rest.
-                changed, _ = await conn.execute_query(build(table, len(chunk)), params)
-                stale += len(chunk) - changed
-        return stale
+        return await _upsert(model, rows, mysql, conn.execute_query)
 
     async def write_batch(
         self, batch: Mapping[K, tuple[type[Stamped], Sequence[Mapping[str, Any]]]]
@@ -228,10 +248,29 @@ class Store:
 
         Returns the number of stale rows skipped in each group.
         """
-        stale: dict[K, int] = {}
-        async with in_transaction(self.connection.connection_name) as transaction:
-            for group, (model, rows) in batch.items():
-                stale[group] = await self.upsert(model, rows, transaction)
+        conn = self.connection
+        if conn.capabilities.dialect != "mysql":
+            async with in_transaction(conn.connection_name) as transaction:
+                return {
+                    group: await self.upsert(model, rows, transaction)
+                    for group, (model, rows) in batch.items()
+                }
+        # On a connection of our own, not Tortoise's pooled transaction: when BEGIN
+        # fails on a dead connection, that one never gives its connection back, and
+        # a few database restarts would drain the pool.
+        async with conn.acquire_connection() as raw:
+            execute = functools.partial(_execute_raw, raw)
+            await raw.begin()
+            try:
+                stale = {
+                    group: await _upsert(model, rows, True, execute)
+                    for group, (model, rows) in batch.items()
+                }
+                await raw.commit()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await raw.rollback()
+                raise
         return stale
 
     async def live_job_uid(self, namespace: str, name: str) -> str | None:
