@@ -17,6 +17,7 @@ from jobarchive.convert import (
     pod_row,
 )
 from jobarchive.convert.quantities import parse_quantity
+from jobarchive.kinds import BATCH_JOB
 from tests.support import objects as o
 
 KINDS = load({}).kinds
@@ -54,9 +55,32 @@ json_value = st.recursive(
 )
 
 
+# Where the other families keep what their strategies read.
+STRATEGY_PATHS = [
+    ("spec", "trainer"),
+    ("spec", "trainer", "numNodes"),
+    ("spec", "trainer", "resourcesPerNode"),
+    ("status", "jobsStatus"),
+    ("spec", "rayClusterSpec"),
+    ("spec", "rayClusterSpec", "workerGroupSpecs"),
+    ("spec", "rayClusterSpec", "headGroupSpec"),
+    ("status", "jobDeploymentStatus"),
+    ("status", "jobStatus"),
+    ("status", "endTime"),
+    ("status", "reason"),
+    ("spec", "tasks"),
+    ("status", "state"),
+    ("status", "state", "phase"),
+    ("spec", "parallelism"),
+    ("status", "active"),
+    ("status", "completionTime"),
+]
+
+
 def scramble(base: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     """A realistic object with arbitrary values put at arbitrary known and unknown paths."""
     paths = [
+        *STRATEGY_PATHS,
         ("metadata",),
         ("metadata", "name"),
         ("metadata", "uid"),
@@ -113,6 +137,35 @@ def complete_or_invalid(convert: Any, obj: Any) -> None:
 @given(scramble(JOB))
 def test_any_job_converts_or_is_invalid(obj: dict[str, Any]) -> None:
     complete_or_invalid(lambda body: job_row(body, TFJOB, None), obj)
+
+
+BATCH_JOB_OBJECT = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "finetune", "namespace": "ml", "uid": "b", "resourceVersion": "9"},
+    "spec": {"parallelism": 2, "template": {"spec": {"containers": [{"name": "t"}]}}},
+    "status": {"active": 1},
+}
+FAMILIES = {
+    "trainjob": (o.fixture("trainjob-torch.yaml"), "TrainJob"),
+    "rayjob": (o.fixture("rayjob.yaml"), "RayJob"),
+    "volcano": (o.fixture("volcano-job.yaml"), "Job"),
+}
+
+
+@pytest.mark.parametrize("family", [*FAMILIES, "batch"])
+@PROPERTIES
+@given(data=st.data())
+def test_any_job_of_every_family_converts_or_is_invalid(family: str, data: st.DataObject) -> None:
+    if family == "batch":
+        base, kind = BATCH_JOB_OBJECT, BATCH_JOB
+    else:
+        base, name = FAMILIES[family]
+        found = KINDS.find(base["apiVersion"], name)
+        assert found is not None
+        kind = found
+    obj = data.draw(scramble(base))
+    complete_or_invalid(lambda body: job_row(body, kind, None), obj)
 
 
 @PROPERTIES
