@@ -100,7 +100,11 @@ async def start(
         )
         _BACKGROUND.add(task)
     if SETTINGS.retention_days:
-        pruning = retention.prune_forever(SETTINGS.retention_days, retention.PRUNE_INTERVAL)
+        pruning = retention.prune_forever(
+            SETTINGS.retention_days,
+            retention.PRUNE_INTERVAL,
+            standing_by=lambda: RECONCILER.active is False,
+        )
         _BACKGROUND.add(asyncio.create_task(pruning))
     logger.info(
         "Recording %d job kinds, their pods and Events (region: %s)",

@@ -92,6 +92,8 @@ class Reconciler:
         self.store = store
         self.writer = writer
         self.marked_total = 0
+        # Whether this replica was the active one when last checked; None before that.
+        self.active: bool | None = None
 
     async def run_once(self, api: client.ApiClient) -> Outcome:
         """List everything, then mark what is gone; returns the counts."""
@@ -148,7 +150,7 @@ class Reconciler:
                             else "Standing by for a peer of higher priority: not reconciling"
                         )
                     due = not was_active or time.monotonic() - last_run >= interval
-                    was_active = active
+                    was_active = self.active = active
                     if active and due:
                         last_run = time.monotonic()
                         self._report(await self.run_once(api))

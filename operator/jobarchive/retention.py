@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from jobarchive.models import Event, Job, Pod, utcnow
 
@@ -77,9 +77,15 @@ def _chunks(uids: Sequence[str]) -> Iterator[list[str]]:
         yield list(uids[start : start + CHUNK])
 
 
-async def prune_forever(days: int, interval: float) -> None:
-    """Prune every ``interval`` seconds; errors are logged, not fatal."""
+async def prune_forever(
+    days: int, interval: float, standing_by: Callable[[], bool] = lambda: False
+) -> None:
+    """Prune every ``interval`` seconds unless this replica stands by; errors are logged,
+    not fatal."""
     while True:
+        if standing_by():
+            await asyncio.sleep(interval)
+            continue
         try:
             pruned = await prune(cutoff(days))
         except Exception as exc:

@@ -1,6 +1,7 @@
 """Retention on both databases: exactly the jobs that finished long ago and left the
 cluster go, with their pods and their and their pods' Events; nothing else does."""
 
+import asyncio
 import datetime
 
 from jobarchive import retention
@@ -48,3 +49,21 @@ async def test_prune_deletes_old_gone_jobs_with_their_pods_and_events_in_batches
 
 def test_the_cutoff_is_days_before_now() -> None:
     assert retention.cutoff(30, NOW) == datetime.datetime(2026, 10, 30, tzinfo=datetime.UTC)
+
+
+async def test_a_standby_replica_does_not_prune_until_it_is_active(database: str) -> None:
+    async with History() as history:
+        await record(history, "old", "2026-03-01T00:00:00Z", gone=True, pods=1)
+    standing_by = True
+    task = asyncio.create_task(retention.prune_forever(90, 0.02, lambda: standing_by))
+    try:
+        await asyncio.sleep(0.2)
+        assert await Job.all().count() == 1
+        standing_by = False
+        for _ in range(100):
+            if not await Job.all().exists():
+                break
+            await asyncio.sleep(0.02)
+        assert not await Job.all().exists()
+    finally:
+        task.cancel()
