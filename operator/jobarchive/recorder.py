@@ -10,6 +10,7 @@ An object that cannot be converted is logged with its kind, namespace, name and
 the reason, and skipped; it never raises into Kopf.
 """
 
+import collections
 import datetime
 import logging
 from collections.abc import Awaitable, Mapping
@@ -19,6 +20,8 @@ from jobarchive import convert, metrics
 from jobarchive.attribution import UNRELATED, Attribution, Waiting
 from jobarchive.config import Settings, matches
 from jobarchive.convert.common import mapping, text
+from jobarchive.convert.resources import resources_json
+from jobarchive.convert.strategies import jobset_roles
 from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
 from jobarchive.models import Event, Job, Pod, Stamped, utcnow
 from jobarchive.store import Store, is_unavailable
@@ -27,6 +30,7 @@ from jobarchive.writer import Writer
 logger = logging.getLogger(__name__)
 
 DELETED = "DELETED"
+ROLES_REMEMBERED = 10_000
 # Kubernetes keeps Events for an hour by default (--event-ttl); two covers a longer setting.
 EVENT_LIFETIME_HOURS = 2
 
@@ -58,6 +62,9 @@ class Recorder:
         self.store = store
         self.writer = writer
         self.attribution = attribution
+        # TrainJob uid -> roles read from its JobSet, which knows the runtime's defaults
+        # that the TrainJob's own spec leaves out. Bounded: oldest forgotten first.
+        self._jobset_roles: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
 
     async def load(self) -> None:
         """Prime the attribution state from the database; call once at start."""
@@ -74,6 +81,9 @@ class Recorder:
         except convert.InvalidObject as exc:
             self._invalid(kind.kind, body, exc)
             return
+        roles = self._jobset_roles.get(row["job_id"])
+        if roles is not None:
+            row["resources"] = resources_json(roles)
         gone = event_type == DELETED
         if gone:
             convert.mark_gone(row, utcnow())
@@ -152,8 +162,10 @@ class Recorder:
         owner_uid = text(owner.get("uid")) if owner is not None else None
         if owner is None or not owner_uid:
             job_uid = UNRELATED
-        elif self.settings.kinds.find(owner.get("apiVersion"), owner.get("kind")) is not None:
+        elif owner_kind := self.settings.kinds.find(owner.get("apiVersion"), owner.get("kind")):
             job_uid = owner_uid
+            if kind == "JobSet" and owner_kind.strategy == "trainjob":
+                await self._refine_roles(owner_uid, body)
         elif is_intermediate(owner.get("apiVersion"), owner.get("kind")):
             known = self.attribution.owner_job(owner_uid)
             if known is None:
@@ -166,6 +178,33 @@ class Recorder:
         else:
             job_uid = UNRELATED
         await self._resolved(uid, job_uid)
+
+    async def _refine_roles(self, trainjob_uid: str, jobset: Mapping[str, Any]) -> None:
+        """Give a TrainJob the roles its JobSet states, now and on its later writes."""
+        try:
+            roles = jobset_roles(jobset)
+        except convert.InvalidObject as exc:
+            self._invalid("JobSet", jobset, exc)
+            return
+        self._jobset_roles[trainjob_uid] = roles
+        self._jobset_roles.move_to_end(trainjob_uid)
+        while len(self._jobset_roles) > ROLES_REMEMBERED:
+            self._jobset_roles.popitem(last=False)
+        stored = await self._lookup_rows(trainjob_uid)
+        if stored and stored["resources"] != resources_json(roles):
+            # Rewritten at its own resourceVersion: a newer TrainJob write wins the guard,
+            # and that one took the roles from the map above.
+            stored["resources"] = resources_json(roles)
+            await self._write(Job, "TrainJob", [stored], [None])
+
+    async def _lookup_rows(self, job_uid: str) -> dict[str, Any] | None:
+        try:
+            rows = await self.store.rows(Job, [job_uid])
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            return None
+        return rows[0] if rows else None
 
     async def batch_job(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A batch Job: a training job of its own when opted in (no controller, labels

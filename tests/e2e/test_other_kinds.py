@@ -2,6 +2,7 @@
 Trainer v2 TrainJob whose pods belong to its JobSet's batch Jobs."""
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -104,13 +105,11 @@ async def test_a_trainjob_through_its_jobset_and_batch_jobs_deleted_before_its_p
         "uid": meta["uid"],
         "controller": True,
     }
-    jobset = await cluster.create(
-        JOBSETS,
-        {
-            "metadata": {"name": name, "namespace": ns, "ownerReferences": [controller]},
-            "spec": {"replicatedJobs": [{"name": "node", "replicas": 1}]},
-        },
-    )
+    jobset_body = o.fixture("jobset-of-trainjob.yaml")
+    for field in ("uid", "resourceVersion", "creationTimestamp"):
+        del jobset_body["metadata"][field]
+    jobset_body["metadata"]["ownerReferences"] = [controller]
+    jobset = await cluster.create(JOBSETS, jobset_body)
     jobset_owner = {
         "apiVersion": jobset["apiVersion"],
         "kind": "JobSet",
@@ -213,5 +212,11 @@ async def test_a_trainjob_through_its_jobset_and_batch_jobs_deleted_before_its_p
     await eventually(finished)
     row = await Job.get(job_id=meta["uid"])
     assert (row.kind, row.api_version) == ("TrainJob", "trainer.kubeflow.org/v1alpha1")
+    # The roles as the JobSet states them, the runtime's initializer included.
+    roles = json.loads(row.resources)
+    assert {name: role["replicas"] for name, role in roles.items()} == {
+        "dataset-initializer": 1,
+        "node": 2,
+    }
     event = await eventually(lambda: Event.filter(obj_uid=child["metadata"]["uid"]).first())
     assert event.job_id == meta["uid"]

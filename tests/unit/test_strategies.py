@@ -10,6 +10,7 @@ import pytest
 
 from jobarchive.config import load
 from jobarchive.convert import InvalidObject, job_row, pod_row
+from jobarchive.convert.strategies import jobset_roles
 from jobarchive.kinds import BATCH_JOB, JobKind
 from tests.support import objects as o
 
@@ -299,3 +300,15 @@ def test_batch_job_status_and_finish(status: Body, expected: str, finished: str 
     assert (converted["status"], converted["api_version"]) == (expected, "batch/v1")
     assert converted["gmt_finished"] == (at(finished) if finished else None)
     assert json.loads(converted["resources"])["job"]["replicas"] == 2
+
+
+def test_a_jobset_states_a_trainjobs_roles_with_the_runtimes_defaults() -> None:
+    roles = jobset_roles(o.fixture("jobset-of-trainjob.yaml"))
+    assert {name: role["replicas"] for name, role in roles.items()} == {
+        "dataset-initializer": 1,
+        "node": 2,
+    }
+    assert roles["node"]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert jobset_roles({"spec": None}) == {}
+    with pytest.raises(InvalidObject, match="parallelism"):
+        jobset_roles({"spec": {"replicatedJobs": [{"template": {"spec": {"parallelism": "2"}}}]}})

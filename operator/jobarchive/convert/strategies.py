@@ -139,6 +139,24 @@ def trainjob_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
     return {"node": _role(nodes, {"containers": [{"resources": per_node}]})}
 
 
+def jobset_roles(jobset: Object) -> dict[str, Any]:
+    """A TrainJob's roles as its JobSet spells them, the runtime's defaults applied: each
+    replicated job (``node``, ``dataset-initializer``, ...) with replicas x parallelism."""
+    roles: dict[str, Any] = {}
+    for index, raw in enumerate(sequence(mapping(jobset.get("spec")).get("replicatedJobs"))):
+        replicated = mapping(raw)
+        where = f"spec.replicatedJobs[{index}]"
+        name = text(replicated.get("name")) or f"job-{index}"
+        replicas = _replicas(replicated.get("replicas"), f"{where}.replicas", 1)
+        job_spec = mapping(mapping(replicated.get("template")).get("spec"))
+        parallelism = _replicas(
+            job_spec.get("parallelism"), f"{where}.template.spec.parallelism", 1
+        )
+        pod_spec = mapping(job_spec.get("template")).get("spec")
+        roles[name] = _role(replicas * parallelism, pod_spec)
+    return roles
+
+
 # KubeRay RayJob: no conditions; jobDeploymentStatus with jobStatus.
 
 _RAY_DEPLOYMENT = {
