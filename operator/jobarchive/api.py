@@ -225,10 +225,18 @@ async def _openapi(_: web.Request) -> web.Response:
     return web.json_response(openapi())
 
 
-async def serve(host: str, port: int, query_timeout: float = DEFAULT_TIMEOUT) -> web.AppRunner:
-    """Start serving the API; the caller cleans the runner up."""
+async def serve(
+    host: str, port: int, query_timeout: float = DEFAULT_TIMEOUT
+) -> web.AppRunner | None:
+    """Start serving the API; the caller cleans the runner up. None, logged, when the
+    port cannot be bound: in the operator, the API is worth less than the archive."""
     runner = web.AppRunner(Api(query_timeout).app(), access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host=host, port=port).start()
+    try:
+        await web.TCPSite(runner, host=host, port=port).start()
+    except OSError as exc:
+        logger.error("Cannot serve the API on %s:%d: %s", host, port, exc)
+        await runner.cleanup()
+        return None
     logger.info("Serving the read-only API on %s:%d%s", host, port, PREFIX)
     return runner

@@ -320,6 +320,9 @@ def serve(db_url: str | None, host: str, port: int, timeout: float | None) -> No
     async def run_forever() -> None:
         await db.open_database(db_url or settings.db_url, create=False)
         runner = await api.serve(host, port, timeout or settings.api_timeout)
+        if runner is None:
+            await db.close_database()
+            raise click.ClickException(f"cannot listen on {host}:{port}")
         try:
             await asyncio.Event().wait()
         finally:

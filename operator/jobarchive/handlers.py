@@ -92,8 +92,9 @@ async def start(
             f"Cannot open the database {SETTINGS.db_url_redacted}: {reason}", delay=10
         ) from None
     WRITER.start()
-    if SETTINGS.api_port and len(_SERVERS) < 2:
-        _SERVERS.append(await api.serve("0.0.0.0", SETTINGS.api_port, SETTINGS.api_timeout))
+    if SETTINGS.api_port:
+        runner = await api.serve("0.0.0.0", SETTINGS.api_port, SETTINGS.api_timeout)
+        _SERVERS.extend([runner] if runner is not None else [])
     if SETTINGS.resync_interval:
         task = asyncio.create_task(
             RECONCILER.run_forever(SETTINGS.resync_interval, peering, SETTINGS.peering_lifetime)

@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 import time
@@ -168,3 +169,14 @@ def test_serve_answers_the_api_over_http(filled: tuple[str, str]) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_serve_on_a_taken_port_says_so_and_exits(filled: tuple[str, str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run(filled[0], "serve", "--host", "127.0.0.1", "--port", str(port))
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
