@@ -14,6 +14,7 @@ COPY operator/ operator/
 RUN pip install --no-compile .
 
 USER 10001
-EXPOSE 8080
+# Kopf's health endpoint and the Prometheus metrics.
+EXPOSE 8080 8000
 CMD ["kopf", "run", "--all-namespaces", "--peering=jobarchive", \
      "--liveness=http://0.0.0.0:8080/healthz", "operator/main.py"]
