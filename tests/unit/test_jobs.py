@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from jobarchive.convert import InvalidObject, job_row, job_status, mark_gone
+from jobarchive.convert import InvalidObject, job_row, mark_gone
+from jobarchive.convert.strategies import kubeflow_status
 from jobarchive.kinds import BUILTIN_KINDS, JobKind
 from tests.support import objects as o
 
@@ -142,7 +143,7 @@ def test_a_huge_tenancy_value_is_clipped_to_its_column() -> None:
     ],
 )
 def test_status_is_the_last_true_condition(conditions: list[dict[str, str]], status: str) -> None:
-    assert job_status(conditions) == status
+    assert kubeflow_status({"status": {"conditions": conditions}}) == status
 
 
 def test_a_failed_job_without_completion_time_finishes_at_the_failed_transition() -> None:

@@ -8,7 +8,7 @@ reason; it never raises anything else on any input.
 
 from jobarchive.convert.common import InvalidObject, last_change, mark_gone
 from jobarchive.convert.events import InvolvedObject, event_row, involved_object
-from jobarchive.convert.jobs import job_row, job_status
+from jobarchive.convert.jobs import job_row
 from jobarchive.convert.pods import IntermediateLink, NameLink, OwnerLink, pod_job_link, pod_row
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "event_row",
     "involved_object",
     "job_row",
-    "job_status",
     "last_change",
     "mark_gone",
     "pod_job_link",

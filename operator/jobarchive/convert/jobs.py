@@ -13,7 +13,7 @@ from typing import Any
 from jobarchive import models
 from jobarchive.convert.common import clip, identity, mapping, text, uid
 from jobarchive.convert.resources import resources_json
-from jobarchive.convert.strategies import STRATEGIES, kubeflow_status
+from jobarchive.convert.strategies import STRATEGIES
 from jobarchive.kinds import JobKind
 
 TENANCY_ANNOTATION = "kubedl.io/tenancy"
@@ -43,11 +43,6 @@ def job_row(obj: Mapping[str, Any], kind: JobKind, region: str | None) -> dict[s
         remark=strategy.remark(obj, current),
     )
     return row
-
-
-def job_status(conditions: list[Mapping[str, Any]]) -> str:
-    """The Kubeflow v1 status: the last true condition's type; ``Created`` if none."""
-    return kubeflow_status({"status": {"conditions": conditions}})
 
 
 def _tenancy(raw: object) -> dict[str, str]:
