@@ -37,6 +37,9 @@ from jobarchive.writer import Writer
 logger = logging.getLogger(__name__)
 
 PAGE_SIZE = 500
+# Only uids are needed: ask for metadata alone, as kubectl does, and take full objects
+# from a server that cannot serve it. Full pods cost most of a listing's time and memory.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 ROWS_PER_WRITE = 500
 
 
@@ -70,6 +73,7 @@ async def list_uids(api: client.ApiClient, path: str) -> set[str]:
             path,
             "GET",
             query_params=query,
+            header_params={"Accept": METADATA_ONLY},
             auth_settings=["BearerToken"],
             _preload_content=False,
             _return_http_data_only=True,

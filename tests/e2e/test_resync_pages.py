@@ -3,7 +3,7 @@
 import pytest
 from kubernetes_asyncio import client
 
-from jobarchive.resync import PAGE_SIZE, list_uids
+from jobarchive.resync import METADATA_ONLY, PAGE_SIZE, list_uids
 from tests.support import objects as o
 from tests.support.cluster import PODS, Cluster, Feed
 
@@ -22,6 +22,7 @@ async def test_listing_reads_every_page_with_its_continue_token(cluster: Cluster
     async with client.ApiClient(configuration) as api:
         assert await list_uids(api, "/api/v1/pods") == uids
     pages = [r for r in cluster.emulator if r.url.path == "/api/v1/pods" and "limit" in r.params]
+    assert {r.headers.get("Accept") for r in pages} == {METADATA_ONLY}
     assert [(r.params["limit"], r.params.get("continue")) for r in pages] == [
         (str(PAGE_SIZE), None),
         (str(PAGE_SIZE), str(PAGE_SIZE)),
