@@ -10,15 +10,14 @@ for an unknown job, 504 when a query outlives ``timeout``.
 
 import asyncio
 import dataclasses
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from jobarchive import queries
+from jobarchive.serving import listen
 
-logger = logging.getLogger(__name__)
 PREFIX = "/api/v1"
 DEFAULT_TIMEOUT = 10.0
 
@@ -228,15 +227,5 @@ async def _openapi(_: web.Request) -> web.Response:
 async def serve(
     host: str, port: int, query_timeout: float = DEFAULT_TIMEOUT
 ) -> web.AppRunner | None:
-    """Start serving the API; the caller cleans the runner up. None, logged, when the
-    port cannot be bound: in the operator, the API is worth less than the archive."""
-    runner = web.AppRunner(Api(query_timeout).app(), access_log=None)
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, host=host, port=port).start()
-    except OSError as exc:
-        logger.error("Cannot serve the API on %s:%d: %s", host, port, exc)
-        await runner.cleanup()
-        return None
-    logger.info("Serving the read-only API on %s:%d%s", host, port, PREFIX)
-    return runner
+    """Start serving the API; None, logged, when the port cannot be bound."""
+    return await listen(Api(query_timeout).app(), host, port, f"the read-only API at {PREFIX}")

@@ -16,14 +16,13 @@ Outcomes of ``jobarchive_objects_total``:
 - ``expired``: a pod or Event waited for its job or pod longer than the TTL.
 """
 
-import logging
 from collections.abc import Callable
 
 from aiohttp import web
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
 
-logger = logging.getLogger(__name__)
+from jobarchive.serving import listen
 
 OBJECTS = Counter(
     "jobarchive_objects",
@@ -98,19 +97,7 @@ async def _metrics(request: web.Request) -> web.Response:
 
 
 async def serve(port: int) -> web.AppRunner | None:
-    """Serve ``/metrics`` on all interfaces; None, logged, when the port cannot be bound.
-
-    Metrics are worth less than the archive: a taken port costs the metrics, not the run.
-    """
+    """Serve ``/metrics`` on all interfaces; None, logged, when the port cannot be bound."""
     app = web.Application()
     app.router.add_get("/metrics", _metrics)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, port=port).start()
-    except OSError as exc:
-        logger.error("Cannot serve metrics on port %d: %s", port, exc)
-        await runner.cleanup()
-        return None
-    logger.info("Serving Prometheus metrics on port %d at /metrics", port)
-    return runner
+    return await listen(app, "0.0.0.0", port, "Prometheus metrics at /metrics")
