@@ -101,10 +101,7 @@ def controller_of(owner_references: object) -> Mapping[str, Any] | None:
 
 def is_intermediate(api_version: object, kind: object) -> bool:
     """Whether an apiVersion/kind names an intermediate kind, whatever its version."""
-    if not isinstance(api_version, str) or not isinstance(kind, str):
-        return False
-    group = api_version.rpartition("/")[0]
-    return any(k.group == group and k.kind == kind for k in INTERMEDIATE_KINDS)
+    return _INTERMEDIATES.find(api_version, kind) is not None
 
 
 # What JOBARCHIVE_EXTRA_KINDS may (and must) give: kinds of the Kubeflow v1 shape.
@@ -170,3 +167,6 @@ class KindRegistry:
         if ref is not None and self.find(ref.get("apiVersion"), ref.get("kind")) is not None:
             return ref
         return None
+
+
+_INTERMEDIATES = KindRegistry(INTERMEDIATE_KINDS)

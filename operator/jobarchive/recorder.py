@@ -14,7 +14,7 @@ import collections
 import datetime
 import logging
 from collections.abc import Awaitable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from jobarchive import convert, metrics
 from jobarchive.attribution import UNRELATED, Attribution, Waiting
@@ -29,6 +29,7 @@ from jobarchive.writer import Writer
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 DELETED = "DELETED"
 ROLES_REMEMBERED = 10_000
 # Kubernetes keeps Events for an hour by default (--event-ttl); two covers a longer setting.
@@ -190,21 +191,13 @@ class Recorder:
         self._jobset_roles.move_to_end(trainjob_uid)
         while len(self._jobset_roles) > ROLES_REMEMBERED:
             self._jobset_roles.popitem(last=False)
-        stored = await self._lookup_rows(trainjob_uid)
+        rows = await self._lookup(self.store.rows(Job, [trainjob_uid]))
+        stored = rows[0] if rows else None
         if stored and stored["resources"] != resources_json(roles):
             # Rewritten at its own resourceVersion: a newer TrainJob write wins the guard,
             # and that one took the roles from the map above.
             stored["resources"] = resources_json(roles)
             await self._write(Job, "TrainJob", [stored], [None])
-
-    async def _lookup_rows(self, job_uid: str) -> dict[str, Any] | None:
-        try:
-            rows = await self.store.rows(Job, [job_uid])
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
-            return None
-        return rows[0] if rows else None
 
     async def batch_job(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A batch Job: a training job of its own when opted in (no controller, labels
@@ -276,9 +269,10 @@ class Recorder:
         self.attribution.wait_for_pod(involved.uid, event_uid, event_type, dict(body))
         self._sweep()
 
-    async def _lookup(self, query: Awaitable[str | None]) -> str | None:
+    async def _lookup(self, query: Awaitable[T]) -> T | None:
         """A database lookup; while the database is away, the answer is "not known yet",
-        so the object waits for attribution instead of being lost."""
+        so the object waits for attribution (or the refinement for the next write)
+        instead of being lost."""
         try:
             return await query
         except Exception as exc:
