@@ -146,7 +146,7 @@ class Api:
         values = parse(request.query, JOB_PARAMS + PAGE)
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
         page = await queries.list_jobs(queries.JobQuery(**values), limit, cursor)
-        return {"items": page.items, "next_cursor": page.next_cursor}
+        return page.as_json()
 
     async def _job(self, request: web.Request) -> Any:
         parse(request.query, ())
@@ -161,13 +161,13 @@ class Api:
         found = await queries.find_jobs(f"{namespace}/{name}")
         if not found:
             return error(404, f"no job {namespace}/{name}")
-        return {"items": found, "next_cursor": None}
+        return queries.Page(found, None).as_json()
 
     async def _events(self, request: web.Request) -> Any:
         values = parse(request.query, EVENT_PARAMS + PAGE)
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
         page = await queries.list_events(queries.EventQuery(**values), limit, cursor)
-        return {"items": page.items, "next_cursor": page.next_cursor}
+        return page.as_json()
 
     async def _stats(self, request: web.Request) -> Any:
         values = parse(request.query, STATS_PARAMS)

@@ -72,6 +72,21 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def _print_page(
+    page: queries.Page,
+    output: str,
+    noun: str,
+    columns: Sequence[str],
+    rows: Callable[[Sequence[Mapping[str, Any]]], list[list[str]]],
+) -> None:
+    if output == "json":
+        _print_json(page.as_json())
+        return
+    _table(f"{len(page.items)} {noun}", columns, rows(page.items))
+    if page.next_cursor:
+        click.echo(f"more: --cursor {page.next_cursor}")
+
+
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for column in columns:
@@ -135,12 +150,7 @@ def jobs(
         filters[name] = _time(filters[name], "--" + name.replace("_", "-"))
     query = queries.JobQuery(**filters)
     page = _run(db_url, lambda: queries.list_jobs(query, limit, cursor))
-    if output == "json":
-        _print_json({"items": page.items, "next_cursor": page.next_cursor})
-        return
-    _table(f"{len(page.items)} jobs", JOB_COLUMNS, _job_rows(page.items))
-    if page.next_cursor:
-        click.echo(f"more: --cursor {page.next_cursor}")
+    _print_page(page, output, "jobs", JOB_COLUMNS, _job_rows)
 
 
 @main.command()
@@ -162,7 +172,7 @@ def job(db_url: str | None, reference: str, output: str) -> None:
         raise click.ClickException(f"no job {reference}")
     if len(found) > 1:
         if output == "json":
-            _print_json({"items": found, "next_cursor": None})
+            _print_json(queries.Page(found, None).as_json())
         else:
             _table(f"{len(found)} jobs named {reference}", JOB_COLUMNS, _job_rows(found))
             click.echo("Name one by its uid: jobarchive job UID")
@@ -244,12 +254,7 @@ def events(
         type=type_, since=_time(since, "--since"), until=_time(until, "--until"), **filters
     )
     page = _run(db_url, lambda: queries.list_events(query, limit, cursor))
-    if output == "json":
-        _print_json({"items": page.items, "next_cursor": page.next_cursor})
-        return
-    _table(f"{len(page.items)} Events", EVENT_COLUMNS, _event_rows(page.items))
-    if page.next_cursor:
-        click.echo(f"more: --cursor {page.next_cursor}")
+    _print_page(page, output, "Events", EVENT_COLUMNS, _event_rows)
 
 
 @main.command()

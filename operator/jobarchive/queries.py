@@ -50,6 +50,10 @@ class Page:
     items: list[dict[str, Any]]
     next_cursor: str | None
 
+    def as_json(self) -> dict[str, Any]:
+        """The page as the CLI and the API answer it."""
+        return {"items": self.items, "next_cursor": self.next_cursor}
+
 
 @dataclasses.dataclass(frozen=True)
 class JobQuery:
