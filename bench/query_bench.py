@@ -6,26 +6,19 @@ KubeDL's console read these tables: pages by OFFSET and names by ``LIKE '%x%'``.
 """
 
 import random
-import statistics
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.support import bulk
 
+from bench.e2e_bench import percentiles
 from jobarchive import db, queries
 from jobarchive.models import Job
 from jobarchive.queries import EventQuery, JobQuery
 
 REPEAT = 60
 Query = Callable[[random.Random], Awaitable[Any]]
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    """p50 and p99 in milliseconds."""
-    ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return statistics.median(ordered) * 1000, p99 * 1000
 
 
 async def measure(query: Query, seed: int = 1) -> tuple[float, float]:
@@ -36,7 +29,8 @@ async def measure(query: Query, seed: int = 1) -> tuple[float, float]:
         started = time.perf_counter()
         await query(rng)
         samples.append(time.perf_counter() - started)
-    return percentiles(samples)
+    p50, p99 = percentiles(samples)
+    return p50 * 1000, p99 * 1000
 
 
 async def _deep_cursor(depth: int) -> str:

@@ -2,7 +2,6 @@
 loses nothing. Stops and restarts the test MariaDB server itself."""
 
 import asyncio
-import socket
 import subprocess
 import time
 
@@ -14,20 +13,13 @@ from jobarchive.models import Event, Pod
 from tests.conftest import OperatorFactory, eventually
 from tests.support import objects as o
 from tests.support.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
-from tests.support.operator import REPO
+from tests.support.operator import REPO, free_port
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
 ALL = [PODS, EVENTS, *(job_resource(kind) for kind in BUILTIN_KINDS)]
 OUTAGE_SECONDS = 20
 BURST = 300
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def health(url: str) -> int:
