@@ -23,6 +23,7 @@ from tests.support.cluster import (
     EVENTS,
     PODS,
     Cluster,
+    Resource,
     emulated_cluster,
     job_resource,
     resource_of,
@@ -93,48 +94,67 @@ async def finish(cluster: Cluster, pod: tuple[Body, Body], code: int, reason: st
     await cluster.patch(PODS, meta["namespace"], meta["name"], {"status": terminated})
 
 
-async def succeeding_pytorchjob(cluster: Cluster) -> None:
-    job = o.with_meta(
-        o.example("pytorch-simple.yaml"),
-        name="mnist-ddp",
-        namespace="research",
-        creationTimestamp=ago(95),
-    )
-    job = await cluster.create(PYTORCHJOBS, job)
+SPECS_KEYS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs"}
+
+
+async def set_conditions(
+    cluster: Cluster,
+    resource: Resource,
+    job: Body,
+    *conditions: Body,
+    completion: str | None = None,
+) -> None:
     meta = job["metadata"]
-    pods = await start_pods(
+    status = o.job_status(*conditions, completion=completion)
+    await cluster.patch(resource, meta["namespace"], meta["name"], {"status": status})
+
+
+async def running_job(
+    cluster: Cluster,
+    resource: Resource,
+    example: str,
+    name: str,
+    namespace: str,
+    minutes_ago: int,
+    replicas: list[tuple[str, int]],
+    container: str,
+    image: str,
+) -> tuple[Body, list[tuple[Body, Body]]]:
+    """A job created ``minutes_ago``, its pods started a minute later, and Running."""
+    body = o.with_meta(
+        o.example(example), name=name, namespace=namespace, creationTimestamp=ago(minutes_ago)
+    )
+    job = await cluster.create(resource, body)
+    started = ago(minutes_ago - 1)
+    key = SPECS_KEYS[resource.kind]
+    pods = await start_pods(cluster, job, key, replicas, container, image, started)
+    created = o.condition("Created", at=ago(minutes_ago))
+    await set_conditions(cluster, resource, job, created, o.condition("Running", at=started))
+    return job, pods
+
+
+async def succeeding_pytorchjob(cluster: Cluster) -> None:
+    job, pods = await running_job(
         cluster,
-        job,
-        "pytorchReplicaSpecs",
+        PYTORCHJOBS,
+        "pytorch-simple.yaml",
+        "mnist-ddp",
+        "research",
+        95,
         [("Master", 0), ("Worker", 0)],
         "pytorch",
         IMAGE_PT,
-        ago(94),
-    )
-    await cluster.patch(
-        PYTORCHJOBS,
-        meta["namespace"],
-        meta["name"],
-        {
-            "status": o.job_status(
-                o.condition("Created", at=ago(95)), o.condition("Running", at=ago(94))
-            )
-        },
     )
     for pod in pods:
         await finish(cluster, pod, 0, "Completed", ago(12))
-    await cluster.patch(
+    await set_conditions(
+        cluster,
         PYTORCHJOBS,
-        meta["namespace"],
-        meta["name"],
-        {
-            "status": o.job_status(
-                o.condition("Created", at=ago(95)),
-                o.condition("Running", "False", at=ago(12)),
-                o.condition("Succeeded", at=ago(12)),
-                completion=ago(12),
-            )
-        },
+        job,
+        o.condition("Created", at=ago(95)),
+        o.condition("Running", "False", at=ago(12)),
+        o.condition("Succeeded", at=ago(12)),
+        completion=ago(12),
     )
     await cluster.create(
         EVENTS,
@@ -149,32 +169,16 @@ async def succeeding_pytorchjob(cluster: Cluster) -> None:
 
 
 async def oom_killed_tfjob(cluster: Cluster) -> None:
-    job = o.with_meta(
-        o.example("tfjob-simple.yaml"),
-        name="bert-finetune",
-        namespace="nlp",
-        creationTimestamp=ago(70),
-    )
-    job = await cluster.create(TFJOBS, job)
-    meta = job["metadata"]
-    workers = await start_pods(
+    job, workers = await running_job(
         cluster,
-        job,
-        "tfReplicaSpecs",
+        TFJOBS,
+        "tfjob-simple.yaml",
+        "bert-finetune",
+        "nlp",
+        70,
         [("Worker", 0), ("Worker", 1)],
         "tensorflow",
         IMAGE_TF,
-        ago(69),
-    )
-    await cluster.patch(
-        TFJOBS,
-        meta["namespace"],
-        meta["name"],
-        {
-            "status": o.job_status(
-                o.condition("Created", at=ago(70)), o.condition("Running", at=ago(69))
-            )
-        },
     )
     await finish(cluster, workers[1], 137, "OOMKilled", ago(31))
     await cluster.create(
@@ -189,18 +193,14 @@ async def oom_killed_tfjob(cluster: Cluster) -> None:
     )
     await finish(cluster, workers[0], 143, "Error", ago(30))
     failed = "TFJob nlp/bert-finetune has failed because 1 Worker replica(s) failed."
-    await cluster.patch(
+    await set_conditions(
+        cluster,
         TFJOBS,
-        meta["namespace"],
-        meta["name"],
-        {
-            "status": o.job_status(
-                o.condition("Created", at=ago(70)),
-                o.condition("Running", "False", at=ago(30)),
-                o.condition("Failed", at=ago(30), reason="TFJobFailed"),
-                completion=ago(30),
-            )
-        },
+        job,
+        o.condition("Created", at=ago(70)),
+        o.condition("Running", "False", at=ago(30)),
+        o.condition("Failed", at=ago(30), reason="TFJobFailed"),
+        completion=ago(30),
     )
     await cluster.create(
         EVENTS,
@@ -211,36 +211,20 @@ async def oom_killed_tfjob(cluster: Cluster) -> None:
 
 
 async def deleted_mid_run(cluster: Cluster) -> None:
-    job = o.with_meta(
-        o.example("pytorch-simple.yaml"),
-        name="resnet-sweep-3",
-        namespace="research",
-        creationTimestamp=ago(25),
-    )
-    job = await cluster.create(PYTORCHJOBS, job)
-    meta = job["metadata"]
-    pods = await start_pods(
+    job, pods = await running_job(
         cluster,
-        job,
-        "pytorchReplicaSpecs",
+        PYTORCHJOBS,
+        "pytorch-simple.yaml",
+        "resnet-sweep-3",
+        "research",
+        25,
         [("Master", 0), ("Worker", 0)],
         "pytorch",
         IMAGE_PT,
-        ago(24),
-    )
-    await cluster.patch(
-        PYTORCHJOBS,
-        meta["namespace"],
-        meta["name"],
-        {
-            "status": o.job_status(
-                o.condition("Created", at=ago(25)), o.condition("Running", at=ago(24))
-            )
-        },
     )
     # `kubectl delete pytorchjob resnet-sweep-3`: the job goes, the garbage collector
     # takes its pods.
-    await cluster.delete(PYTORCHJOBS, meta["namespace"], meta["name"])
+    await cluster.delete(PYTORCHJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
     for pod, _ in pods:
         await cluster.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
 
