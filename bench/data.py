@@ -8,7 +8,7 @@ from typing import Any
 from tests.support import objects as o
 
 from jobarchive.config import load
-from jobarchive.convert import event_row, job_row, pod_row
+from jobarchive.recording.convert import event_row, job_row, pod_row
 
 Body = dict[str, Any]
 KINDS = load({}).kinds

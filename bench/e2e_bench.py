@@ -22,8 +22,8 @@ from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, resou
 from tests.support.operator import REPO, OperatorProcess, write_kubeconfig
 
 from bench import data
-from jobarchive import db
-from jobarchive.models import Event, Job, Pod
+from jobarchive.storage import database as db
+from jobarchive.storage.models import Event, Job, Pod
 
 NOOP = REPO / "bench" / "noop_operator.py"
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")

@@ -13,9 +13,10 @@ from typing import Any
 from tests.support import bulk
 
 from bench.e2e_bench import percentiles
-from jobarchive import db, queries
-from jobarchive.models import Job
-from jobarchive.queries import EventQuery, JobQuery
+from jobarchive.reading import queries
+from jobarchive.reading.queries import EventQuery, JobQuery
+from jobarchive.storage import database as db
+from jobarchive.storage.models import Job
 
 REPEAT = 60
 Query = Callable[[random.Random], Awaitable[Any]]

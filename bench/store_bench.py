@@ -16,10 +16,10 @@ import aiomysql
 import pymysql
 
 from bench import data
-from jobarchive import db
-from jobarchive.models import Event, Job, Pod, Stamped
-from jobarchive.store import TABLES, Store, mysql_value
-from jobarchive.writer import Writer
+from jobarchive.storage import database as db
+from jobarchive.storage.models import Event, Job, Pod, Stamped
+from jobarchive.storage.store import TABLES, Store, mysql_value
+from jobarchive.storage.writer import Writer
 
 DEADLOCK = 1213
 MODELS: dict[str, type[Stamped]] = {"job": Job, "pod": Pod, "event": Event}

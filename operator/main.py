@@ -9,6 +9,6 @@ import sys
 from jobarchive.config import ConfigError
 
 try:
-    import jobarchive.handlers  # noqa: F401
+    import jobarchive.recording.handlers  # noqa: F401
 except ConfigError as exc:
     sys.exit(f"jobarchive: configuration error: {exc}")

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import pymysql
 import pytest
 
-from jobarchive import db
 from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.storage import database as db
 from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
 from tests.support.operator import OperatorProcess, write_kubeconfig
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
-from jobarchive.models import Event, Pod
+from jobarchive.storage.models import Event, Pod
 from tests.conftest import OperatorFactory, eventually
 from tests.support import objects as o
 from tests.support.cluster import (

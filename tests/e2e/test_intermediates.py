@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from jobarchive import queries
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
-from jobarchive.models import Event, Job, Pod
+from jobarchive.reading import queries
+from jobarchive.storage.models import Event, Job, Pod
 from tests.conftest import OperatorFactory, eventually
 from tests.support import objects as o
 from tests.support.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, job_resource, resource_of

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from jobarchive.models import Event, Job, Pod
+from jobarchive.storage.models import Event, Job, Pod
 from tests.conftest import eventually
 from tests.support import objects as o
 from tests.support.cluster import EVENTS, PODS, Cluster, resource_of

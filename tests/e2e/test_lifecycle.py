@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from jobarchive.models import Event, Job, Pod
+from jobarchive.storage.models import Event, Job, Pod
 from tests.conftest import eventually
 from tests.support import objects as o
 from tests.support.cluster import EVENTS, PODS, Cluster, resource_of

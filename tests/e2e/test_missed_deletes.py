@@ -3,7 +3,7 @@
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
-from jobarchive.models import Job, Pod
+from jobarchive.storage.models import Job, Pod
 from tests.conftest import OperatorFactory, eventually
 from tests.support import objects as o
 from tests.support.cluster import EVENTS, PODS, Cluster, job_resource, resource_of

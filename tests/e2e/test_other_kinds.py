@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jobarchive.models import Event, Job, Pod
+from jobarchive.storage.models import Event, Job, Pod
 from tests.conftest import eventually
 from tests.support import objects as o
 from tests.support.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, resource_of

@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from jobarchive.models import Event, Job, Pod
-from jobarchive.store import Store
+from jobarchive.storage.models import Event, Job, Pod
+from jobarchive.storage.store import Store
 from tests.conftest import OperatorFactory, eventually
 from tests.integration.test_store import event, job, pod
 from tests.support import objects as o

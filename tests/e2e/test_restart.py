@@ -4,7 +4,7 @@ and every object deleted meanwhile is marked gone."""
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
-from jobarchive.models import Event, Pod
+from jobarchive.storage.models import Event, Pod
 from tests.conftest import OperatorFactory, eventually
 from tests.support import objects as o
 from tests.support.cluster import EVENTS, PODS, Cluster, Feed, job_resource, resource_of

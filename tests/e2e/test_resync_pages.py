@@ -3,7 +3,7 @@
 import pytest
 from kubernetes_asyncio import client
 
-from jobarchive.resync import METADATA_ONLY, PAGE_SIZE, list_uids
+from jobarchive.maintenance.reconcile import METADATA_ONLY, PAGE_SIZE, list_uids
 from tests.support import objects as o
 from tests.support.cluster import PODS, Cluster, Feed
 

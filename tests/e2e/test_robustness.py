@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from jobarchive.models import Event, Job, Pod
+from jobarchive.storage.models import Event, Job, Pod
 from tests.conftest import OperatorFactory, eventually
 from tests.support import objects as o
 from tests.support.cluster import CRDS, EVENTS, PODS, Cluster, Resource, resource_of

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive import api
+from jobarchive.reading import api
 from tests.support.history import History
 
 

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from jobarchive import db
+from jobarchive.storage import database as db
 from tests.support import objects as o
 from tests.support.history import History
 from tests.support.operator import free_port

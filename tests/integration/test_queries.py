@@ -6,8 +6,8 @@ import datetime
 
 import pytest
 
-from jobarchive import queries
-from jobarchive.queries import BadQuery, EventQuery, JobQuery
+from jobarchive.reading import queries
+from jobarchive.reading.queries import BadQuery, EventQuery, JobQuery
 from tests.support import objects as o
 from tests.support.history import History
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from jobarchive import db, queries
-from jobarchive.queries import EventQuery, JobQuery
+from jobarchive.reading import queries
+from jobarchive.reading.queries import EventQuery, JobQuery
+from jobarchive.storage import database as db
 from tests.conftest import MySQLDatabases
 from tests.support import bulk
 

@@ -4,8 +4,8 @@ cluster go, with their pods and their and their pods' Events; nothing else does.
 import asyncio
 import datetime
 
-from jobarchive import retention
-from jobarchive.models import Event, Job, Pod
+from jobarchive.maintenance import retention
+from jobarchive.storage.models import Event, Job, Pod
 from tests.support.history import History
 
 NOW = datetime.datetime(2026, 11, 29, tzinfo=datetime.UTC)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jobarchive import db
+from jobarchive.storage import database as db
 
 pytestmark = pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
 

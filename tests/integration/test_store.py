@@ -4,10 +4,10 @@ import asyncio
 import datetime
 from typing import Any
 
-from jobarchive import db
-from jobarchive.convert import mark_gone
-from jobarchive.models import Event, Job, Pod
-from jobarchive.store import Store
+from jobarchive.recording.convert import mark_gone
+from jobarchive.storage import database as db
+from jobarchive.storage.models import Event, Job, Pod
+from jobarchive.storage.store import Store
 
 T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
 

@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobarchive.convert import event_row, pod_row
-from jobarchive.models import Event, Pod
-from jobarchive.store import Store
+from jobarchive.recording.convert import event_row, pod_row
+from jobarchive.storage.models import Event, Pod
+from jobarchive.storage.store import Store
 from tests.support import objects as o
 from tests.unit.test_properties import hostile_text
 

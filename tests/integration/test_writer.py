@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from jobarchive.models import Job, Pod, Stamped
-from jobarchive.store import K, Store
-from jobarchive.writer import Writer
+from jobarchive.storage.models import Job, Pod, Stamped
+from jobarchive.storage.store import K, Store
+from jobarchive.storage.writer import Writer
 from tests.integration.test_store import job, pod
 
 

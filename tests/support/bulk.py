@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from jobarchive.config import load
-from jobarchive.convert import event_row, job_row, pod_row
-from jobarchive.models import Event, Job, Pod, Stamped
-from jobarchive.queries import JOB_STATUSES
-from jobarchive.store import Store
+from jobarchive.reading.queries import JOB_STATUSES
+from jobarchive.recording.convert import event_row, job_row, pod_row
+from jobarchive.storage.models import Event, Job, Pod, Stamped
+from jobarchive.storage.store import Store
 from tests.support import objects as o
 
 Row = dict[str, Any]

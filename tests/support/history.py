@@ -6,11 +6,11 @@ import json
 import uuid
 from typing import Any
 
-from jobarchive.attribution import Attribution
 from jobarchive.config import load
-from jobarchive.recorder import Recorder
-from jobarchive.store import Store
-from jobarchive.writer import Writer
+from jobarchive.recording.attribution import Attribution
+from jobarchive.recording.recorder import Recorder
+from jobarchive.storage.store import Store
+from jobarchive.storage.writer import Writer
 from tests.support import objects as o
 
 Body = dict[str, Any]

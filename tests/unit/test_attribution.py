@@ -1,4 +1,4 @@
-from jobarchive.attribution import UNRELATED, Attribution
+from jobarchive.recording.attribution import UNRELATED, Attribution
 
 
 class Clock:

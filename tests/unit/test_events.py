@@ -2,7 +2,7 @@ import datetime
 
 import pytest
 
-from jobarchive.convert import InvalidObject, event_row, involved_object
+from jobarchive.recording.convert import InvalidObject, event_row, involved_object
 from tests.support import objects as o
 
 UTC = datetime.UTC

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from jobarchive.convert import InvalidObject, job_row, mark_gone
-from jobarchive.convert.strategies import kubeflow_status
 from jobarchive.kinds import BUILTIN_KINDS, JobKind
+from jobarchive.recording.convert import InvalidObject, job_row, mark_gone
+from jobarchive.recording.convert.strategies import kubeflow_status
 from tests.support import objects as o
 
 KINDS = {(k.group, k.kind): k for k in BUILTIN_KINDS}

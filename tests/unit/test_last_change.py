@@ -2,7 +2,7 @@
 
 import datetime
 
-from jobarchive.convert import last_change
+from jobarchive.recording.convert import last_change
 
 
 def at(text: str) -> datetime.datetime:

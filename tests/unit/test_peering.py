@@ -2,7 +2,7 @@
 
 import datetime
 
-from jobarchive.peering import outranked
+from jobarchive.maintenance.peering import outranked
 
 NOW = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from jobarchive.config import load
-from jobarchive.convert import (
+from jobarchive.recording.convert import (
     IntermediateLink,
     InvalidObject,
     NameLink,

@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobarchive.config import load
-from jobarchive.convert import (
+from jobarchive.kinds import BATCH_JOB
+from jobarchive.recording.convert import (
     InvalidObject,
     event_row,
     involved_object,
@@ -16,8 +17,7 @@ from jobarchive.convert import (
     pod_job_link,
     pod_row,
 )
-from jobarchive.convert.quantities import parse_quantity
-from jobarchive.kinds import BATCH_JOB
+from jobarchive.recording.convert.quantities import parse_quantity
 from tests.support import objects as o
 
 KINDS = load({}).kinds

@@ -1,4 +1,4 @@
-from jobarchive.convert.resources import effective_resources
+from jobarchive.recording.convert.resources import effective_resources
 
 
 def container(

@@ -2,7 +2,7 @@ import pymysql
 import pytest
 from tortoise.exceptions import OperationalError
 
-from jobarchive.store import is_older, is_retryable
+from jobarchive.storage.store import is_older, is_retryable
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from jobarchive.config import load
-from jobarchive.convert import InvalidObject, job_row, pod_row
-from jobarchive.convert.strategies import jobset_roles
 from jobarchive.kinds import BATCH_JOB, JobKind
+from jobarchive.recording.convert import InvalidObject, job_row, pod_row
+from jobarchive.recording.convert.strategies import jobset_roles
 from tests.support import objects as o
 
 KINDS = load({}).kinds

@@ -13,7 +13,8 @@ import datetime
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jobarchive.convert.common import (
+from jobarchive.kinds import JobKind
+from jobarchive.recording.convert.common import (
     TERMINAL_STATUSES,
     InvalidObject,
     integer,
@@ -22,8 +23,7 @@ from jobarchive.convert.common import (
     text,
     timestamp,
 )
-from jobarchive.convert.resources import effective_resources
-from jobarchive.kinds import JobKind
+from jobarchive.recording.convert.resources import effective_resources
 
 Object = Mapping[str, Any]
 CREATED = "Created"

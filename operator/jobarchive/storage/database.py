@@ -18,11 +18,11 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.backends.base.config_generator import expand_db_url
 
 from jobarchive.config import redact_url
-from jobarchive.models import Event, Job, Pod, Stamped
+from jobarchive.storage.models import Event, Job, Pod, Stamped
 
 logger = logging.getLogger(__name__)
 
-MODELS_MODULE = "jobarchive.models"
+MODELS_MODULE = "jobarchive.storage.models"
 _ENGINE_NAMES = {"tortoise.backends.mysql": "mysql", "tortoise.backends.sqlite": "sqlite"}
 
 

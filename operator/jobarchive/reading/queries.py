@@ -22,7 +22,7 @@ from typing import Any
 from tortoise.expressions import Q
 from tortoise.queryset import QuerySet
 
-from jobarchive.models import Event, Job, Pod
+from jobarchive.storage.models import Event, Job, Pod
 
 JOB_STATUSES = (
     "Created",

@@ -14,7 +14,7 @@ import datetime
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
-from jobarchive.models import Event, Job, Pod, utcnow
+from jobarchive.storage.models import Event, Job, Pod, utcnow
 
 logger = logging.getLogger(__name__)
 BATCH_JOBS = 100

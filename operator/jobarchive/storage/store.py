@@ -29,8 +29,8 @@ from tortoise.exceptions import DBConnectionError
 from tortoise.expressions import Q
 from tortoise.transactions import in_transaction
 
-from jobarchive import db
-from jobarchive.models import Event, Job, Pod, Stamped, utcnow
+from jobarchive.storage import database as db
+from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
 
 # Keeps one statement well under SQLite's 32,766 bound parameters and MySQL's packet size.
 ROWS_PER_STATEMENT = 500

@@ -27,12 +27,12 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import metrics
-from jobarchive.convert import mark_gone
 from jobarchive.kinds import JobKind
-from jobarchive.models import Job, Pod, Stamped, utcnow
-from jobarchive.peering import Peering, is_active
-from jobarchive.store import Store
-from jobarchive.writer import Writer
+from jobarchive.maintenance.peering import Peering, is_active
+from jobarchive.recording.convert import mark_gone
+from jobarchive.storage.models import Job, Pod, Stamped, utcnow
+from jobarchive.storage.store import Store
+from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 

@@ -16,16 +16,17 @@ import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
-from jobarchive import convert, metrics
-from jobarchive.attribution import UNRELATED, Attribution, Waiting
+from jobarchive import metrics
 from jobarchive.config import Settings, matches
-from jobarchive.convert.common import mapping, text
-from jobarchive.convert.resources import resources_json
-from jobarchive.convert.strategies import jobset_roles
 from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
-from jobarchive.models import Event, Job, Pod, Stamped, utcnow
-from jobarchive.store import Store, is_unavailable
-from jobarchive.writer import Writer
+from jobarchive.recording import convert
+from jobarchive.recording.attribution import UNRELATED, Attribution, Waiting
+from jobarchive.recording.convert.common import mapping, text
+from jobarchive.recording.convert.resources import resources_json
+from jobarchive.recording.convert.strategies import jobset_roles
+from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
+from jobarchive.storage.store import Store, is_unavailable
+from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 

@@ -21,14 +21,17 @@ import kopf
 from aiohttp import web
 from tortoise.exceptions import DBConnectionError, OperationalError
 
-from jobarchive import api, config, db, metrics, retention
-from jobarchive.attribution import Attribution
+from jobarchive import config, metrics
 from jobarchive.kinds import BATCH_JOB, INTERMEDIATE_KINDS, JobKind
-from jobarchive.peering import Peering
-from jobarchive.recorder import Recorder
-from jobarchive.resync import Reconciler
-from jobarchive.store import Store
-from jobarchive.writer import Writer
+from jobarchive.maintenance import retention
+from jobarchive.maintenance.peering import Peering
+from jobarchive.maintenance.reconcile import Reconciler
+from jobarchive.reading import api
+from jobarchive.recording.attribution import Attribution
+from jobarchive.recording.recorder import Recorder
+from jobarchive.storage import database as db
+from jobarchive.storage.store import Store
+from jobarchive.storage.writer import Writer
 
 SETTINGS = config.load()
 STORE = Store()

@@ -6,10 +6,16 @@ A converter either returns a complete row or raises ``InvalidObject`` with a
 reason; it never raises anything else on any input.
 """
 
-from jobarchive.convert.common import InvalidObject, last_change, mark_gone
-from jobarchive.convert.events import InvolvedObject, event_row, involved_object
-from jobarchive.convert.jobs import job_row
-from jobarchive.convert.pods import IntermediateLink, NameLink, OwnerLink, pod_job_link, pod_row
+from jobarchive.recording.convert.common import InvalidObject, last_change, mark_gone
+from jobarchive.recording.convert.events import InvolvedObject, event_row, involved_object
+from jobarchive.recording.convert.jobs import job_row
+from jobarchive.recording.convert.pods import (
+    IntermediateLink,
+    NameLink,
+    OwnerLink,
+    pod_job_link,
+    pod_row,
+)
 
 __all__ = [
     "IntermediateLink",

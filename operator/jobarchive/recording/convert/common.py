@@ -9,7 +9,7 @@ import datetime
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from jobarchive import models
+from jobarchive.storage import models
 
 TERMINAL_STATUSES = frozenset({"Succeeded", "Failed"})
 STOPPED = "Stopped"

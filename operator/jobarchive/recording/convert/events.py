@@ -11,8 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive import models
-from jobarchive.convert.common import (
+from jobarchive.recording.convert.common import (
     InvalidObject,
     clip,
     identity,
@@ -22,6 +21,7 @@ from jobarchive.convert.common import (
     timestamp,
     uid,
 )
+from jobarchive.storage import models
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobarchive import metrics
-from jobarchive.models import Job, Stamped
-from jobarchive.store import TABLES, Store, is_older, is_retryable, is_unavailable
+from jobarchive.storage.models import Job, Stamped
+from jobarchive.storage.store import TABLES, Store, is_older, is_retryable, is_unavailable
 
 logger = logging.getLogger(__name__)
 DEADLOCK_RETRIES = 5

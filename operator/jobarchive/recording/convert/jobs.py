@@ -10,11 +10,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive import models
-from jobarchive.convert.common import clip, identity, mapping, text, uid
-from jobarchive.convert.resources import resources_json
-from jobarchive.convert.strategies import STRATEGIES
 from jobarchive.kinds import JobKind
+from jobarchive.recording.convert.common import clip, identity, mapping, text, uid
+from jobarchive.recording.convert.resources import resources_json
+from jobarchive.recording.convert.strategies import STRATEGIES
+from jobarchive.storage import models
 
 TENANCY_ANNOTATION = "kubedl.io/tenancy"
 

@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive.convert.common import mapping, sequence
-from jobarchive.convert.quantities import Quantity, parse_quantity
+from jobarchive.recording.convert.common import mapping, sequence
+from jobarchive.recording.convert.quantities import Quantity, parse_quantity
 
 Amounts = dict[str, Quantity]
 

@@ -19,7 +19,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from jobarchive import api, config, db, queries, retention
+from jobarchive import config
+from jobarchive.maintenance import retention
+from jobarchive.reading import api, queries
+from jobarchive.storage import database as db
 
 T = TypeVar("T")
 OUTPUTS = click.Choice(["table", "json"])

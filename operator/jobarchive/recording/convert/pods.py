@@ -16,8 +16,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive import models
-from jobarchive.convert.common import (
+from jobarchive.kinds import JobKind, KindRegistry, controller_of, is_intermediate
+from jobarchive.recording.convert.common import (
     clip,
     identity,
     integer,
@@ -27,8 +27,8 @@ from jobarchive.convert.common import (
     timestamp,
     uid,
 )
-from jobarchive.convert.resources import effective_resources, resources_json
-from jobarchive.kinds import JobKind, KindRegistry, controller_of, is_intermediate
+from jobarchive.recording.convert.resources import effective_resources, resources_json
+from jobarchive.storage import models
 
 KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
 # A TrainJob's JobSet has the TrainJob's name, and labels every pod with it.

@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.convert.common import integer, mapping, timestamp
+from jobarchive.recording.convert.common import integer, mapping, timestamp
 
 logger = logging.getLogger(__name__)
 # Kopf assumes this lifetime for a peer that states none.

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from jobarchive import queries
+from jobarchive.reading import queries
 from jobarchive.serving import listen
 
 PREFIX = "/api/v1"
