@@ -1,18 +1,28 @@
 # The two commands of README.md: `make run` and `make test`. Everything a fresh
-# machine lacks is installed by the targets themselves.
+# machine lacks is installed by the targets themselves: `make run` only what the
+# operator needs, `make test` the test and lint tools and MariaDB's server binaries.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
+LINTED := operator tests testbed bench demo
 
-.PHONY: install run test lint unit bench demo mariadb clean
+.PHONY: install install-test run test lint unit bench demo mariadb clean
 
+## The operator and its CLI, nothing else.
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+## The operator with the test, lint and benchmark tools.
+install-test: $(VENV)/.installed-test
+
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
@@ -20,29 +30,31 @@ $(VENV)/.installed: pyproject.toml
 run: install
 	$(VENV)/bin/kopf run $(KOPF_FLAGS) operator/main.py
 
-lint: install
-	$(VENV)/bin/ruff check operator tests bench demo
-	$(VENV)/bin/ruff format --check operator tests bench demo
+lint: install-test
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
+## MariaDB's server binaries for the private server the tests start (apt-get, as root).
 mariadb:
-	tests/ensure-mariadb.sh
+	tests/install-mariadb.sh
 
 ## Lint, then every test. pytest's exit code 5 (nothing collected) is a failure here.
-test: install lint mariadb
+test: install-test lint mariadb
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
-## The benchmarks of README.md, each figure beside its baseline (MariaDB needed; a few minutes).
-bench: install mariadb
+## The benchmarks of README.md, each figure beside its baseline (a private MariaDB; a few minutes).
+bench: install-test mariadb
 	$(PY) -m bench $(BENCH_ARGS)
 
 ## The operator against an emulated cluster on SQLite, three jobs' lives, then what jobarchive reads.
-demo: install
+demo: install-test
 	$(PY) -m demo
 
-unit: install
+unit: install-test
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
 clean:

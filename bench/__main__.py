@@ -1,16 +1,17 @@
 """``make bench``: every benchmark, each figure beside its baseline measured in the same run.
 
-Needs the MariaDB server of the tests (``JOBARCHIVE_TEST_MYSQL_URL``); works in
-databases of its own and drops them at the end.
+Starts a MariaDB server of its own for the run (``testbed.mariadb``), or uses the
+external one ``JOBARCHIVE_TEST_MYSQL_URL`` names, working in databases of its own
+that it drops at the end.
 """
 
 import argparse
 import asyncio
+import os
 import sys
 
-from tests.conftest import MySQLDatabases
-
 from bench import e2e_bench, query_bench, store_bench
+from testbed.mariadb import Databases, server_for_run
 
 
 def line(label: str, value: str, note: str = "") -> None:
@@ -25,7 +26,11 @@ def ratio(label: str, value: float, target: float, higher_is_better: bool = True
 
 
 async def main(args: argparse.Namespace) -> int:
-    databases = MySQLDatabases()
+    with server_for_run(os.environ.get("JOBARCHIVE_TEST_MYSQL_URL")) as (server_url, _):
+        return await _measure(args, Databases(server_url))
+
+
+async def _measure(args: argparse.Namespace, databases: Databases) -> int:
     results: list[bool] = []
     try:
         if "store" in args.only:

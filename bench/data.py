@@ -5,10 +5,9 @@ import copy
 import uuid
 from typing import Any
 
-from tests.support import objects as o
-
 from jobarchive.config import load
 from jobarchive.recording.convert import event_row, job_row, pod_row
+from tests.support import objects as o
 
 Body = dict[str, Any]
 KINDS = load({}).kinds

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 import kmock
-from tests.conftest import MySQLDatabases
-from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, resource_of
-from tests.support.operator import REPO, OperatorProcess, write_kubeconfig
 
 from bench import data
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
+from testbed.mariadb import Databases
+from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, resource_of
+from tests.support.operator import REPO, OperatorProcess, write_kubeconfig
 
 NOOP = REPO / "bench" / "noop_operator.py"
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
@@ -191,7 +191,7 @@ async def launch(
     return process
 
 
-async def run(databases: MySQLDatabases, line: Any, ratio: Any, args: Any) -> list[bool]:
+async def run(databases: Databases, line: Any, ratio: Any, args: Any) -> list[bool]:
     """Both operators, the same cluster and load; prints figures and returns targets met."""
     pods, rate, seconds = args.catch_up_pods, args.rate, args.seconds
     print(f"End to end: catch up with 1 job, {pods:,} pods, {pods:,} Events; then {rate} pods/s")

@@ -10,13 +10,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tests.support import bulk
-
 from bench.e2e_bench import percentiles
 from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, JobQuery
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job
+from tests.support import bulk
 
 REPEAT = 60
 Query = Callable[[random.Random], Awaitable[Any]]

@@ -18,6 +18,7 @@ import tempfile
 import time
 from typing import Any
 
+from jobarchive.kinds import BUILTIN_KINDS
 from tests.support import objects as o
 from tests.support.cluster import (
     EVENTS,
@@ -29,8 +30,6 @@ from tests.support.cluster import (
     resource_of,
 )
 from tests.support.operator import OperatorProcess, write_kubeconfig
-
-from jobarchive.kinds import BUILTIN_KINDS
 
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
 TFJOBS = resource_of("kubeflow.org", "TFJob")

@@ -1,71 +1,73 @@
 """Shared fixtures: real databases (MariaDB and SQLite), the emulated cluster and the
 operator process.
 
-Every test run works in databases of its own on the MariaDB server named by
-``JOBARCHIVE_TEST_MYSQL_URL`` (default: root without a password on 127.0.0.1:3306)
-and drops them at the end.
+The run starts a MariaDB server of its own (``testbed.mariadb``: a temporary data
+directory, a free port on loopback) and removes it at the end; every test works in
+databases it creates there. ``JOBARCHIVE_TEST_MYSQL_URL`` names an external server
+instead: then only the databases the tests create are touched, and the tests that
+must stop a server are skipped. Either way no MariaDB or MySQL process that the run
+did not start may be stopped: the session checks it (see ``pytest_sessionfinish``).
 """
 
 import asyncio
 import os
 import pathlib
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import pymysql
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage import database as db
+from testbed.mariadb import Databases, MariaDBServer, server_for_run
 from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
+from tests.support.foreign import ForeignServers
 from tests.support.operator import OperatorProcess, write_kubeconfig
 
-MYSQL_SERVER_URL = os.environ.get("JOBARCHIVE_TEST_MYSQL_URL", "mysql://root:@127.0.0.1:3306")
+EXTERNAL_MYSQL_URL = os.environ.get("JOBARCHIVE_TEST_MYSQL_URL") or None
 T = TypeVar("T")
+_FOREIGN = ForeignServers()
 
 
-def _mysql_admin() -> "pymysql.connections.Connection[Any]":
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(MYSQL_SERVER_URL)
-    return pymysql.connect(
-        host=parts.hostname or "127.0.0.1",
-        port=parts.port or 3306,
-        user=parts.username or "root",
-        password=parts.password or "",
-        autocommit=True,
-    )
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the database servers running before the run: none may be stopped by it."""
+    _FOREIGN.record()
 
 
-class MySQLDatabases:
-    """Creates uniquely named databases on the test server and drops them all at the end."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def create(self, prefix: str) -> str:
-        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-        with _mysql_admin() as conn, conn.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-        self.names.append(name)
-        return f"{MYSQL_SERVER_URL.rstrip('/')}/{name}"
-
-    def drop_all(self) -> None:
-        with _mysql_admin() as conn, conn.cursor() as cursor:
-            for name in self.names:
-                cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a database server it did not start is gone or was replaced."""
+    lost = _FOREIGN.lost()
+    if lost:
+        print(f"\nThe test run stopped database servers it did not start: {', '.join(lost)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
-def mysql_databases() -> Iterator[MySQLDatabases]:
-    databases = MySQLDatabases()
+def mysql_server() -> Iterator[tuple[str, MariaDBServer | None]]:
+    """The run's MariaDB: its URL, and the server object when the run started it."""
+    with server_for_run(EXTERNAL_MYSQL_URL) as found:
+        yield found
+
+
+@pytest.fixture(scope="session")
+def private_mariadb(mysql_server: tuple[str, MariaDBServer | None]) -> MariaDBServer:
+    """The run's own server, for tests that stop and start it; skipped on an external one."""
+    server = mysql_server[1]
+    if server is None:
+        pytest.skip("stops the database server: not done to JOBARCHIVE_TEST_MYSQL_URL's")
+    return server
+
+
+@pytest.fixture(scope="session")
+def mysql_databases(mysql_server: tuple[str, MariaDBServer | None]) -> Iterator[Databases]:
+    """Databases created on the run's server, dropped at the end."""
+    databases = Databases(mysql_server[0])
     yield databases
     databases.drop_all()
 
 
 @pytest.fixture(scope="session")
-def mysql_url(mysql_databases: MySQLDatabases) -> str:
+def mysql_url(mysql_databases: Databases) -> str:
     """One MariaDB database for the in-process integration tests of this run."""
     return mysql_databases.create("jobarchive_test")
 
@@ -111,7 +113,7 @@ async def cluster() -> AsyncIterator[Cluster]:
 
 
 @pytest.fixture
-def e2e_db_url(mysql_databases: MySQLDatabases) -> str:
+def e2e_db_url(mysql_databases: Databases) -> str:
     """A fresh MariaDB database for one operator run."""
     return mysql_databases.create("jobarchive_e2e")
 

@@ -1,8 +1,8 @@
 """The database goes away in the middle of a burst; the operator waits, catches up, and
-loses nothing. Stops and restarts the test MariaDB server itself."""
+loses nothing. Stops and restarts the run's own MariaDB server, and no other: on an
+external server (JOBARCHIVE_TEST_MYSQL_URL) it is skipped."""
 
 import asyncio
-import subprocess
 import time
 
 import aiohttp
@@ -10,10 +10,11 @@ import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Event, Pod
+from testbed.mariadb import MariaDBServer
 from tests.conftest import OperatorFactory, eventually
 from tests.support import objects as o
 from tests.support.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
-from tests.support.operator import REPO, free_port
+from tests.support.operator import free_port
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
@@ -27,24 +28,6 @@ async def health(url: str) -> int:
         return response.status
 
 
-def mariadb_running() -> bool:
-    return subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode == 0
-
-
-async def stop_mariadb() -> None:
-    command = ["mysqladmin", "--user=root", "--host=127.0.0.1", "shutdown"]
-    await asyncio.to_thread(subprocess.run, command, check=True)
-    for _ in range(300):
-        if not mariadb_running():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError("mariadbd did not stop within 30 s")
-
-
-async def start_mariadb() -> None:
-    await asyncio.to_thread(subprocess.run, [str(REPO / "tests" / "ensure-mariadb.sh")], check=True)
-
-
 async def stored(model: type[Pod] | type[Event], namespace_field: str) -> int:
     """How many rows of the burst are stored; 0 while the test's own pool reconnects."""
     try:
@@ -54,7 +37,7 @@ async def stored(model: type[Pod] | type[Event], namespace_field: str) -> int:
 
 
 async def test_a_database_outage_in_the_middle_of_a_burst_loses_nothing(
-    cluster: Cluster, start_operator: OperatorFactory
+    cluster: Cluster, start_operator: OperatorFactory, private_mariadb: MariaDBServer
 ) -> None:
     port = free_port()
     liveness = f"http://127.0.0.1:{port}/healthz"
@@ -72,7 +55,7 @@ async def test_a_database_outage_in_the_middle_of_a_burst_loses_nothing(
     try:
         for index in range(BURST // 2):
             await one(index)
-        await stop_mariadb()
+        await asyncio.to_thread(private_mariadb.stop)
         down = time.monotonic()
         for index in range(BURST // 2, BURST):
             await one(index)
@@ -82,7 +65,7 @@ async def test_a_database_outage_in_the_middle_of_a_burst_loses_nothing(
         assert await health(liveness) == 500
         await asyncio.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - down)))
     finally:
-        await start_mariadb()
+        await asyncio.to_thread(private_mariadb.start)
     back = time.monotonic()
 
     async def all_stored() -> bool:

@@ -3,6 +3,7 @@
 import contextlib
 import json
 import sqlite3
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -110,10 +111,11 @@ async def test_without_configuration_it_records_into_the_embedded_sqlite_file(
 
 
 async def test_a_database_that_refuses_the_password_is_reported_without_the_password(
-    cluster: Cluster, start_operator: OperatorFactory
+    cluster: Cluster, start_operator: OperatorFactory, mysql_server: tuple[str, object]
 ) -> None:
+    address = urlsplit(mysql_server[0]).netloc.rpartition("@")[2]
     operator = await start_operator(
-        JOBARCHIVE_DB_URL="mysql://root:hunter2-secret@127.0.0.1:3306/nowhere"
+        JOBARCHIVE_DB_URL=f"mysql://root:hunter2-secret@{address}/nowhere"
     )
 
     async def reported() -> bool:
@@ -121,7 +123,7 @@ async def test_a_database_that_refuses_the_password_is_reported_without_the_pass
 
     await eventually(reported)
     log = operator.log()
-    assert "mysql://root:***@127.0.0.1:3306/nowhere" in log
+    assert f"mysql://root:***@{address}/nowhere" in log
     assert "Access denied" in log
     assert "hunter2" not in log
 

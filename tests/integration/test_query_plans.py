@@ -10,7 +10,7 @@ import pytest
 from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, JobQuery
 from jobarchive.storage import database as db
-from tests.conftest import MySQLDatabases
+from testbed.mariadb import Databases
 from tests.support import bulk
 
 # The inlined SQL spells times with their offset, which MariaDB reads and warns about.
@@ -20,7 +20,7 @@ UNTIL = queries.parse_time("2026-07-01", "t")
 
 
 @pytest.fixture(scope="module")
-def plans_url(mysql_databases: MySQLDatabases) -> str:
+def plans_url(mysql_databases: Databases) -> str:
     return mysql_databases.create("jobarchive_plans")
 
 

@@ -1,4 +1,4 @@
-"""The schema on the real MariaDB server: columns, keys and indexes as DESIGN specifies."""
+"""The schema on the real MariaDB server: columns, keys and indexes as ARCHITECTURE.md specifies."""
 
 import pytest
 
