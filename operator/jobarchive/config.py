@@ -10,6 +10,7 @@ import dataclasses
 import os
 import urllib.parse
 from collections.abc import Mapping
+from typing import Any
 
 from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_kinds
 
@@ -22,25 +23,66 @@ class ConfigError(Exception):
 
 
 @dataclasses.dataclass(frozen=True)
+class Bounded:
+    """A numeric setting: its variable, default and range. Each is written once, in
+    ``BOUNDED`` below; README's configuration table is checked against it."""
+
+    variable: str
+    default: int
+    low: int
+    high: int
+    # The variable's unit per unit of the field (milliseconds in seconds: 1000).
+    per_unit: int = 1
+
+    def read(self, env: Mapping[str, str]) -> float:
+        """The value in the environment, validated; the default when unset or empty."""
+        raw = env.get(self.variable)
+        if not raw:
+            return self.default / self.per_unit
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(f"{self.variable}: {raw!r} is not an integer") from None
+        if not self.low <= value <= self.high:
+            raise ConfigError(f"{self.variable}: {value} is outside {self.low}..{self.high}")
+        return value / self.per_unit
+
+
+BOUNDED: dict[str, Bounded] = {
+    "batch_size": Bounded("JOBARCHIVE_BATCH_SIZE", 500, 1, 5000),
+    "batch_delay": Bounded("JOBARCHIVE_BATCH_DELAY_MS", 5, 0, 1000, per_unit=1000),
+    "queue_size": Bounded("JOBARCHIVE_QUEUE_SIZE", 10_000, 1, 10_000_000),
+    "writers": Bounded("JOBARCHIVE_WRITERS", 2, 1, 16),
+    "resync_interval": Bounded("JOBARCHIVE_RESYNC_INTERVAL", 600, 0, 7 * 24 * 3600),
+    "unhealthy_after": Bounded("JOBARCHIVE_UNHEALTHY_AFTER", 300, 1, 24 * 3600),
+    "metrics_port": Bounded("JOBARCHIVE_METRICS_PORT", 8000, 0, 65535),
+    "peering_lifetime": Bounded("JOBARCHIVE_PEERING_LIFETIME", 60, 2, 3600),
+    "retention_days": Bounded("JOBARCHIVE_RETENTION_DAYS", 0, 0, 100 * 365),
+    "api_port": Bounded("JOBARCHIVE_API_PORT", 0, 0, 65535),
+    "api_timeout": Bounded("JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
+}
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
-    """The operator's validated configuration."""
+    """The operator's validated configuration; ``load`` is the only way to make one."""
 
     db_url: str
     region: str | None
     kinds: KindRegistry
-    batch_size: int = 500
-    batch_delay: float = 0.005
-    queue_size: int = 10_000
-    writers: int = 2
-    resync_interval: float = 600.0
-    unhealthy_after: float = 300.0
-    metrics_port: int = 8000
-    peering_lifetime: int = 60
-    retention_days: int = 0
-    api_port: int = 0
-    api_timeout: float = 10.0
+    batch_size: int
+    batch_delay: float
+    queue_size: int
+    writers: int
+    resync_interval: float
+    unhealthy_after: float
+    metrics_port: int
+    peering_lifetime: int
+    retention_days: int
+    api_port: int
+    api_timeout: float
     # Labels a plain batch Job must carry to be recorded as a job; None: none are.
-    batch_job_selector: Mapping[str, str | None] | None = None
+    batch_job_selector: Mapping[str, str | None] | None
 
     @property
     def db_url_redacted(self) -> str:
@@ -73,22 +115,17 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         kinds = KindRegistry(BUILTIN_KINDS + extra)
     except ValueError as exc:
         raise ConfigError(f"JOBARCHIVE_EXTRA_KINDS: {exc}") from None
+    numbers: dict[str, Any] = {}
+    for field, bounded in BOUNDED.items():
+        value = bounded.read(env)
+        # Whole units stay integers; a scaled one (milliseconds) becomes a fraction.
+        numbers[field] = int(value) if bounded.per_unit == 1 else value
     return Settings(
         db_url=db_url,
         region=region,
         kinds=kinds,
-        batch_size=_integer(env, "JOBARCHIVE_BATCH_SIZE", 500, 1, 5000),
-        batch_delay=_integer(env, "JOBARCHIVE_BATCH_DELAY_MS", 5, 0, 1000) / 1000,
-        queue_size=_integer(env, "JOBARCHIVE_QUEUE_SIZE", 10_000, 1, 10_000_000),
-        writers=_integer(env, "JOBARCHIVE_WRITERS", 2, 1, 16),
-        resync_interval=_integer(env, "JOBARCHIVE_RESYNC_INTERVAL", 600, 0, 7 * 24 * 3600),
-        unhealthy_after=_integer(env, "JOBARCHIVE_UNHEALTHY_AFTER", 300, 1, 24 * 3600),
-        metrics_port=_integer(env, "JOBARCHIVE_METRICS_PORT", 8000, 0, 65535),
-        peering_lifetime=_integer(env, "JOBARCHIVE_PEERING_LIFETIME", 60, 2, 3600),
-        retention_days=_integer(env, "JOBARCHIVE_RETENTION_DAYS", 0, 0, 100 * 365),
-        api_port=_integer(env, "JOBARCHIVE_API_PORT", 0, 0, 65535),
-        api_timeout=_integer(env, "JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
         batch_job_selector=_selector(env.get("JOBARCHIVE_BATCH_JOB_SELECTOR")),
+        **numbers,
     )
 
 
@@ -113,19 +150,6 @@ def matches(selector: Mapping[str, str | None], labels: Mapping[str, object]) ->
     return all(
         key in labels and (value is None or labels[key] == value) for key, value in selector.items()
     )
-
-
-def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}: {raw!r} is not an integer") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{name}: {value} is outside {low}..{high}")
-    return value
 
 
 def _db_url(env: Mapping[str, str]) -> str:
@@ -173,3 +197,7 @@ def _url_from_kubedl_variables(env: Mapping[str, str]) -> str:
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
     return f"mysql://{user}:{password}@{host}:{port}/{urllib.parse.quote(database, safe='')}"
+
+
+DEFAULTS = load({})
+"""The settings of an empty environment: the one place other modules take defaults from."""

@@ -2,8 +2,9 @@
 
 The metrics live in prometheus-client's default registry, beside its process
 metrics (memory, CPU, open files). They are served by ``serve`` on the event
-loop, not from prometheus-client's own thread: the gauges read the writer's queue
-and the attribution maps, which only the loop may touch.
+loop, through prometheus-client's own aiohttp handler, not from its thread: the
+gauges read the writer's queue and the attribution maps, which only the loop may
+touch.
 
 Outcomes of ``jobarchive_objects_total``:
 
@@ -19,8 +20,8 @@ Outcomes of ``jobarchive_objects_total``:
 from collections.abc import Callable
 
 from aiohttp import web
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-from prometheus_client.exposition import choose_encoder
+from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.aiohttp import make_aiohttp_handler
 
 from jobarchive.serving import listen
 
@@ -89,15 +90,8 @@ def watch_gauges(
     FAILING_SECONDS.set_function(failing_for)
 
 
-async def _metrics(request: web.Request) -> web.Response:
-    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-    response = web.Response(body=encoder(REGISTRY))
-    response.headers["Content-Type"] = content_type
-    return response
-
-
 async def serve(port: int) -> web.AppRunner | None:
     """Serve ``/metrics`` on all interfaces; None, logged, when the port cannot be bound."""
     app = web.Application()
-    app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/metrics", make_aiohttp_handler())
     return await listen(app, "0.0.0.0", port, "Prometheus metrics at /metrics")

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from jobarchive.config import DEFAULT_DB_URL, ConfigError, load, matches, redact_url
+from jobarchive.config import BOUNDED, DEFAULT_DB_URL, ConfigError, load, matches, redact_url
 from tests.support.operator import REPO
 
 
@@ -166,3 +166,14 @@ def test_the_readme_table_documents_every_variable_the_code_reads() -> None:
     read = set(re.findall(r'"((?:JOBARCHIVE|MYSQL)_[A-Z_]+|REGION)"', source))
     documented = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE))
     assert read == documented
+
+
+def test_the_readme_table_gives_each_numeric_setting_its_default_and_range() -> None:
+    readme = (REPO / "README.md").read_text()
+    for bounded in BOUNDED.values():
+        row = re.search(
+            rf"^\| `{bounded.variable}` \| `(\d+)`[^|]* \| ([\d,]+)\.\.([\d,]+) \|", readme, re.M
+        )
+        assert row is not None, f"{bounded.variable} has no row with default and range"
+        numbers = [int(group.replace(",", "")) for group in row.groups()]
+        assert numbers == [bounded.default, bounded.low, bounded.high], bounded.variable
