@@ -14,14 +14,16 @@ from urllib.parse import urlsplit
 
 import aiomysql
 import pymysql
+from pymysql.constants import ER
 
 from bench import data
+from jobarchive.bounded import chunks
 from jobarchive.storage import database as db
-from jobarchive.storage.models import Event, Job, Pod, Stamped
-from jobarchive.storage.store import TABLES, Store, mysql_value
+from jobarchive.storage.dialects import MYSQL
+from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
+from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 
-DEADLOCK = 1213
 MODELS: dict[str, type[Stamped]] = {"job": Job, "pod": Pod, "event": Event}
 Rows = dict[str, list[dict[str, Any]]]
 
@@ -75,12 +77,12 @@ async def raw(rows: Rows, url: str, batch: int = 500, connections: int = 4) -> N
             f"INSERT INTO `{spec.name}` ({', '.join(f'`{c}`' for c in spec.columns)}) "
             f"VALUES ({', '.join(['%s'] * len(spec.columns))}) ON DUPLICATE KEY UPDATE {sets}"
         )
-        for start in range(0, len(rows_), batch):
+        for piece in chunks(rows_, batch):
             chunk = []
-            for row in rows_[start : start + batch]:
+            for row in piece:
                 stamped = dict(row)
                 model.stamp(stamped)
-                chunk.append([mysql_value(stamped[c]) for c in spec.columns])
+                chunk.append([MYSQL.value(stamped[c]) for c in spec.columns])
             work.append((sql, chunk))
 
     async def one_connection(share: list[tuple[str, list[list[Any]]]]) -> None:
@@ -104,7 +106,7 @@ async def raw(rows: Rows, url: str, batch: int = 500, connections: int = 4) -> N
                     except pymysql.err.OperationalError as exc:
                         # Concurrent upserts into one unique index can deadlock; InnoDB
                         # rolls one back and it is simply done again, as the store does.
-                        if exc.args[0] != DEADLOCK:
+                        if exc.args[0] != ER.LOCK_DEADLOCK:
                             raise
                         await conn.rollback()
         finally:

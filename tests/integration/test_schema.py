@@ -3,6 +3,7 @@
 import pytest
 
 from jobarchive.storage import database as db
+from jobarchive.storage import schema
 
 pytestmark = pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
 
@@ -149,7 +150,7 @@ async def test_an_index_missing_from_an_older_database_is_created_at_start(
     database: str,
 ) -> None:
     conn = db.connection()
-    assert await db.ensure_indexes(conn) == []
+    assert await schema.ensure_indexes(conn) == []
     names = {
         name
         for name, (_, columns) in (await indexes("job_info")).items()
@@ -157,13 +158,13 @@ async def test_an_index_missing_from_an_older_database_is_created_at_start(
     }
     for name in names:
         await conn.execute_script(f"DROP INDEX {name} ON job_info")
-    assert await db.ensure_indexes(conn) == ["ix_job_info_owner_gmt_created"]
+    assert await schema.ensure_indexes(conn) == ["ix_job_info_owner_gmt_created"]
     assert (False, ("owner", "gmt_created")) in (await indexes("job_info")).values()
 
 
 async def test_a_column_missing_from_an_older_database_is_added_at_start(database: str) -> None:
     conn = db.connection()
-    assert await db.ensure_columns(conn) == []
+    assert await schema.ensure_columns(conn) == []
     await conn.execute_script("ALTER TABLE job_info DROP COLUMN api_version")
-    assert await db.ensure_columns(conn) == ["job_info.api_version"]
+    assert await schema.ensure_columns(conn) == ["job_info.api_version"]
     assert (await columns("job_info"))["api_version"] == "varchar(317)"

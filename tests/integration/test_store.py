@@ -6,6 +6,7 @@ from typing import Any
 
 from jobarchive.recording.convert import mark_gone
 from jobarchive.storage import database as db
+from jobarchive.storage import schema
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
 
@@ -239,11 +240,11 @@ async def test_upsert_returns_how_many_rows_the_guard_kept(database: str) -> Non
 
 
 async def test_a_fresh_schema_has_every_index_the_models_declare(database: str) -> None:
-    assert await db.ensure_indexes(db.connection()) == []
+    assert await schema.ensure_indexes(db.connection()) == []
 
 
 async def test_a_fresh_schema_has_every_column_the_models_declare(database: str) -> None:
-    assert await db.ensure_columns(db.connection()) == []
+    assert await schema.ensure_columns(db.connection()) == []
 
 
 async def test_rows_in_etcd_are_chosen_by_group_and_kind_for_reconciliation(database: str) -> None:

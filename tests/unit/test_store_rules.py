@@ -2,7 +2,8 @@ import pymysql
 import pytest
 from tortoise.exceptions import OperationalError
 
-from jobarchive.storage.store import is_older, is_retryable
+from jobarchive.storage.errors import is_retryable
+from jobarchive.storage.store import is_older
 
 
 @pytest.mark.parametrize(

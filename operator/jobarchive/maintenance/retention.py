@@ -12,8 +12,9 @@ import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 
+from jobarchive.bounded import chunks
 from jobarchive.storage.models import Event, Job, Pod, utcnow
 
 logger = logging.getLogger(__name__)
@@ -62,19 +63,14 @@ async def prune(
         if dry_run:
             pruned.jobs += len(job_uids)
             pruned.pods += len(pod_uids)
-            for chunk in _chunks(job_uids + pod_uids):
+            for chunk in chunks(job_uids + pod_uids, CHUNK):
                 pruned.events += await Event.filter(obj_uid__in=chunk).count()
             continue
-        for chunk in _chunks(job_uids + pod_uids):
+        for chunk in chunks(job_uids + pod_uids, CHUNK):
             pruned.events += await Event.filter(obj_uid__in=chunk).delete()
-        for chunk in _chunks(pod_uids):
+        for chunk in chunks(pod_uids, CHUNK):
             pruned.pods += await Pod.filter(pod_id__in=chunk).delete()
         pruned.jobs += await Job.filter(job_id__in=job_uids).delete()
-
-
-def _chunks(uids: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(uids), CHUNK):
-        yield list(uids[start : start + CHUNK])
 
 
 async def prune_forever(

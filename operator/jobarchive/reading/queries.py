@@ -22,6 +22,7 @@ from typing import Any
 from tortoise.expressions import Q
 from tortoise.queryset import QuerySet
 
+from jobarchive.storage import dialects
 from jobarchive.storage.models import Event, Job, Pod
 
 JOB_STATUSES = (
@@ -387,12 +388,6 @@ def _event_filters(query: EventQuery) -> "QuerySet[Event]":
     return Event.filter(**{field: value for field, value in exact.items() if value is not None})
 
 
-def _duration_sql(dialect: str) -> str:
-    if dialect == "mysql":
-        return "TIMESTAMPDIFF(SECOND, gmt_created, gmt_finished)"
-    return "(julianday(gmt_finished) - julianday(gmt_created)) * 86400.0"
-
-
 async def stats(
     group_by: str,
     since: datetime.datetime | None = None,
@@ -403,14 +398,13 @@ async def stats(
     if group_by not in STATS_GROUPS:
         raise BadQuery(f"by: {group_by!r} is not one of {', '.join(STATS_GROUPS)}")
     connection = Job._meta.db
-    dialect = connection.capabilities.dialect
-    mark = "%s" if dialect == "mysql" else "?"
+    dialect = dialects.of(connection)
     where, params = [], []
     for clause, value in (("gmt_created >= ", since), ("gmt_created < ", until)):
         if value is not None:
-            where.append(clause + mark)
+            where.append(clause + dialect.placeholder)
             params.append(value.astimezone(datetime.UTC).replace(tzinfo=None))
-    duration = _duration_sql(dialect)
+    duration = dialect.seconds_between("gmt_created", "gmt_finished")
     sql = (
         f"SELECT {group_by} AS grp, COUNT(*) AS jobs, COUNT(gmt_finished) AS finished, "
         f"AVG({duration}) AS avg_seconds, MAX({duration}) AS max_seconds "

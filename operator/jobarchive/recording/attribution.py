@@ -14,11 +14,12 @@ hour and Kopf re-lists everything on restart, so losing this state with the
 process loses nothing the cluster still has.
 """
 
-import collections
 import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from jobarchive.bounded import Lru
 
 Body = dict[str, Any]
 UNRELATED = ""
@@ -32,22 +33,6 @@ class Waiting:
     event_type: str | None
     body: Body
     since: float
-
-
-class _Lru(collections.OrderedDict[str, str]):
-    """A bounded map that forgets the least recently written; it says whether it forgot."""
-
-    def __init__(self, capacity: int) -> None:
-        super().__init__()
-        self.capacity = capacity
-        self.forgot = False
-
-    def put(self, key: str, value: str) -> None:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > self.capacity:
-            self.popitem(last=False)
-            self.forgot = True
 
 
 @dataclasses.dataclass
@@ -71,9 +56,9 @@ class Attribution:
         self.ttl = ttl
         self.capacity = capacity
         self._clock = clock
-        self._jobs_by_name = _Lru(capacity)
-        self._pods = _Lru(capacity)
-        self._owners = _Lru(capacity)
+        self._jobs_by_name: Lru[str, str] = Lru(capacity)
+        self._pods: Lru[str, str] = Lru(capacity)
+        self._owners: Lru[str, str] = Lru(capacity)
         self._pods_waiting: dict[tuple[str, str], dict[str, Waiting]] = {}
         self._pods_waiting_owner: dict[str, dict[str, Waiting]] = {}
         self._intermediates_waiting: dict[str, dict[str, Waiting]] = {}
@@ -103,7 +88,7 @@ class Attribution:
         key = f"{namespace}/{name}"
         if gone:
             if self._jobs_by_name.get(key) == uid:
-                del self._jobs_by_name[key]
+                self._jobs_by_name.pop(key)
             return []
         self._jobs_by_name.put(key, uid)
         return list(self._pods_waiting.pop((namespace, name), {}).values())
@@ -186,23 +171,11 @@ class Attribution:
         if now - self._last_sweep < every:
             return None
         self._last_sweep = now
-        return Expired(
-            pods=self._expire(self._pods_waiting, now)
-            + self._expire(self._pods_waiting_owner, now),
-            events=self._expire(self._events_waiting, now),
-            intermediates=self._expire(self._intermediates_waiting, now),
-        )
-
-    def _expire(self, waiting_map: dict[K, dict[str, Waiting]], now: float) -> int:
-        count = 0
-        for key in list(waiting_map):
-            group = waiting_map[key]
-            for uid in [u for u, w in group.items() if now - w.since > self.ttl]:
-                del group[uid]
-                count += 1
-            if not group:
-                del waiting_map[key]
-        return count
+        pods = _expire(self._pods_waiting, now, self.ttl)
+        pods += _expire(self._pods_waiting_owner, now, self.ttl)
+        events = _expire(self._events_waiting, now, self.ttl)
+        intermediates = _expire(self._intermediates_waiting, now, self.ttl)
+        return Expired(pods=pods, events=events, intermediates=intermediates)
 
     def _newest(self, old: Waiting | None, event_type: str | None, body: Body) -> Waiting:
         # A deletion seen while waiting must not be undone by nothing: keep DELETED sticky.
@@ -210,3 +183,16 @@ class Attribution:
             event_type = "DELETED"
         since = old.since if old is not None else self._clock()
         return Waiting(event_type, body, since)
+
+
+def _expire(waiting_map: dict[K, dict[str, Waiting]], now: float, ttl: float) -> int:
+    """Drop what has waited longer than ``ttl`` seconds at ``now``; returns how many."""
+    count = 0
+    for key in list(waiting_map):
+        group = waiting_map[key]
+        for uid in [u for u, w in group.items() if now - w.since > ttl]:
+            del group[uid]
+            count += 1
+        if not group:
+            del waiting_map[key]
+    return count

@@ -1,22 +1,26 @@
 """From one watch event to stored rows: convert, attribute, gone-mark, upsert.
 
-The Kopf handlers call one method per watched resource and nothing else; this is
-where the decisions of DESIGN.md meet: DELETED marks the row gone (decision 4),
-pods and Events are stored only when they belong to a tracked job (directly or
-through an intermediate object: a JobSet, a batch Job, a RayCluster), and what
-cannot be attributed yet waits in ``Attribution`` instead of being dropped.
+The Kopf handlers call one method of ``Recorder`` per watched resource and nothing
+else. A DELETED event marks the row gone instead of deleting it, since the point is
+to keep the history; pods and Events are stored only when they belong to a tracked
+job (directly or through an intermediate object: a JobSet, a batch Job, a
+RayCluster), and what cannot be attributed yet waits in ``Attribution`` instead of
+being dropped.
 
-An object that cannot be converted is logged with its kind, namespace, name and
-the reason, and skipped; it never raises into Kopf.
+Three classes share the work: ``Recorder`` attributes jobs, pods and Events;
+``Intermediates`` learns which job each intermediate object belongs to (and the
+roles a TrainJob's JobSet states); ``RowWriter`` converts what is attributed and
+writes it. An object that cannot be converted is logged with its kind,
+namespace, name and the reason, and skipped; it never raises into Kopf.
 """
 
-import collections
 import datetime
 import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 from jobarchive import metrics
+from jobarchive.bounded import Lru
 from jobarchive.config import Settings, matches
 from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
 from jobarchive.recording import convert
@@ -24,13 +28,16 @@ from jobarchive.recording.attribution import UNRELATED, Attribution, Waiting
 from jobarchive.recording.convert.common import mapping, text
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
+from jobarchive.rows import EventRow, JobRow, PodRow
+from jobarchive.storage.errors import is_unavailable
 from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
-from jobarchive.storage.store import Store, is_unavailable
+from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R", JobRow, PodRow, EventRow)
 DELETED = "DELETED"
 ROLES_REMEMBERED = 10_000
 # Kubernetes keeps Events for an hour by default (--event-ttl); two covers a longer setting.
@@ -54,111 +61,130 @@ def describe(kind: str, body: Mapping[str, Any]) -> str:
     return f"{kind} {namespace}/{name[:300]}"
 
 
-class Recorder:
-    """Records jobs, pods and Events as their watch events arrive."""
+async def lookup(query: Awaitable[T]) -> T | None:
+    """A database lookup; while the database is away, the answer is "not known yet",
+    so the object waits for attribution (or the refinement for the next write)
+    instead of being lost."""
+    try:
+        return await query
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        return None
+
+
+def sweep(attribution: Attribution) -> None:
+    """Expire what waited too long for attribution, and say how much."""
+    expired = attribution.sweep()
+    if expired is not None and (expired.pods or expired.events or expired.intermediates):
+        metrics.OBJECTS.labels("Pod", "expired").inc(expired.pods)
+        metrics.OBJECTS.labels("Event", "expired").inc(expired.events)
+        logger.info(
+            "Gave up on %d pod(s) whose job or owner, %d Event(s) whose subject and "
+            "%d intermediate object(s) whose owner never appeared within %.0f s",
+            expired.pods,
+            expired.events,
+            expired.intermediates,
+            attribution.ttl,
+        )
+
+
+def waiting(event_type: str | None, body: Mapping[str, Any]) -> Waiting:
+    """An object attributed as it arrives, in the shape of one released from waiting."""
+    return Waiting(event_type, dict(body), 0.0)
+
+
+class RowWriter:
+    """Converts attributed objects to rows and writes them, logging what cannot be
+    converted or stored; a stored pod releases the Events that waited for it."""
+
+    def __init__(self, settings: Settings, writer: Writer, attribution: Attribution) -> None:
+        self.settings = settings
+        self.writer = writer
+        self.attribution = attribution
+
+    def invalid(self, kind: str, body: Mapping[str, Any], reason: object) -> None:
+        """Log and count an object that cannot become a row."""
+        logger.warning("Skipping %s: %s", describe(kind, body), reason)
+        metrics.OBJECTS.labels(kind, "invalid").inc()
+
+    async def write(
+        self, model: type[Stamped], kind: str, rows: list[R], changed: list[float | None]
+    ) -> list[R]:
+        """Write rows; log each the database refused, by kind, namespace and name.
+
+        Returns the rows that were stored.
+        """
+        stored = []
+        errors = await self.writer.write(model, rows, changed)
+        for row, error in zip(rows, errors, strict=True):
+            if error is None:
+                stored.append(row)
+                continue
+            namespace = row.get("namespace", row.get("obj_namespace")) or "-"
+            logger.error("Could not store %s %s/%s: %s", kind, namespace, row.get("name"), error)
+        return stored
+
+    async def pods(self, pods: list[Waiting], job_uid: str, main_container: str | None) -> None:
+        """Store pods of the job ``job_uid``, then the Events that waited for them."""
+        rows = []
+        changed = []
+        for pod in pods:
+            try:
+                row = convert.pod_row(pod.body, job_uid, main_container, self.settings.region)
+            except convert.InvalidObject as exc:
+                self.invalid("Pod", pod.body, exc)
+                continue
+            if pod.event_type == DELETED:
+                convert.mark_gone(row, utcnow())
+            rows.append(row)
+            changed.append(changed_at(pod.event_type, pod.body))
+        released: list[Waiting] = []
+        for stored in await self.write(Pod, "Pod", rows, changed):
+            released.extend(self.attribution.pod_tracked(stored["pod_id"], job_uid))
+        if released:
+            await self.events(released, job_uid)
+
+    async def events(self, events: list[Waiting], job_uid: str | None) -> None:
+        """Store Events about the job ``job_uid``, its pods or its intermediate objects."""
+        rows = []
+        changed = []
+        for event in events:
+            try:
+                rows.append(convert.event_row(event.body, self.settings.region, job_uid))
+            except convert.InvalidObject as exc:
+                self.invalid("Event", event.body, exc)
+                continue
+            changed.append(changed_at(event.event_type, event.body))
+        await self.write(Event, "Event", rows, changed)
+
+
+class Intermediates:
+    """Which job each intermediate object (JobSet, batch Job, RayCluster) belongs to,
+    and the pods, objects and Events that waited for that answer; and the roles a
+    TrainJob's JobSet states, which know the runtime's defaults that the TrainJob's
+    own spec leaves out. Nothing of an intermediate object itself is stored."""
 
     def __init__(
-        self, settings: Settings, store: Store, writer: Writer, attribution: Attribution
+        self, settings: Settings, store: Store, attribution: Attribution, rows: RowWriter
     ) -> None:
         self.settings = settings
         self.store = store
-        self.writer = writer
         self.attribution = attribution
-        # TrainJob uid -> roles read from its JobSet, which knows the runtime's defaults
-        # that the TrainJob's own spec leaves out. Bounded: oldest forgotten first.
-        self._jobset_roles: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
+        self.rows = rows
+        # TrainJob uid -> roles read from its JobSet.
+        self._roles: Lru[str, dict[str, Any]] = Lru(ROLES_REMEMBERED)
 
-    async def load(self) -> None:
-        """Prime the attribution state from the database; call once at start."""
-        since = utcnow() - datetime.timedelta(hours=EVENT_LIFETIME_HOURS)
-        jobs = await self.store.live_jobs()
-        pods = await self.store.recent_pods(since, limit=self.attribution.capacity + 1)
-        self.attribution.load(jobs, pods)
-        logger.info("Attribution starts from %d live jobs and %d recent pods", len(jobs), len(pods))
+    def roles(self, trainjob_uid: str) -> dict[str, Any] | None:
+        """The roles the TrainJob's JobSet stated, if one was seen."""
+        return self._roles.get(trainjob_uid)
 
-    async def job(self, kind: JobKind, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """Store a job's state, then whatever pods were waiting for it."""
-        try:
-            row = convert.job_row(body, kind, self.settings.region)
-        except convert.InvalidObject as exc:
-            self._invalid(kind.kind, body, exc)
-            return
-        roles = self._jobset_roles.get(row["job_id"])
-        if roles is not None:
-            row["resources"] = resources_json(roles)
-        gone = event_type == DELETED
-        if gone:
-            convert.mark_gone(row, utcnow())
-        if not await self._write(Job, kind.kind, [row], [changed_at(event_type, body)]):
-            return
-        released = self.attribution.job_seen(row["namespace"], row["name"], row["job_id"], gone)
-        if released:
-            # Pods that waited were linked by label, not owned by the job: their main
-            # container is not the kind's default (an MPIJob launcher's, say).
-            await self._pods(released, row["job_id"], None)
-
-    async def pod(self, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """Store a pod of a tracked job, or let it wait for its job, or ignore it."""
-        pod_uid = text(mapping(body.get("metadata")).get("uid"))
-        if not pod_uid:
-            self._invalid("Pod", body, "metadata.uid is missing")
-            return
-        link = convert.pod_job_link(body, self.settings.kinds)
-        if link is None:
-            self.attribution.pod_unrelated(pod_uid)
-            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc()
-            return
-        if isinstance(link, convert.OwnerLink):
-            now = Waiting(event_type, dict(body), 0.0)
-            await self._pods([now], link.job_uid, link.kind.main_container)
-            return
-        if isinstance(link, convert.IntermediateLink):
-            await self._pod_of_intermediate(link.owner_uid, pod_uid, event_type, body)
-            return
-        job_uid = self.attribution.job_uid(link.namespace, link.job_name)
-        if job_uid is None and not self.attribution.knows_all:
-            job_uid = await self._lookup(self.store.live_job_uid(link.namespace, link.job_name))
-        # Checked again after the await: the job may have been recorded meanwhile, and
-        # from here to wait_for_job nothing yields, so no release can slip between.
-        job_uid = self.attribution.job_uid(link.namespace, link.job_name) or job_uid
-        if job_uid is None:
-            self.attribution.wait_for_job(
-                link.namespace, link.job_name, pod_uid, event_type, dict(body)
-            )
-            self._sweep()
-            return
-        await self._pods([Waiting(event_type, dict(body), 0.0)], job_uid, None)
-
-    async def _pod_of_intermediate(
-        self, owner_uid: str, pod_uid: str, event_type: str | None, body: Mapping[str, Any]
-    ) -> None:
-        job_uid = self.attribution.owner_job(owner_uid)
-        if job_uid is None:
-            # Its owner was deleted before this update came (or before a restart): the
-            # pod's stored row still says which job it belongs to.
-            job_uid = self.attribution.pod_job(pod_uid)
-            if job_uid is None and not self.attribution.knows_all:
-                job_uid = await self._lookup(self.store.pod_job_uid(pod_uid))
-            job_uid = self.attribution.owner_job(owner_uid) or job_uid
-        if job_uid == UNRELATED:
-            self.attribution.pod_unrelated(pod_uid)
-            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc()
-            return
-        if job_uid is None:
-            self.attribution.wait_for_owner(owner_uid, pod_uid, event_type, dict(body))
-            self._sweep()
-            return
-        await self._pods([Waiting(event_type, dict(body), 0.0)], job_uid, None)
-
-    async def intermediate(
-        self, kind: str, event_type: str | None, body: Mapping[str, Any]
-    ) -> None:
-        """Learn which job an intermediate object (JobSet, batch Job, RayCluster) belongs
-        to, then store what waited for it. Nothing of the object itself is stored."""
+    async def seen(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Learn which job an intermediate object belongs to, then store what waited."""
         meta = mapping(body.get("metadata"))
         uid = text(meta.get("uid"))
         if not uid:
-            self._invalid(kind, body, "metadata.uid is missing")
+            self.rows.invalid(kind, body, "metadata.uid is missing")
             return
         owner = controller_of(meta.get("ownerReferences"))
         owner_uid = text(owner.get("uid")) if owner is not None else None
@@ -174,31 +200,153 @@ class Recorder:
                 self.attribution.wait_for_owner(
                     owner_uid, uid, event_type, dict(body), intermediate=True
                 )
-                self._sweep()
+                sweep(self.attribution)
                 return
             job_uid = known
         else:
             job_uid = UNRELATED
-        await self._resolved(uid, job_uid)
+        await self.resolved(uid, job_uid)
+
+    async def resolved(self, uid: str, job_uid: str) -> None:
+        """The object ``uid`` belongs to ``job_uid`` (or to none): store what waited for it."""
+        pods, intermediates, events = self.attribution.intermediate_seen(uid, job_uid)
+        if job_uid == UNRELATED:
+            for pod in pods:
+                pod_uid = text(mapping(pod.body.get("metadata")).get("uid"))
+                if pod_uid:
+                    self.attribution.pod_unrelated(pod_uid)
+            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc(len(pods))
+            metrics.OBJECTS.labels("Event", "skipped_unrelated").inc(len(events))
+        else:
+            if pods:
+                await self.rows.pods(pods, job_uid, None)
+            if events:
+                await self.rows.events(events, job_uid)
+        for later in intermediates:
+            kind = text(later.body.get("kind")) or "Intermediate"
+            await self.seen(kind, later.event_type, later.body)
+
+    async def pod(
+        self, owner_uid: str, pod_uid: str, event_type: str | None, body: Mapping[str, Any]
+    ) -> None:
+        """Store a pod whose controller is the intermediate object ``owner_uid``, or let
+        it wait for that object, or ignore it."""
+        job_uid = self.attribution.owner_job(owner_uid)
+        if job_uid is None:
+            # Its owner was deleted before this update came (or before a restart): the
+            # pod's stored row still says which job it belongs to.
+            job_uid = self.attribution.pod_job(pod_uid)
+            if job_uid is None and not self.attribution.knows_all:
+                job_uid = await lookup(self.store.pod_job_uid(pod_uid))
+            job_uid = self.attribution.owner_job(owner_uid) or job_uid
+        if job_uid == UNRELATED:
+            self.attribution.pod_unrelated(pod_uid)
+            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc()
+            return
+        if job_uid is None:
+            self.attribution.wait_for_owner(owner_uid, pod_uid, event_type, dict(body))
+            sweep(self.attribution)
+            return
+        await self.rows.pods([waiting(event_type, body)], job_uid, None)
 
     async def _refine_roles(self, trainjob_uid: str, jobset: Mapping[str, Any]) -> None:
         """Give a TrainJob the roles its JobSet states, now and on its later writes."""
         try:
             roles = jobset_roles(jobset)
         except convert.InvalidObject as exc:
-            self._invalid("JobSet", jobset, exc)
+            self.rows.invalid("JobSet", jobset, exc)
             return
-        self._jobset_roles[trainjob_uid] = roles
-        self._jobset_roles.move_to_end(trainjob_uid)
-        while len(self._jobset_roles) > ROLES_REMEMBERED:
-            self._jobset_roles.popitem(last=False)
-        rows = await self._lookup(self.store.rows(Job, [trainjob_uid]))
+        self._roles.put(trainjob_uid, roles)
+        rows = await lookup(self.store.rows(Job, [trainjob_uid]))
         stored = rows[0] if rows else None
         if stored and stored["resources"] != resources_json(roles):
             # Rewritten at its own resourceVersion: a newer TrainJob write wins the guard,
             # and that one took the roles from the map above.
             stored["resources"] = resources_json(roles)
-            await self._write(Job, "TrainJob", [stored], [None])
+            await self.rows.write(Job, "TrainJob", [stored], [None])
+
+
+class Recorder:
+    """Records jobs, pods and Events as their watch events arrive."""
+
+    def __init__(
+        self, settings: Settings, store: Store, writer: Writer, attribution: Attribution
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.writer = writer
+        self.attribution = attribution
+        self.rows = RowWriter(settings, writer, attribution)
+        self.intermediates = Intermediates(settings, store, attribution, self.rows)
+
+    async def load(self) -> None:
+        """Prime the attribution state from the database; call once at start."""
+        since = utcnow() - datetime.timedelta(hours=EVENT_LIFETIME_HOURS)
+        jobs = await self.store.live_jobs()
+        pods = await self.store.recent_pods(since, limit=self.attribution.capacity + 1)
+        self.attribution.load(jobs, pods)
+        logger.info("Attribution starts from %d live jobs and %d recent pods", len(jobs), len(pods))
+
+    async def job(self, kind: JobKind, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Store a job's state, then whatever pods were waiting for it."""
+        try:
+            row = convert.job_row(body, kind, self.settings.region)
+        except convert.InvalidObject as exc:
+            self.rows.invalid(kind.kind, body, exc)
+            return
+        roles = self.intermediates.roles(row["job_id"])
+        if roles is not None:
+            row["resources"] = resources_json(roles)
+        gone = event_type == DELETED
+        if gone:
+            convert.mark_gone(row, utcnow())
+        if not await self.rows.write(Job, kind.kind, [row], [changed_at(event_type, body)]):
+            return
+        released = self.attribution.job_seen(row["namespace"], row["name"], row["job_id"], gone)
+        if released:
+            # Pods that waited were linked by label, not owned by the job: their main
+            # container is not the kind's default (an MPIJob launcher's, say).
+            await self.rows.pods(released, row["job_id"], None)
+
+    async def pod(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Store a pod of a tracked job, or let it wait for its job, or ignore it."""
+        pod_uid = text(mapping(body.get("metadata")).get("uid"))
+        if not pod_uid:
+            self.rows.invalid("Pod", body, "metadata.uid is missing")
+            return
+        link = convert.pod_job_link(body, self.settings.kinds)
+        if link is None:
+            self.attribution.pod_unrelated(pod_uid)
+            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc()
+            return
+        if isinstance(link, convert.OwnerLink):
+            await self.rows.pods(
+                [waiting(event_type, body)], link.job_uid, link.kind.main_container
+            )
+            return
+        if isinstance(link, convert.IntermediateLink):
+            await self.intermediates.pod(link.owner_uid, pod_uid, event_type, body)
+            return
+        job_uid = self.attribution.job_uid(link.namespace, link.job_name)
+        if job_uid is None and not self.attribution.knows_all:
+            job_uid = await lookup(self.store.live_job_uid(link.namespace, link.job_name))
+        # Checked again after the await: the job may have been recorded meanwhile, and
+        # from here to wait_for_job nothing yields, so no release can slip between.
+        job_uid = self.attribution.job_uid(link.namespace, link.job_name) or job_uid
+        if job_uid is None:
+            self.attribution.wait_for_job(
+                link.namespace, link.job_name, pod_uid, event_type, dict(body)
+            )
+            sweep(self.attribution)
+            return
+        await self.rows.pods([waiting(event_type, body)], job_uid, None)
+
+    async def intermediate(
+        self, kind: str, event_type: str | None, body: Mapping[str, Any]
+    ) -> None:
+        """Learn which job an intermediate object (JobSet, batch Job, RayCluster) belongs
+        to, then store what waited for it. Nothing of the object itself is stored."""
+        await self.intermediates.seen(kind, event_type, body)
 
     async def batch_job(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A batch Job: a training job of its own when opted in (no controller, labels
@@ -213,27 +361,9 @@ class Recorder:
             await self.job(BATCH_JOB, event_type, body)
             uid = text(meta.get("uid"))
             if uid:
-                await self._resolved(uid, uid)
+                await self.intermediates.resolved(uid, uid)
             return
         await self.intermediate(BATCH_JOB.kind, event_type, body)
-
-    async def _resolved(self, uid: str, job_uid: str) -> None:
-        pods, intermediates, events = self.attribution.intermediate_seen(uid, job_uid)
-        if job_uid == UNRELATED:
-            for pod in pods:
-                pod_uid = text(mapping(pod.body.get("metadata")).get("uid"))
-                if pod_uid:
-                    self.attribution.pod_unrelated(pod_uid)
-            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc(len(pods))
-            metrics.OBJECTS.labels("Event", "skipped_unrelated").inc(len(events))
-        else:
-            if pods:
-                await self._pods(pods, job_uid, None)
-            if events:
-                await self._events(events, job_uid)
-        for waiting in intermediates:
-            kind = text(waiting.body.get("kind")) or "Intermediate"
-            await self.intermediate(kind, waiting.event_type, waiting.body)
 
     async def event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """Store an Event about a tracked job, or about a pod or intermediate object of one;
@@ -241,10 +371,10 @@ class Recorder:
         try:
             involved = convert.involved_object(body)
         except convert.InvalidObject as exc:
-            self._invalid("Event", body, exc)
+            self.rows.invalid("Event", body, exc)
             return
         if self.settings.kinds.find(involved.api_version, involved.kind) is not None:
-            await self._events([Waiting(event_type, dict(body), 0.0)], involved.uid)
+            await self.rows.events([waiting(event_type, body)], involved.uid)
             return
         intermediate = bool(involved.uid) and is_intermediate(involved.api_version, involved.kind)
         if (involved.kind != "Pod" and not intermediate) or not involved.uid:
@@ -255,98 +385,17 @@ class Recorder:
         else:
             job_uid = self.attribution.pod_job(involved.uid)
         if job_uid is None and not intermediate and not self.attribution.knows_all:
-            job_uid = await self._lookup(self.store.pod_job_uid(involved.uid))
+            job_uid = await lookup(self.store.pod_job_uid(involved.uid))
             job_uid = self.attribution.pod_job(involved.uid) or job_uid
         if job_uid == UNRELATED:
             metrics.OBJECTS.labels("Event", "skipped_unrelated").inc()
             return
         if job_uid is not None:
-            await self._events([Waiting(event_type, dict(body), 0.0)], job_uid)
+            await self.rows.events([waiting(event_type, body)], job_uid)
             return
         event_uid = text(mapping(body.get("metadata")).get("uid"))
         if not event_uid:
-            self._invalid("Event", body, "metadata.uid is missing")
+            self.rows.invalid("Event", body, "metadata.uid is missing")
             return
         self.attribution.wait_for_pod(involved.uid, event_uid, event_type, dict(body))
-        self._sweep()
-
-    async def _lookup(self, query: Awaitable[T]) -> T | None:
-        """A database lookup; while the database is away, the answer is "not known yet",
-        so the object waits for attribution (or the refinement for the next write)
-        instead of being lost."""
-        try:
-            return await query
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
-            return None
-
-    async def _pods(self, pods: list[Waiting], job_uid: str, main_container: str | None) -> None:
-        rows = []
-        changed = []
-        for pod in pods:
-            try:
-                row = convert.pod_row(pod.body, job_uid, main_container, self.settings.region)
-            except convert.InvalidObject as exc:
-                self._invalid("Pod", pod.body, exc)
-                continue
-            if pod.event_type == DELETED:
-                convert.mark_gone(row, utcnow())
-            rows.append(row)
-            changed.append(changed_at(pod.event_type, pod.body))
-        released: list[Waiting] = []
-        for row in await self._write(Pod, "Pod", rows, changed):
-            released.extend(self.attribution.pod_tracked(row["pod_id"], job_uid))
-        if released:
-            await self._events(released, job_uid)
-
-    async def _events(self, events: list[Waiting], job_uid: str | None) -> None:
-        rows = []
-        changed = []
-        for event in events:
-            try:
-                rows.append(convert.event_row(event.body, self.settings.region, job_uid))
-            except convert.InvalidObject as exc:
-                self._invalid("Event", event.body, exc)
-                continue
-            changed.append(changed_at(event.event_type, event.body))
-        await self._write(Event, "Event", rows, changed)
-
-    def _invalid(self, kind: str, body: Mapping[str, Any], reason: object) -> None:
-        logger.warning("Skipping %s: %s", describe(kind, body), reason)
-        metrics.OBJECTS.labels(kind, "invalid").inc()
-
-    async def _write(
-        self,
-        model: type[Stamped],
-        kind: str,
-        rows: list[dict[str, Any]],
-        changed: list[float | None],
-    ) -> list[dict[str, Any]]:
-        """Write rows; log each the database refused, by kind, namespace and name.
-
-        Returns the rows that were stored.
-        """
-        stored = []
-        errors = await self.writer.write(model, rows, changed)
-        for row, error in zip(rows, errors, strict=True):
-            if error is None:
-                stored.append(row)
-                continue
-            namespace = row.get("namespace", row.get("obj_namespace")) or "-"
-            logger.error("Could not store %s %s/%s: %s", kind, namespace, row.get("name"), error)
-        return stored
-
-    def _sweep(self) -> None:
-        expired = self.attribution.sweep()
-        if expired is not None and (expired.pods or expired.events or expired.intermediates):
-            metrics.OBJECTS.labels("Pod", "expired").inc(expired.pods)
-            metrics.OBJECTS.labels("Event", "expired").inc(expired.events)
-            logger.info(
-                "Gave up on %d pod(s) whose job or owner, %d Event(s) whose subject and "
-                "%d intermediate object(s) whose owner never appeared within %.0f s",
-                expired.pods,
-                expired.events,
-                expired.intermediates,
-                self.attribution.ttl,
-            )
+        sweep(self.attribution)

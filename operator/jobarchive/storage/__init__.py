@@ -1,2 +1,4 @@
-"""Storage: the schema, its dialects, the upserting store, the group-commit writer and
-the classification of database errors. The only part that imports a database driver."""
+"""Storage, the only part that imports a database driver: ``models`` (the schema),
+``schema`` (creating and upgrading it), ``dialects`` (every MySQL/SQLite difference),
+``store`` (guarded upserts and lookups), ``writer`` (group commit), ``errors`` and
+``failures`` (what a database error means), ``database`` (opening and closing)."""

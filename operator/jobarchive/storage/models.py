@@ -1,16 +1,17 @@
 """The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``.
 
 Column names are KubeDL's (its ``dmo`` package), so KubeDL's consumers keep
-working; widths follow what Kubernetes allows, not the seed's guesses (DESIGN
-decision 6): object names up to 253 characters, free text as LONGTEXT. Python
-attribute names equal column names on purpose: Tortoise's migrations misname
-fields that use ``source_field``.
+working; widths (``jobarchive.rows``) follow what Kubernetes allows, not the
+seed's guesses: object names up to 253 characters, free text as LONGTEXT, so no
+valid object is refused or silently cut. Python attribute names equal column
+names on purpose: Tortoise's migrations misname fields that use ``source_field``.
 
 Timestamps: ``gmt_modified`` on every write and ``gmt_created`` when the object
 gave none are stamped by ``Stamped.stamp``. ``save()`` calls it, and so does the
 store's bulk upsert for every row, so no write path can leave them stale.
 """
 
+import dataclasses
 import datetime
 from collections.abc import Iterable, MutableMapping
 from typing import Any
@@ -19,21 +20,19 @@ from tortoise import fields
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.models import Model
 
-# Kubernetes object names (DNS subdomains) are at most 253 characters.
-NAME_LENGTH = 253
-NAMESPACE_LENGTH = 128
-UID_LENGTH = 64
-VERSION_LENGTH = 255
-KIND_LENGTH = 63
-# A DNS subdomain group, a slash and a version.
-API_VERSION_LENGTH = 317
-LABEL_VALUE_LENGTH = 63
-SHORT_TEXT_LENGTH = 255
-# A condition type may be a qualified name: a 253-character prefix, '/', 63 characters.
-STATUS_LENGTH = 320
-# Core Event names are "<involved object name>.<hex>": longer than any object name.
-EVENT_NAME_LENGTH = 512
-IP_LENGTH = 64
+from jobarchive.rows import (
+    API_VERSION_LENGTH,
+    EVENT_NAME_LENGTH,
+    IP_LENGTH,
+    KIND_LENGTH,
+    LABEL_VALUE_LENGTH,
+    NAME_LENGTH,
+    NAMESPACE_LENGTH,
+    SHORT_TEXT_LENGTH,
+    STATUS_LENGTH,
+    UID_LENGTH,
+    VERSION_LENGTH,
+)
 
 
 def utcnow() -> datetime.datetime:
@@ -181,3 +180,29 @@ class Event(Stamped):
             ("obj_namespace", "obj_name", "last_timestamp"),
             ("reason", "last_timestamp"),
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """What hand-written SQL needs to know of a model: its table, its columns but
+    ``id`` (in the models' order), and the unique key rows are upserted by."""
+
+    name: str
+    columns: tuple[str, ...]
+    key: str
+
+
+def _table(model: type[Stamped], key: str) -> Table:
+    columns = tuple(
+        column
+        for field, column in model._meta.fields_db_projection.items()
+        if field != model._meta.pk_attr
+    )
+    return Table(model._meta.db_table, columns, key)
+
+
+TABLES: dict[type[Stamped], Table] = {
+    Job: _table(Job, "job_id"),
+    Pod: _table(Pod, "pod_id"),
+    Event: _table(Event, "event_id"),
+}

@@ -29,8 +29,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobarchive import metrics
-from jobarchive.storage.models import Job, Stamped
-from jobarchive.storage.store import TABLES, Store, is_older, is_retryable, is_unavailable
+from jobarchive.rows import Row
+from jobarchive.storage.errors import is_retryable, is_unavailable
+from jobarchive.storage.models import TABLES, Job, Stamped
+from jobarchive.storage.store import Store, is_older
 
 logger = logging.getLogger(__name__)
 DEADLOCK_RETRIES = 5
@@ -43,7 +45,7 @@ BACKOFF_CAP = 5.0
 @dataclasses.dataclass
 class _Pending:
     model: type[Stamped]
-    row: Mapping[str, Any]
+    row: Row
     done: asyncio.Future[None]
     # When the object last changed (epoch seconds), for the lag metric; None: unknown.
     changed: float | None = None
@@ -51,10 +53,50 @@ class _Pending:
     @property
     def kind(self) -> str:
         """The Kubernetes kind the row records: a job's own kind, else Pod or Event."""
-        return str(self.row["kind"]) if self.model is Job else self.model.__name__
+        return str(self.fields["kind"]) if self.model is Job else self.model.__name__
+
+    @property
+    def fields(self) -> Mapping[str, Any]:
+        """The row by column name, for what reads any table's rows alike."""
+        return self.row
 
 
 Group = tuple[type[Stamped], str]
+
+
+class Outage:
+    """Whether the database is away, since when, and how long to wait before retrying.
+
+    Several flushers may meet the same outage: it starts and ends once, and they
+    share one backoff.
+    """
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self._backoff = BACKOFF_FIRST
+
+    async def wait(self, error: Exception) -> None:
+        """Back off while the database is away; say so once, not once per row."""
+        if self.since is None:
+            self.since = time.monotonic()
+            self._backoff = BACKOFF_FIRST
+            logger.error("The database is unavailable, holding writes and retrying: %s", error)
+        await asyncio.sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, BACKOFF_CAP)
+
+    def over(self, waiting: int) -> None:
+        """A commit succeeded: end the outage, if there was one; ``waiting`` rows queue."""
+        if self.since is not None:
+            logger.warning(
+                "The database is back after %.1f s; %d rows wait to be written",
+                time.monotonic() - self.since,
+                waiting,
+            )
+            self.since = None
+
+    def lasted(self) -> float:
+        """Seconds since the outage started; 0 when there is none."""
+        return 0.0 if self.since is None else time.monotonic() - self.since
 
 
 class Writer:
@@ -74,8 +116,7 @@ class Writer:
         self.flushers = flushers
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=queue_size)
         self._tasks: list[asyncio.Task[None]] = []
-        self.failing_since: float | None = None
-        self._backoff = BACKOFF_FIRST
+        self.outage = Outage()
         self._in_flight: dict[int, float] = {}
 
     @property
@@ -103,7 +144,7 @@ class Writer:
     async def write(
         self,
         model: type[Stamped],
-        rows: Sequence[Mapping[str, Any]],
+        rows: Sequence[Row],
         changed: Sequence[float | None] | None = None,
     ) -> list[BaseException | None]:
         """Queue rows and return once each is committed or refused: its error, else None.
@@ -157,7 +198,7 @@ class Writer:
             except Exception as exc:
                 if is_unavailable(exc):
                     metrics.DATABASE_ERRORS.labels("unavailable").inc()
-                    await self._wait_for_database(exc)
+                    await self.outage.wait(exc)
                     continue
                 rolled_back += 1
                 if rolled_back < DEADLOCK_RETRIES and is_retryable(exc):
@@ -169,39 +210,9 @@ class Writer:
                     metrics.OBJECTS.labels(batch[0].kind, "refused").inc()
                 await self._isolate(batch, exc)
                 return
-            committed = time.time()
-            metrics.COMMIT_SECONDS.observe(time.monotonic() - started)
-            metrics.BATCH_SIZE.observe(len(batch))
-            self._database_back()
-            for group, (_, rows) in groups.items():
-                kind = group[1]
-                skipped = stale[group] + superseded.get(group, 0)
-                metrics.OBJECTS.labels(kind, "stored").inc(len(rows) - stale[group])
-                if skipped:
-                    metrics.OBJECTS.labels(kind, "skipped_stale").inc(skipped)
-            for pending in batch:
-                if pending.changed is not None:
-                    metrics.LAG_SECONDS.observe(max(0.0, committed - pending.changed))
-                _settle(pending, None)
+            self.outage.over(self.depth)
+            _committed(batch, groups, stale, superseded, started)
             return
-
-    async def _wait_for_database(self, error: Exception) -> None:
-        """Back off while the database is away; say so once, not once per row."""
-        if self.failing_since is None:
-            self.failing_since = time.monotonic()
-            self._backoff = BACKOFF_FIRST
-            logger.error("The database is unavailable, holding writes and retrying: %s", error)
-        await asyncio.sleep(self._backoff)
-        self._backoff = min(self._backoff * 2, BACKOFF_CAP)
-
-    def _database_back(self) -> None:
-        if self.failing_since is not None:
-            logger.warning(
-                "The database is back after %.1f s; %d rows wait to be written",
-                time.monotonic() - self.failing_since,
-                self.depth,
-            )
-            self.failing_since = None
 
     def stuck_for(self) -> float:
         """Seconds the oldest transaction in flight has been running; 0 when none is.
@@ -215,7 +226,7 @@ class Writer:
 
     def failing_for(self) -> float:
         """Seconds since writes started failing for want of a database; 0 when they work."""
-        return 0.0 if self.failing_since is None else time.monotonic() - self.failing_since
+        return self.outage.lasted()
 
     async def _isolate(self, batch: list[_Pending], exc: Exception) -> None:
         """Settle a failed batch: a single row gets its error, a larger batch is split."""
@@ -231,6 +242,31 @@ class Writer:
             await self._commit([pending])
 
 
+def _committed(
+    batch: list[_Pending],
+    groups: Mapping[Group, tuple[type[Stamped], list[Row]]],
+    stale: Mapping[Group, int],
+    superseded: Mapping[Group, int],
+    started: float,
+) -> None:
+    """Count a batch committed in a transaction begun at ``started`` (monotonic), with
+    ``stale`` rows kept by the guard and ``superseded`` ones dropped for a newer one in
+    the batch; then release its writers."""
+    committed = time.time()
+    metrics.COMMIT_SECONDS.observe(time.monotonic() - started)
+    metrics.BATCH_SIZE.observe(len(batch))
+    for group, (_, rows) in groups.items():
+        kind = group[1]
+        skipped = stale[group] + superseded.get(group, 0)
+        metrics.OBJECTS.labels(kind, "stored").inc(len(rows) - stale[group])
+        if skipped:
+            metrics.OBJECTS.labels(kind, "skipped_stale").inc(skipped)
+    for pending in batch:
+        if pending.changed is not None:
+            metrics.LAG_SECONDS.observe(max(0.0, committed - pending.changed))
+        _settle(pending, None)
+
+
 def _settle(pending: _Pending, error: Exception | None) -> None:
     if pending.done.done():
         return
@@ -242,7 +278,7 @@ def _settle(pending: _Pending, error: Exception | None) -> None:
 
 def newest_rows(
     batch: list[_Pending],
-) -> tuple[dict[Group, tuple[type[Stamped], list[Mapping[str, Any]]]], dict[Group, int]]:
+) -> tuple[dict[Group, tuple[type[Stamped], list[Row]]], dict[Group, int]]:
     """Per table and kind, one row per uid (the newest), sorted by uid; and per table
     and kind, how many older versions were dropped for a newer one.
 
@@ -250,20 +286,20 @@ def newest_rows(
     come in one order and rows are sorted by uid within them, and a uid's kind never
     changes: concurrent transactions take the unique index's locks in one order.
     """
-    by_uid: dict[Group, dict[str, Mapping[str, Any]]] = {}
+    by_uid: dict[Group, dict[str, Row]] = {}
     superseded: dict[Group, int] = {}
     for pending in batch:
         group = (pending.model, pending.kind)
         key = TABLES[pending.model].key
         rows = by_uid.setdefault(group, {})
-        uid = pending.row[key]
+        uid = pending.fields[key]
         old = rows.get(uid)
         if old is not None:
             superseded[group] = superseded.get(group, 0) + 1
         if old is None or not is_older(pending.row["version"], old["version"]):
             rows[uid] = pending.row
     ordered = sorted(by_uid, key=lambda group: (TABLES[group[0]].name, group[1]))
-    groups: dict[Group, tuple[type[Stamped], list[Mapping[str, Any]]]] = {
+    groups: dict[Group, tuple[type[Stamped], list[Row]]] = {
         group: (group[0], [by_uid[group][uid] for uid in sorted(by_uid[group])])
         for group in ordered
     }

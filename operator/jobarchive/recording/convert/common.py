@@ -6,10 +6,10 @@ mandatory; without it the object cannot be stored and ``InvalidObject`` says why
 """
 
 import datetime
-from collections.abc import Mapping, MutableMapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict, overload
 
-from jobarchive.storage import models
+from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH, VERSION_LENGTH, LiveRow
 
 TERMINAL_STATUSES = frozenset({"Succeeded", "Failed"})
 STOPPED = "Stopped"
@@ -38,6 +38,12 @@ def text(value: object) -> str | None:
     except UnicodeEncodeError:
         return value.encode("utf-8", "replace").decode("utf-8")
     return value
+
+
+@overload
+def clip(value: str, length: int) -> str: ...
+@overload
+def clip(value: str | None, length: int) -> str | None: ...
 
 
 def clip(value: str | None, length: int) -> str | None:
@@ -79,29 +85,40 @@ def required(meta: Mapping[str, Any], field: str, length: int) -> str:
     return value
 
 
-def identity(obj: Mapping[str, Any]) -> dict[str, Any]:
+class Identity(TypedDict):
+    """The columns every row takes from metadata."""
+
+    name: str
+    namespace: str
+    version: str
+    gmt_created: datetime.datetime | None
+
+
+def identity(obj: Mapping[str, Any]) -> Identity:
     """The columns every row takes from metadata: name, namespace, version, gmt_created.
 
     The uid is read by each converter under its own column name.
     """
     meta = mapping(obj.get("metadata"))
     return {
-        "name": required(meta, "name", models.NAME_LENGTH),
-        "namespace": clip(text(meta.get("namespace")), models.NAMESPACE_LENGTH) or "",
-        "version": required(meta, "resourceVersion", models.VERSION_LENGTH),
+        "name": required(meta, "name", NAME_LENGTH),
+        "namespace": clip(text(meta.get("namespace")), NAMESPACE_LENGTH) or "",
+        "version": required(meta, "resourceVersion", VERSION_LENGTH),
         "gmt_created": timestamp(meta.get("creationTimestamp")),
     }
 
 
 def uid(obj: Mapping[str, Any]) -> str:
     """The object's uid, mandatory."""
-    return required(mapping(obj.get("metadata")), "uid", models.UID_LENGTH)
+    return required(mapping(obj.get("metadata")), "uid", UID_LENGTH)
 
 
-def mark_gone(row: MutableMapping[str, Any], now: datetime.datetime) -> None:
-    """Turn a job or pod row into its final form once the object is gone (decision 4).
+def mark_gone(row: LiveRow, now: datetime.datetime) -> None:
+    """Turn a job or pod row into its final form once the object is gone.
 
-    A terminal status is kept; any other becomes ``Stopped`` finished now.
+    The row is kept, not deleted: the archive's point is the history of what is no
+    longer in the cluster. A terminal status is kept; any other becomes ``Stopped``
+    finished now.
     """
     row["deleted"] = True
     row["is_in_etcd"] = False

@@ -21,7 +21,15 @@ from jobarchive.recording.convert.common import (
     timestamp,
     uid,
 )
-from jobarchive.storage import models
+from jobarchive.rows import (
+    EVENT_NAME_LENGTH,
+    KIND_LENGTH,
+    NAME_LENGTH,
+    NAMESPACE_LENGTH,
+    SHORT_TEXT_LENGTH,
+    UID_LENGTH,
+    EventRow,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,26 +51,24 @@ def involved_object(event: Mapping[str, Any]) -> InvolvedObject:
     name = text(raw.get("name"))
     if not kind or not name:
         raise InvalidObject("involvedObject has no kind or name")
-    if len(name) > models.NAME_LENGTH or len(kind) > models.KIND_LENGTH:
+    if len(name) > NAME_LENGTH or len(kind) > KIND_LENGTH:
         raise InvalidObject("involvedObject's kind or name is too long for a Kubernetes object")
     namespace = text(raw.get("namespace")) or text(meta.get("namespace")) or ""
     return InvolvedObject(
         api_version=text(raw.get("apiVersion")) or "",
         kind=kind,
-        namespace=clip(namespace, models.NAMESPACE_LENGTH) or "",
+        namespace=clip(namespace, NAMESPACE_LENGTH) or "",
         name=name,
-        uid=clip(text(raw.get("uid")), models.UID_LENGTH) or "",
+        uid=clip(text(raw.get("uid")), UID_LENGTH) or "",
     )
 
 
-def event_row(
-    event: Mapping[str, Any], region: str | None, job_uid: str | None = None
-) -> dict[str, Any]:
+def event_row(event: Mapping[str, Any], region: str | None, job_uid: str | None = None) -> EventRow:
     """The ``event_info`` row of an Event, about the job ``job_uid`` when known."""
     involved = involved_object(event)
     series = mapping(event.get("series"))
     base = identity(event)
-    if len(base["name"]) > models.EVENT_NAME_LENGTH:
+    if len(base["name"]) > EVENT_NAME_LENGTH:
         raise InvalidObject("metadata.name is too long")
     event_time = timestamp(event.get("eventTime"))
     first = (
@@ -90,15 +96,15 @@ def event_row(
         "name": base["name"],
         "gmt_created": base["gmt_created"],
         "kind": involved.kind,
-        "type": clip(text(event.get("type")), models.SHORT_TEXT_LENGTH) or "",
+        "type": clip(text(event.get("type")), SHORT_TEXT_LENGTH) or "",
         "obj_namespace": involved.namespace,
         "obj_name": involved.name,
         "obj_uid": involved.uid,
         "job_id": job_uid,
-        "reason": clip(text(event.get("reason")), models.SHORT_TEXT_LENGTH) or "",
+        "reason": clip(text(event.get("reason")), SHORT_TEXT_LENGTH) or "",
         "message": text(event.get("message")) or text(event.get("note")) or "",
         "count": min(count, 2**31 - 1),
-        "region": clip(region, models.SHORT_TEXT_LENGTH),
+        "region": clip(region, SHORT_TEXT_LENGTH),
         "first_timestamp": first,
         "last_timestamp": last,
     }

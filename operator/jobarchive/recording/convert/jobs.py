@@ -14,35 +14,36 @@ from jobarchive.kinds import JobKind
 from jobarchive.recording.convert.common import clip, identity, mapping, text, uid
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import STRATEGIES
-from jobarchive.storage import models
+from jobarchive.rows import API_VERSION_LENGTH, SHORT_TEXT_LENGTH, STATUS_LENGTH, JobRow
 
 TENANCY_ANNOTATION = "kubedl.io/tenancy"
 
 
-def job_row(obj: Mapping[str, Any], kind: JobKind, region: str | None) -> dict[str, Any]:
+def job_row(obj: Mapping[str, Any], kind: JobKind, region: str | None) -> JobRow:
     """The ``job_info`` row of a job object of the given kind."""
     meta = mapping(obj.get("metadata"))
     strategy = STRATEGIES[kind.strategy]
     tenancy = _tenancy(mapping(meta.get("annotations")).get(TENANCY_ANNOTATION))
     current = strategy.status(obj)
-    row = identity(obj)
-    row.update(
-        job_id=uid(obj),
-        kind=kind.kind,
-        api_version=clip(
-            text(obj.get("apiVersion")) or kind.api_version, models.API_VERSION_LENGTH
-        ),
-        status=clip(current, models.STATUS_LENGTH),
-        resources=resources_json(strategy.roles(obj, kind)),
-        deploy_region=clip(region or tenancy.get("region"), models.SHORT_TEXT_LENGTH),
-        tenant=clip(tenancy.get("tenant"), models.SHORT_TEXT_LENGTH),
-        owner=clip(tenancy.get("user"), models.SHORT_TEXT_LENGTH),
-        deleted=meta.get("deletionTimestamp") is not None,
-        is_in_etcd=True,
-        gmt_finished=strategy.finished(obj, current),
-        remark=strategy.remark(obj, current),
-    )
-    return row
+    base = identity(obj)
+    return {
+        "name": base["name"],
+        "namespace": base["namespace"],
+        "version": base["version"],
+        "gmt_created": base["gmt_created"],
+        "job_id": uid(obj),
+        "kind": kind.kind,
+        "api_version": clip(text(obj.get("apiVersion")) or kind.api_version, API_VERSION_LENGTH),
+        "status": clip(current, STATUS_LENGTH),
+        "resources": resources_json(strategy.roles(obj, kind)),
+        "deploy_region": clip(region or tenancy.get("region"), SHORT_TEXT_LENGTH),
+        "tenant": clip(tenancy.get("tenant"), SHORT_TEXT_LENGTH),
+        "owner": clip(tenancy.get("user"), SHORT_TEXT_LENGTH),
+        "deleted": meta.get("deletionTimestamp") is not None,
+        "is_in_etcd": True,
+        "gmt_finished": strategy.finished(obj, current),
+        "remark": strategy.remark(obj, current),
+    }
 
 
 def _tenancy(raw: object) -> dict[str, str]:

@@ -28,7 +28,14 @@ from jobarchive.recording.convert.common import (
     uid,
 )
 from jobarchive.recording.convert.resources import effective_resources, resources_json
-from jobarchive.storage import models
+from jobarchive.rows import (
+    IP_LENGTH,
+    LABEL_VALUE_LENGTH,
+    SHORT_TEXT_LENGTH,
+    STATUS_LENGTH,
+    UID_LENGTH,
+    PodRow,
+)
 
 KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
 # A TrainJob's JobSet has the TrainJob's name, and labels every pod with it.
@@ -101,7 +108,7 @@ def pod_job_link(
 
 def pod_row(
     pod: Mapping[str, Any], job_uid: str, main_container: str | None, region: str | None
-) -> dict[str, Any]:
+) -> PodRow:
     """The ``replica_info`` row of a pod of the job ``job_uid``."""
     meta = mapping(pod.get("metadata"))
     spec = mapping(pod.get("spec"))
@@ -113,24 +120,27 @@ def pod_row(
     statuses = [mapping(s) for s in sequence(status.get("containerStatuses"))]
     main_status = next((s for s in statuses if main_name and s.get("name") == main_name), {})
     phase = text(status.get("phase")) or PENDING
-    row = identity(pod)
-    row.update(
-        pod_id=uid(pod),
-        job_id=clip(job_uid, models.UID_LENGTH),
-        status=clip(phase, models.STATUS_LENGTH),
-        image=text(main_spec.get("image")) or "",
-        replica_type=clip(_replica_type(labels), models.LABEL_VALUE_LENGTH) or "",
-        resources=resources_json(effective_resources(spec)),
-        host_ip=clip(text(status.get("hostIP")), models.IP_LENGTH),
-        pod_ip=clip(text(status.get("podIP")), models.IP_LENGTH),
-        deploy_region=clip(region, models.SHORT_TEXT_LENGTH),
-        deleted=meta.get("deletionTimestamp") is not None,
-        is_in_etcd=True,
-        remark=_remark(status, main_status, statuses) if phase == FAILED else None,
-        gmt_started=timestamp(status.get("startTime")),
-        gmt_finished=_finished_at(main_status),
-    )
-    return row
+    base = identity(pod)
+    return {
+        "name": base["name"],
+        "namespace": base["namespace"],
+        "version": base["version"],
+        "gmt_created": base["gmt_created"],
+        "pod_id": uid(pod),
+        "job_id": clip(job_uid, UID_LENGTH),
+        "status": clip(phase, STATUS_LENGTH),
+        "image": text(main_spec.get("image")) or "",
+        "replica_type": clip(_replica_type(labels), LABEL_VALUE_LENGTH) or "",
+        "resources": resources_json(effective_resources(spec)),
+        "host_ip": clip(text(status.get("hostIP")), IP_LENGTH),
+        "pod_ip": clip(text(status.get("podIP")), IP_LENGTH),
+        "deploy_region": clip(region, SHORT_TEXT_LENGTH),
+        "deleted": meta.get("deletionTimestamp") is not None,
+        "is_in_etcd": True,
+        "remark": _remark(status, main_status, statuses) if phase == FAILED else None,
+        "gmt_started": timestamp(status.get("startTime")),
+        "gmt_finished": _finished_at(main_status),
+    }
 
 
 def _main(containers: list[Mapping[str, Any]], name: str | None) -> Mapping[str, Any]:

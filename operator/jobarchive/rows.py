@@ -1,0 +1,104 @@
+"""The shapes of the three tables' rows and the widths of their columns.
+
+A row travels as a plain dict from the converters through the recorder and the
+writer to the store, so its shape is a ``TypedDict``: a misspelt column is a type
+error where the row is built or read, not an SQL error at commit. This module
+imports neither Tortoise nor the storage, so the pure converters can depend on it;
+the models take their widths from here, and a test checks that each ``TypedDict``
+names exactly its model's columns (all but ``id``).
+
+``gmt_created`` may be None (the object gave no creation time) and
+``gmt_modified`` may be absent: the store stamps both on every write.
+"""
+
+import datetime
+from typing import NotRequired, TypedDict
+
+# Kubernetes object names (DNS subdomains) are at most 253 characters.
+NAME_LENGTH = 253
+NAMESPACE_LENGTH = 128
+UID_LENGTH = 64
+VERSION_LENGTH = 255
+KIND_LENGTH = 63
+# A DNS subdomain group, a slash and a version.
+API_VERSION_LENGTH = 317
+LABEL_VALUE_LENGTH = 63
+SHORT_TEXT_LENGTH = 255
+# A condition type may be a qualified name: a 253-character prefix, '/', 63 characters.
+STATUS_LENGTH = 320
+# Core Event names are "<involved object name>.<hex>": longer than any object name.
+EVENT_NAME_LENGTH = 512
+IP_LENGTH = 64
+
+
+class JobRow(TypedDict):
+    """A ``job_info`` row: one training job, by its uid (``job_id``)."""
+
+    name: str
+    namespace: str
+    job_id: str
+    version: str
+    status: str
+    kind: str
+    resources: str
+    deploy_region: str | None
+    tenant: str | None
+    owner: str | None
+    deleted: bool
+    is_in_etcd: bool
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    gmt_finished: datetime.datetime | None
+    api_version: str | None
+    remark: str | None
+
+
+class PodRow(TypedDict):
+    """A ``replica_info`` row: one pod of a tracked job, by its uid (``pod_id``)."""
+
+    name: str
+    namespace: str
+    pod_id: str
+    version: str
+    status: str
+    image: str
+    job_id: str
+    replica_type: str
+    resources: str
+    host_ip: str | None
+    pod_ip: str | None
+    deploy_region: str | None
+    deleted: bool
+    is_in_etcd: bool
+    remark: str | None
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    gmt_started: datetime.datetime | None
+    gmt_finished: datetime.datetime | None
+
+
+class EventRow(TypedDict):
+    """An ``event_info`` row: one core/v1 Event, by its uid (``event_id``)."""
+
+    event_id: str
+    version: str
+    name: str
+    kind: str
+    type: str
+    obj_namespace: str
+    obj_name: str
+    obj_uid: str
+    reason: str
+    message: str
+    count: int
+    region: str | None
+    first_timestamp: datetime.datetime | None
+    last_timestamp: datetime.datetime | None
+    job_id: str | None
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+
+
+Row = JobRow | PodRow | EventRow
+# The rows whose object can be gone from the cluster (Events have no such state).
+LiveRow = JobRow | PodRow

@@ -1,0 +1,304 @@
+"""Every difference between MySQL (MariaDB) and SQLite, in one place.
+
+The rest of the package picks a ``Dialect`` for its connection (``of``) and never
+asks which database it talks to. A dialect knows how its engine is configured, how
+it quotes names and marks parameters, how it upserts and counts the rows the
+stale-write guard kept, how a write transaction is run, how its schema is
+introspected, and how it computes a duration.
+
+The upserts are hand-written because Tortoise's ``bulk_create(update_fields=...)``
+emits MySQL 8 syntax that MariaDB rejects, and because the stale-write guard must
+be evaluated by the database, row by row, against what is stored: a row whose
+stored resourceVersion is newer keeps every column. resourceVersions are compared
+as integers when both are decimal digit strings (shorter is smaller, then lexical,
+so no cast can overflow); otherwise the incoming write wins, as Kubernetes calls
+them opaque. ``gmt_created`` is written on insert only.
+"""
+
+import abc
+import contextlib
+import datetime
+import functools
+import importlib.util
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from aiomysql.cursors import DictCursor
+from tortoise.backends.base.client import BaseDBAsyncClient
+from tortoise.transactions import in_transaction
+
+from jobarchive.storage.models import Table
+
+# One statement: affected rows and fetched rows.
+Execute = Callable[[str, list[Any]], Awaitable[tuple[int, Sequence[Mapping[str, Any]]]]]
+_INSERT_ONLY = frozenset({"gmt_created"})
+
+
+class Dialect(abc.ABC):
+    """What differs between the databases the store supports."""
+
+    # Tortoise's ``capabilities.dialect``, also the name of the connection.
+    name: str
+    # Tortoise's backend module for the engine.
+    engine: str
+    placeholder: str
+
+    @abc.abstractmethod
+    def configure(self, credentials: dict[str, Any], pool_size: int) -> None:
+        """Adjust a connection's credentials (options) before Tortoise opens it."""
+
+    @abc.abstractmethod
+    def driver(self) -> str:
+        """The Python driver Tortoise uses for this engine here."""
+
+    @abc.abstractmethod
+    def quote(self, identifier: str) -> str:
+        """A table or column name, quoted."""
+
+    @abc.abstractmethod
+    def upsert_sql(self, table: Table, rows: int) -> str:
+        """The guarded upsert of ``rows`` rows into ``table``, with placeholders."""
+
+    @abc.abstractmethod
+    def value(self, value: Any) -> Any:
+        """A column value as the driver takes it."""
+
+    @abc.abstractmethod
+    async def upsert(
+        self, execute: Execute, table: Table, rows: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """Upsert stamped rows in one statement; returns how many the guard kept as they were."""
+
+    @abc.abstractmethod
+    def transaction(
+        self, conn: BaseDBAsyncClient
+    ) -> contextlib.AbstractAsyncContextManager[Execute]:
+        """A write transaction: the statements run through what it yields, then commit,
+        or roll back when the block raises."""
+
+    @abc.abstractmethod
+    async def columns(self, conn: BaseDBAsyncClient, table: str) -> set[str]:
+        """The names of a table's columns."""
+
+    @abc.abstractmethod
+    async def indexes(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
+        """The column lists of a table's indexes."""
+
+    @abc.abstractmethod
+    def seconds_between(self, start: str, end: str) -> str:
+        """An SQL expression: the seconds from column ``start`` to column ``end``."""
+
+    def _params(self, table: Table, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+        return [self.value(row[column]) for row in rows for column in table.columns]
+
+
+class MySQL(Dialect):
+    """MySQL and MariaDB through aiomysql."""
+
+    name = "mysql"
+    engine = "tortoise.backends.mysql"
+    placeholder = "%s"
+
+    def configure(self, credentials: dict[str, Any], pool_size: int) -> None:
+        """utf8mb4, UTC and the pool's size.
+
+        The time zone goes in ``init_command``: set once on a session, only the first
+        pooled connection would have it.
+        """
+        credentials.setdefault("charset", "utf8mb4")
+        credentials["init_command"] = "SET time_zone='+00:00'"
+        credentials.setdefault("maxsize", pool_size)
+
+    def driver(self) -> str:
+        """asyncmy whenever it is importable: Tortoise prefers it silently over aiomysql."""
+        return "asyncmy" if importlib.util.find_spec("asyncmy") else "aiomysql"
+
+    def quote(self, identifier: str) -> str:
+        """Backquoted."""
+        return f"`{identifier}`"
+
+    def upsert_sql(self, table: Table, rows: int) -> str:
+        """INSERT ... ON DUPLICATE KEY UPDATE, each column assigned unless the row is stale."""
+        cols = ", ".join(self.quote(c) for c in table.columns)
+        one = "(" + ", ".join([self.placeholder] * len(table.columns)) + ")"
+        old, new = "`version`", "VALUES(`version`)"
+        stale = (
+            f"({old} REGEXP '^[0-9]+$' AND {new} REGEXP '^[0-9]+$' AND "
+            f"(CHAR_LENGTH({new}) < CHAR_LENGTH({old}) OR "
+            f"(CHAR_LENGTH({new}) = CHAR_LENGTH({old}) AND {new} < {old})))"
+        )
+        # MySQL evaluates these assignments left to right, each seeing what the earlier
+        # ones wrote. So the guard is evaluated once per row, by the first assignment,
+        # into a session variable the others read (evaluating it per column cost 30% of
+        # the throughput); and `version` is assigned last, so the guard reads the stored one.
+        updated = [c for c in table.columns if c not in _INSERT_ONLY | {table.key, "version"}]
+        updated.append("version")
+        first, *rest = updated
+        # A stale row also bumps a counter, so the caller learns how many the guard kept.
+        counted = f"(@jobarchive_stale := {stale}) AND (@jobarchive_kept := @jobarchive_kept + 1)"
+        sets = [f"`{first}` = IF({counted}, `{first}`, VALUES(`{first}`))"]
+        sets += [f"`{c}` = IF(@jobarchive_stale, `{c}`, VALUES(`{c}`))" for c in rest]
+        values = ", ".join([one] * rows)
+        return (
+            f"INSERT INTO `{table.name}` ({cols}) VALUES {values} "
+            f"ON DUPLICATE KEY UPDATE {', '.join(sets)}"
+        )
+
+    def value(self, value: Any) -> Any:
+        """Booleans as 0/1, datetimes naive in UTC."""
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, datetime.datetime):
+            # The session time zone is UTC and PyMySQL drops tzinfo: convert, then drop it.
+            return value.astimezone(datetime.UTC).replace(tzinfo=None)
+        return value
+
+    async def upsert(
+        self, execute: Execute, table: Table, rows: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """The upsert between resetting and reading the guard's counter.
+
+        MySQL's affected-rows count cannot tell a stale row from an insert plus an
+        update, so the guard counts in a session variable instead.
+        """
+        await execute("SET @jobarchive_kept = 0", [])
+        await execute(self.upsert_sql(table, len(rows)), self._params(table, rows))
+        _, found = await execute("SELECT @jobarchive_kept AS kept", [])
+        return int(found[0]["kept"])
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, conn: BaseDBAsyncClient) -> AsyncIterator[Execute]:
+        """On a connection taken from the pool directly, not in Tortoise's transaction.
+
+        When BEGIN fails on a dead connection, Tortoise's transaction never gives
+        its connection back, and a few database restarts would drain the pool.
+        """
+        async with conn.acquire_connection() as raw:
+            await raw.begin()
+            try:
+                yield functools.partial(_execute_raw, raw)
+                await raw.commit()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await raw.rollback()
+                raise
+
+    async def columns(self, conn: BaseDBAsyncClient, table: str) -> set[str]:
+        """From information_schema."""
+        _, rows = await conn.execute_query(
+            "SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+            [table],
+        )
+        return {str(row["name"]) for row in rows}
+
+    async def indexes(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
+        """From information_schema, columns in their order in the index."""
+        _, rows = await conn.execute_query(
+            "SELECT INDEX_NAME AS name, COLUMN_NAME AS col FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            [table],
+        )
+        columns: dict[str, tuple[str, ...]] = {}
+        for row in rows:
+            columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
+        return set(columns.values())
+
+    def seconds_between(self, start: str, end: str) -> str:
+        """TIMESTAMPDIFF in whole seconds."""
+        return f"TIMESTAMPDIFF(SECOND, {start}, {end})"
+
+
+async def _execute_raw(raw: Any, sql: str, params: list[Any]) -> tuple[int, list[dict[str, Any]]]:
+    """One statement on an aiomysql connection: affected rows and fetched rows."""
+    async with raw.cursor(DictCursor) as cursor:
+        await cursor.execute(sql, params or None)
+        return cursor.rowcount, list(await cursor.fetchall())
+
+
+class SQLite(Dialect):
+    """SQLite through aiosqlite."""
+
+    name = "sqlite"
+    engine = "tortoise.backends.sqlite"
+    placeholder = "?"
+
+    def configure(self, credentials: dict[str, Any], pool_size: int) -> None:
+        """Nothing to adjust: Tortoise's defaults suit one file and one connection."""
+
+    def driver(self) -> str:
+        """Tortoise's only SQLite driver."""
+        return "aiosqlite"
+
+    def quote(self, identifier: str) -> str:
+        """Double-quoted."""
+        return f'"{identifier}"'
+
+    def upsert_sql(self, table: Table, rows: int) -> str:
+        """INSERT ... ON CONFLICT DO UPDATE, whose WHERE skips a stale row entirely."""
+        cols = ", ".join(self.quote(c) for c in table.columns)
+        one = "(" + ", ".join([self.placeholder] * len(table.columns)) + ")"
+        old, new = f'"{table.name}"."version"', 'excluded."version"'
+        digits = "{0} <> '' AND {0} NOT GLOB '*[^0-9]*'"
+        stale = (
+            f"({digits.format(old)} AND {digits.format(new)} AND "
+            f"(length({new}) < length({old}) OR (length({new}) = length({old}) AND {new} < {old})))"
+        )
+        updated = [c for c in table.columns if c not in _INSERT_ONLY and c != table.key]
+        sets = ", ".join(f'"{c}" = excluded."{c}"' for c in updated)
+        values = ", ".join([one] * rows)
+        return (
+            f'INSERT INTO "{table.name}" ({cols}) VALUES {values} '
+            f'ON CONFLICT("{table.key}") DO UPDATE SET {sets} WHERE NOT {stale}'
+        )
+
+    def value(self, value: Any) -> Any:
+        """Booleans as 0/1; aiosqlite converts the rest."""
+        return int(value) if isinstance(value, bool) else value
+
+    async def upsert(
+        self, execute: Execute, table: Table, rows: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """SQLite counts only rows inserted or updated; the guard's WHERE skips the rest."""
+        changed, _ = await execute(self.upsert_sql(table, len(rows)), self._params(table, rows))
+        return len(rows) - changed
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, conn: BaseDBAsyncClient) -> AsyncIterator[Execute]:
+        """Tortoise's transaction."""
+        async with in_transaction(conn.connection_name) as transaction:
+            yield transaction.execute_query
+
+    async def columns(self, conn: BaseDBAsyncClient, table: str) -> set[str]:
+        """From PRAGMA table_info."""
+        rows = await conn.execute_query_dict(f"PRAGMA table_info({self.quote(table)})")
+        return {str(row["name"]) for row in rows}
+
+    async def indexes(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
+        """From PRAGMA index_list and index_info."""
+        found = set()
+        for index in await conn.execute_query_dict(f"PRAGMA index_list({self.quote(table)})"):
+            info = await conn.execute_query_dict(f"PRAGMA index_info({self.quote(index['name'])})")
+            ordered = sorted(info, key=lambda column: column["seqno"])
+            found.add(tuple(str(column["name"]) for column in ordered))
+        return found
+
+    def seconds_between(self, start: str, end: str) -> str:
+        """The difference of Julian days, in (fractional) seconds."""
+        return f"(julianday({end}) - julianday({start})) * 86400.0"
+
+
+MYSQL = MySQL()
+SQLITE = SQLite()
+DIALECTS: dict[str, Dialect] = {dialect.name: dialect for dialect in (MYSQL, SQLITE)}
+_BY_ENGINE = {dialect.engine: dialect for dialect in DIALECTS.values()}
+
+
+def of(conn: BaseDBAsyncClient) -> Dialect:
+    """The dialect of a connection."""
+    return DIALECTS[conn.capabilities.dialect]
+
+
+def for_engine(engine: str) -> Dialect:
+    """The dialect of a Tortoise backend module (``tortoise.backends.mysql``, say)."""
+    return _BY_ENGINE[engine]

@@ -1,0 +1,70 @@
+"""What a database error means for the write that met it: run it again, wait for the
+database, or give up on the rows.
+
+Tortoise wraps driver errors, in ``args`` or as the cause, so the whole chain is
+searched. MySQL's errors are recognised by their codes, named after PyMySQL's
+``ER`` (server) and ``CR`` (client) constants; everything else by its class or,
+for SQLite, its message.
+"""
+
+import asyncio
+
+import pymysql
+from pymysql.constants import CR, ER
+from tortoise.exceptions import DBConnectionError
+
+# MariaDB's ER_CONNECTION_KILLED: PyMySQL's ER lists MySQL's codes, not MariaDB's own.
+MARIADB_CONNECTION_KILLED = 1927
+
+# InnoDB rolls back one of two transactions that lock the same index gaps in opposite
+# orders, or one that waited too long for a lock; done again, it succeeds.
+RETRYABLE_ERRORS = frozenset({ER.LOCK_WAIT_TIMEOUT, ER.LOCK_DEADLOCK})
+
+# The server is unreachable, restarting, or dropped the connection: not the rows' fault.
+UNAVAILABLE_ERRORS = frozenset(
+    {
+        ER.CON_COUNT_ERROR,
+        ER.SERVER_SHUTDOWN,
+        MARIADB_CONNECTION_KILLED,
+        CR.CR_CONNECTION_ERROR,
+        CR.CR_CONN_HOST_ERROR,
+        CR.CR_SERVER_GONE_ERROR,
+        CR.CR_SERVER_LOST,
+        CR.CR_SERVER_LOST_EXTENDED,
+    }
+)
+
+
+def causes(error: BaseException) -> list[BaseException]:
+    """The error and what it wraps: Tortoise wraps driver errors in args or as causes."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        nested = [arg for arg in current.args if isinstance(arg, BaseException)]
+        current = nested[0] if nested else (current.__cause__ or current.__context__)
+    return chain
+
+
+def _code(error: BaseException) -> int | None:
+    first = error.args[0] if error.args else None
+    return first if isinstance(first, int) and not isinstance(first, bool) else None
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether a failed transaction may simply be run again (a deadlock, a lock timeout)."""
+    return any(_code(cause) in RETRYABLE_ERRORS for cause in causes(error))
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether the database, not the data, failed: worth waiting for, never skipping rows."""
+    for cause in causes(error):
+        if _code(cause) in UNAVAILABLE_ERRORS:
+            return True
+        if isinstance(cause, ConnectionError | TimeoutError | asyncio.IncompleteReadError):
+            return True
+        if isinstance(cause, DBConnectionError | pymysql.err.InterfaceError):
+            return True
+        if "database is locked" in str(cause):
+            return True
+    return False
