@@ -1,14 +1,29 @@
 """The Kopf entry point: ``kopf run operator/main.py``.
 
-Importing the handlers registers them with Kopf. A bad setting stops the start
-with one line naming it rather than a traceback.
+Kopf imports this file before it starts anything: no event loop runs yet, no
+login, no server. So this is where a run that cannot work is stopped, with one
+line and exit status 1, before a file is created or a port opened: a bad setting,
+or no cluster to watch (checked with a request of its own, on a loop of its own).
+Only then are the handlers imported, which registers them with Kopf.
 """
 
+import asyncio
+import importlib
 import sys
 
-from jobarchive.config import ConfigError
+from jobarchive import cluster, config
 
 try:
-    import jobarchive.recording.handlers  # noqa: F401
-except ConfigError as exc:
+    config.load()
+except config.ConfigError as exc:
     sys.exit(f"jobarchive: configuration error: {exc}")
+
+try:
+    asyncio.run(cluster.preflight())
+except cluster.Unavailable as exc:
+    sys.exit(f"jobarchive: {exc}, or try `make demo`, which needs no cluster")
+except KeyboardInterrupt:
+    # Ctrl-C while a silent server is waited for: the shell's status for it, no traceback.
+    sys.exit(130)
+
+importlib.import_module("jobarchive.recording.handlers")

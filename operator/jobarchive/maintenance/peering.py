@@ -15,6 +15,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from jobarchive.cluster import get_json
 from jobarchive.recording.convert.common import integer, mapping, timestamp
 
 logger = logging.getLogger(__name__)
@@ -55,14 +56,7 @@ async def is_active(api: client.ApiClient, peering: Peering) -> bool:
     if peering.name is None:
         return True
     try:
-        response = await api.call_api(
-            f"/apis/kopf.dev/v1/clusterkopfpeerings/{peering.name}",
-            "GET",
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-        )
-        body = await response.json()
+        body = await get_json(api, f"/apis/kopf.dev/v1/clusterkopfpeerings/{peering.name}")
     except ApiException as exc:
         if exc.status != 404:
             logger.warning(

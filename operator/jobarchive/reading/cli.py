@@ -2,9 +2,15 @@
 
 Every command reads the database the operator writes (``JOBARCHIVE_DB_URL``, the
 same variables and default as the operator, or ``--db-url``), prints a table or,
-with ``--output json``, the rows under the seed's JSON field names. Bad input
-(an unparseable date, an unknown status, a cursor from elsewhere) exits with
-status 2 and one line saying what to change.
+with ``--output json``, the rows under the seed's JSON field names.
+
+Nothing here ever creates a database: a SQLite file that does not exist is
+reported rather than opened, since opening creates it, empty, where the operator
+would later find it. Failures are one line, never a traceback: bad input (an
+unparseable date, an unknown status, a cursor from elsewhere, a database URL the
+operator would refuse) exits with status 2 and says what to change; a database
+that cannot be read exits with status 1 and names the cause in the driver's words,
+never with the password.
 """
 
 import asyncio
@@ -12,6 +18,9 @@ import contextlib
 import datetime
 import json
 import logging
+import os
+import pathlib
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -23,15 +32,53 @@ from jobarchive import config
 from jobarchive.maintenance import retention
 from jobarchive.reading import api, queries
 from jobarchive.storage import database as db
+from jobarchive.storage import failures
 
 T = TypeVar("T")
 OUTPUTS = click.Choice(["table", "json"])
 
 
-def _run(db_url: str | None, work: Callable[[], Awaitable[T]], create: bool = False) -> T:
+class BadSetting(click.ClickException):
+    """A setting the operator would refuse: one line, exit status 2 as for all bad input."""
+
+    exit_code = 2
+
+
+def _settings(db_url: str | None) -> config.Settings:
+    """The operator's settings, ``db_url`` (``--db-url``) taking JOBARCHIVE_DB_URL's place."""
+    environ = {**os.environ, "JOBARCHIVE_DB_URL": db_url} if db_url else os.environ
+    try:
+        return config.load(environ)
+    except config.ConfigError as exc:
+        raise BadSetting(str(exc)) from None
+
+
+def _archive(settings: config.Settings) -> str:
+    """The URL of the archive to read; for SQLite, once its file is known to exist."""
+    url = settings.db_url
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "sqlite":
+        # Where Tortoise puts the file: what follows ``sqlite://``, relative or absolute.
+        path = pathlib.Path(parts.netloc + parts.path).absolute()
+        if not path.is_file():
+            raise click.ClickException(
+                f"no archive at {path}: run the operator first or set JOBARCHIVE_DB_URL"
+            )
+    return url
+
+
+def _unreadable(url: str, error: BaseException) -> click.ClickException:
+    return click.ClickException(
+        f"cannot use the archive at {config.redact_url(url)}: {failures.describe(error)}"
+    )
+
+
+def _run(db_url: str | None, work: Callable[[], Awaitable[T]]) -> T:
+    url = _archive(_settings(db_url))
+
     async def session() -> T:
-        await db.open_database(db_url or config.load().db_url, create=create)
         try:
+            await db.open_database(url, create=False)
             return await work()
         finally:
             await db.close_database()
@@ -40,8 +87,8 @@ def _run(db_url: str | None, work: Callable[[], Awaitable[T]], create: bool = Fa
         return asyncio.run(session())
     except queries.BadQuery as exc:
         raise click.UsageError(str(exc)) from None
-    except config.ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    except failures.ERRORS as exc:
+        raise _unreadable(url, exc) from None
 
 
 def _time(value: str | None, name: str) -> datetime.datetime | None:
@@ -293,10 +340,7 @@ def stats(db_url: str | None, by: str, since: str | None, until: str | None, out
 @click.pass_obj
 def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> None:
     """Delete jobs that finished over DAYS ago and left the cluster, with pods and Events."""
-    try:
-        keep = days or config.load().retention_days
-    except config.ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    keep = days or _settings(db_url).retention_days
     if not keep:
         raise click.UsageError("--days is needed: JOBARCHIVE_RETENTION_DAYS keeps everything")
     before = retention.cutoff(keep)
@@ -319,23 +363,25 @@ def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> N
 @click.pass_obj
 def serve(db_url: str | None, host: str, port: int, timeout: float | None) -> None:
     """Serve the read-only HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json)."""
+    settings = _settings(db_url)
+    url = _archive(settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    try:
-        settings = config.load()
-    except config.ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
 
     async def run_forever() -> None:
-        await db.open_database(db_url or settings.db_url, create=False)
-        runner = await api.serve(host, port, timeout or settings.api_timeout)
-        if runner is None:
-            await db.close_database()
-            raise click.ClickException(f"cannot listen on {host}:{port}")
         try:
-            await asyncio.Event().wait()
+            await db.open_database(url, create=False)
+            runner = await api.serve(host, port, timeout or settings.api_timeout)
+            if runner is None:
+                raise click.ClickException(f"cannot listen on {host}:{port}")
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await runner.cleanup()
         finally:
-            await runner.cleanup()
             await db.close_database()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_forever())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run_forever())
+    except failures.ERRORS as exc:
+        raise _unreadable(url, exc) from None

@@ -1,0 +1,164 @@
+"""The operator's composition root: its parts built from the settings, started and
+stopped in order.
+
+Everything the process holds (store, writer, recorder, reconciler, servers,
+background tasks) is built and owned by ``Operator``. ``recording.handlers`` binds
+it to Kopf, and this module does not import Kopf: it raises its own exceptions,
+which the bindings translate into Kopf's retry and probe semantics.
+
+Kopf runs its startup handler again after a failed attempt, so ``Operator.start``
+may run several times: what must happen once (serving the metrics) says so, and
+nothing that runs is started before the database has opened.
+"""
+
+import asyncio
+import logging
+
+from aiohttp import web
+
+from jobarchive import metrics
+from jobarchive.config import Settings
+from jobarchive.kinds import BATCH_JOB
+from jobarchive.maintenance import retention
+from jobarchive.maintenance.peering import Peering
+from jobarchive.maintenance.reconcile import Reconciler
+from jobarchive.reading import api
+from jobarchive.recording.attribution import Attribution
+from jobarchive.recording.recorder import Recorder
+from jobarchive.storage import database as db
+from jobarchive.storage import failures
+from jobarchive.storage.store import Store
+from jobarchive.storage.writer import Writer
+
+logger = logging.getLogger(__name__)
+
+
+class DatabaseUnavailable(Exception):
+    """The database could not be opened; worth another try. The message hides the password."""
+
+
+class Unhealthy(Exception):
+    """Writes have failed or hung for longer than allowed; the message says which."""
+
+
+class Operator:
+    """The recording pipeline and what runs beside it, wired from the settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = Store()
+        self.writer = Writer(
+            self.store,
+            batch_size=settings.batch_size,
+            max_delay=settings.batch_delay,
+            queue_size=settings.queue_size,
+            flushers=settings.writers,
+        )
+        self.recorder = Recorder(settings, self.store, self.writer, Attribution())
+        # Opted-in batch Jobs are jobs too, and must be listed with the others, lest
+        # they be taken for gone.
+        batch_jobs = [BATCH_JOB] if settings.batch_job_selector else []
+        self.reconciler = Reconciler([*settings.kinds, *batch_jobs], self.store, self.writer)
+        self._servers: list[web.AppRunner] = []
+        self._background: set[asyncio.Task[None]] = set()
+        self._metrics_served = False
+
+    async def start(self, peering: Peering) -> None:
+        """Serve the metrics, open the database, then write, serve the API and maintain.
+
+        Raises DatabaseUnavailable, having started nothing but the metrics.
+        """
+        await self.serve_metrics()
+        await self.open_database()
+        self.writer.start()
+        await self.serve_api()
+        self.start_maintenance(peering)
+        logger.info(
+            "Recording %d job kinds, their pods and Events (region: %s)",
+            len(self.settings.kinds),
+            self.settings.region or "-",
+        )
+
+    async def serve_metrics(self) -> None:
+        """Serve ``/metrics``, once however often the start is tried.
+
+        Served before the database opens, so that a database that never answers is
+        seen there too.
+        """
+        if not self.settings.metrics_port or self._metrics_served:
+            return
+        self._metrics_served = True
+        metrics.watch_gauges(
+            lambda: self.writer.depth,
+            self.recorder.attribution.waiting_counts,
+            self.writer.failing_for,
+        )
+        self._keep(await metrics.serve(self.settings.metrics_port))
+
+    async def open_database(self) -> None:
+        """Connect, create what the schema lacks, and load what attribution starts from."""
+        try:
+            # Lookups by handlers need connections beside the flushers' transactions.
+            await db.open_database(self.settings.db_url, pool_size=self.settings.writers + 4)
+            await self.recorder.load()
+        except failures.ERRORS as exc:
+            raise DatabaseUnavailable(
+                f"Cannot open the database {self.settings.db_url_redacted}: "
+                f"{failures.describe(exc)}"
+            ) from None
+
+    async def serve_api(self) -> None:
+        """Serve the read-only HTTP API when ``JOBARCHIVE_API_PORT`` asks for it."""
+        if self.settings.api_port:
+            runner = await api.serve("0.0.0.0", self.settings.api_port, self.settings.api_timeout)
+            self._keep(runner)
+
+    def start_maintenance(self, peering: Peering) -> None:
+        """Reconcile with the cluster and prune old jobs, as far as the settings ask."""
+        if self.settings.resync_interval:
+            reconciling = self.reconciler.run_forever(
+                self.settings.resync_interval, peering, self.settings.peering_lifetime
+            )
+            self._background.add(asyncio.create_task(reconciling))
+        if self.settings.retention_days:
+            pruning = retention.prune_forever(
+                self.settings.retention_days,
+                retention.PRUNE_INTERVAL,
+                standing_by=lambda: self.reconciler.active is False,
+            )
+            self._background.add(asyncio.create_task(pruning))
+
+    async def stop(self) -> None:
+        """Stop maintaining, commit what is queued, close the database, then the servers."""
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self._background.clear()
+        await self.writer.stop()
+        await db.close_database()
+        for server in self._servers:
+            await server.cleanup()
+        self._servers.clear()
+
+    def health(self) -> str:
+        """A summary for the liveness probe; raises Unhealthy once writes fail too long.
+
+        A short outage is ridden out (writes wait and retry); only a long one, or a
+        write that hangs, fails the probe, so that a restart can clear whatever a
+        retry cannot.
+        """
+        failing = self.writer.failing_for()
+        if failing > self.settings.unhealthy_after:
+            raise Unhealthy(f"database writes failing for {failing:.0f} s")
+        stuck = self.writer.stuck_for()
+        if stuck > self.settings.unhealthy_after:
+            raise Unhealthy(f"a database write has not returned for {stuck:.0f} s")
+        return (
+            f"queued={self.writer.depth} failing_for={failing:.0f}s "
+            f"marked_gone_by_reconciliation={self.reconciler.marked_total}"
+        )
+
+    def _keep(self, runner: web.AppRunner | None) -> None:
+        """Remember a server to clean up at stop; None: it could not bind (logged)."""
+        if runner is not None:
+            self._servers.append(runner)
