@@ -1,5 +1,6 @@
 """Objects deleted while the operator was down are marked gone when it comes back."""
 
+import kmock
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
@@ -79,3 +80,27 @@ async def test_jobs_and_pods_deleted_while_down_are_marked_gone_after_a_restart(
     await eventually(reconciled)
     # Attribution started from what the database knew, sparing a query per Event.
     assert "Attribution starts from 3 live jobs and 2 recent pods" in second.log()
+
+
+async def test_a_kind_that_cannot_be_listed_keeps_its_rows_in_the_cluster(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    paddlejobs = resource_of("kubeflow.org", "PaddleJob")
+    first = await start_operator()
+    await cluster.wait_watching(ALL)
+    job = await cluster.create(paddlejobs, o.example("paddle-simple-gpu.yaml"))
+    await eventually(lambda: Job.filter(job_id=job["metadata"]["uid"]).exists())
+    assert await first.kill() is not None
+
+    # The reconciliation's paged listing fails (its CRD gone meanwhile): a 404 must not
+    # read as "no such jobs". Kopf's own listing, unpaged, still works.
+    target = kmock.resource(paddlejobs.group, paddlejobs.version, paddlejobs.plural)
+    cluster.emulator[kmock.action.LIST, target, kmock.params(limit="500")] << 404
+    second = await start_operator()
+
+    async def reconciled() -> bool:
+        return "Reconciled with the cluster: 0 jobs and 0 pods were gone" in second.log()
+
+    await eventually(reconciled)
+    assert "(not listed: PaddleJob)" in second.log()
+    assert (await Job.get(job_id=job["metadata"]["uid"])).is_in_etcd is True

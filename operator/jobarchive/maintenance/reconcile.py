@@ -23,14 +23,16 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import metrics
+from jobarchive.bounded import chunks
+from jobarchive.cluster import api_client, get_json
 from jobarchive.kinds import JobKind
 from jobarchive.maintenance.peering import Peering, is_active
 from jobarchive.recording.convert import mark_gone
-from jobarchive.storage.models import Job, Pod, Stamped, utcnow
+from jobarchive.storage.models import Job, Pod, utcnow
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 
@@ -52,15 +54,6 @@ class Outcome:
     kinds_skipped: tuple[str, ...] = ()
 
 
-async def api_client() -> client.ApiClient:
-    """A client for the cluster the operator runs in, else for the current kubeconfig."""
-    try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]  # untyped library
-    except config.ConfigException:
-        await config.load_kube_config()
-    return client.ApiClient()
-
-
 async def list_uids(api: client.ApiClient, path: str) -> set[str]:
     """The uids of every object at a list path, read page by page."""
     uids: set[str] = set()
@@ -69,16 +62,9 @@ async def list_uids(api: client.ApiClient, path: str) -> set[str]:
         query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
         if token:
             query.append(("continue", token))
-        response = await api.call_api(
-            path,
-            "GET",
-            query_params=query,
-            header_params={"Accept": METADATA_ONLY},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
+        page = await get_json(
+            api, path, query_params=query, header_params={"Accept": METADATA_ONLY}
         )
-        page = await response.json()
         for item in page.get("items") or []:
             uid = (item.get("metadata") or {}).get("uid")
             if isinstance(uid, str):
@@ -175,10 +161,10 @@ class Reconciler:
             f" (not listed: {', '.join(outcome.kinds_skipped)})" if outcome.kinds_skipped else "",
         )
 
-    async def _mark(self, model: type[Stamped], gone: list[str]) -> int:
+    async def _mark(self, model: type[Job] | type[Pod], gone: list[str]) -> int:
         now = utcnow()
-        for start in range(0, len(gone), ROWS_PER_WRITE):
-            rows = await self.store.rows(model, gone[start : start + ROWS_PER_WRITE])
+        for chunk in chunks(gone, ROWS_PER_WRITE):
+            rows = await self.store.rows(model, chunk)
             for row in rows:
                 mark_gone(row, now)
             await self.writer.write(model, rows)
