@@ -7,7 +7,7 @@ from typing import Any
 
 from jobarchive.config import load
 from jobarchive.recording.convert import event_row, job_row, pod_row
-from tests.support import objects as o
+from testbed import objects as o
 
 Body = dict[str, Any]
 KINDS = load({}).kinds

@@ -21,9 +21,9 @@ import kmock
 from bench import data
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
+from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, resource_of
 from testbed.mariadb import Databases
-from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, resource_of
-from tests.support.operator import REPO, OperatorProcess, write_kubeconfig
+from testbed.operator import REPO, OperatorProcess, write_kubeconfig
 
 NOOP = REPO / "bench" / "noop_operator.py"
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")

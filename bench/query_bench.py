@@ -15,7 +15,7 @@ from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, JobQuery
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job
-from tests.support import bulk
+from testbed import bulk
 
 REPEAT = 60
 Query = Callable[[random.Random], Awaitable[Any]]

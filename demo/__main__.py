@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from jobarchive.kinds import BUILTIN_KINDS
-from tests.support import objects as o
-from tests.support.cluster import (
+from testbed import objects as o
+from testbed.cluster import (
     EVENTS,
     PODS,
     Cluster,
@@ -29,7 +29,7 @@ from tests.support.cluster import (
     job_resource,
     resource_of,
 )
-from tests.support.operator import OperatorProcess, write_kubeconfig
+from testbed.operator import OperatorProcess, write_kubeconfig
 
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
 TFJOBS = resource_of("kubeflow.org", "TFJob")

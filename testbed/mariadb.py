@@ -22,7 +22,6 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,6 +32,8 @@ from urllib.parse import urlsplit
 
 import pymysql
 
+from testbed.ports import free_port
+
 # Debian puts the server in /usr/sbin, which a non-root PATH often lacks.
 _SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])
 STARTUP_SECONDS = 60.0
@@ -40,14 +41,6 @@ STARTUP_SECONDS = 60.0
 
 class MariaDBUnavailable(RuntimeError):
     """No MariaDB server binaries, or the server did not come up; the message says why."""
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _binary(*names: str) -> str:

@@ -19,10 +19,10 @@ import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage import database as db
+from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
 from testbed.mariadb import Databases, MariaDBServer, server_for_run
-from tests.support.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
+from testbed.operator import OperatorProcess, write_kubeconfig
 from tests.support.foreign import ForeignServers
-from tests.support.operator import OperatorProcess, write_kubeconfig
 
 EXTERNAL_MYSQL_URL = os.environ.get("JOBARCHIVE_TEST_MYSQL_URL") or None
 T = TypeVar("T")

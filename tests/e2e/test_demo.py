@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.support.operator import REPO
+from testbed.operator import REPO
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,9 @@ import pathlib
 
 import pytest
 
+from testbed.operator import write_kubeconfig
+from testbed.ports import free_port
 from tests.support.first_run import Finished, SilentServer, held_port, run_to_the_end
-from tests.support.operator import free_port, write_kubeconfig
 
 pytestmark = pytest.mark.e2e
 DEMO_HINT = "or try `make demo`, which needs no cluster"

@@ -8,9 +8,8 @@ import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Event, Pod
-from tests.conftest import OperatorFactory, eventually
-from tests.support import objects as o
-from tests.support.cluster import (
+from testbed import objects as o
+from testbed.cluster import (
     EVENTS,
     PEERINGS,
     PODS,
@@ -19,7 +18,8 @@ from tests.support.cluster import (
     job_resource,
     resource_of,
 )
-from tests.support.operator import OperatorProcess
+from testbed.operator import OperatorProcess
+from tests.conftest import OperatorFactory, eventually
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")

@@ -10,10 +10,10 @@ import pytest
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
 from jobarchive.reading import queries
 from jobarchive.storage.models import Event, Job, Pod
+from testbed import objects as o
+from testbed.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, job_resource, resource_of
+from testbed.operator import OperatorProcess
 from tests.conftest import OperatorFactory, eventually
-from tests.support import objects as o
-from tests.support.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, job_resource, resource_of
-from tests.support.operator import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 RAYJOBS = resource_of("ray.io", "RayJob")

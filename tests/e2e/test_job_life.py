@@ -5,10 +5,10 @@ import json
 import pytest
 
 from jobarchive.storage.models import Event, Job, Pod
+from testbed import objects as o
+from testbed.cluster import EVENTS, PODS, Cluster, resource_of
+from testbed.operator import OperatorProcess
 from tests.conftest import eventually
-from tests.support import objects as o
-from tests.support.cluster import EVENTS, PODS, Cluster, resource_of
-from tests.support.operator import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")

@@ -5,9 +5,9 @@ import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Job, Pod
+from testbed import objects as o
+from testbed.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
 from tests.conftest import OperatorFactory, eventually
-from tests.support import objects as o
-from tests.support.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")

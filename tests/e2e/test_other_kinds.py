@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from jobarchive.storage.models import Event, Job, Pod
+from testbed import objects as o
+from testbed.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, resource_of
+from testbed.operator import OperatorProcess
 from tests.conftest import eventually
-from tests.support import objects as o
-from tests.support.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, resource_of
-from tests.support.operator import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 VOLCANO_JOBS = resource_of("batch.volcano.sh", "Job")

@@ -10,11 +10,11 @@ import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Event, Pod
+from testbed import objects as o
+from testbed.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
 from testbed.mariadb import MariaDBServer
+from testbed.ports import free_port
 from tests.conftest import OperatorFactory, eventually
-from tests.support import objects as o
-from tests.support.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
-from tests.support.operator import free_port
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")

@@ -9,11 +9,11 @@ import pytest
 
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
+from testbed import objects as o
+from testbed.cluster import EVENTS, PODS, Cluster, resource_of
+from testbed.ports import free_port
 from tests.conftest import OperatorFactory, eventually
 from tests.integration.test_store import event, job, pod
-from tests.support import objects as o
-from tests.support.cluster import EVENTS, PODS, Cluster, resource_of
-from tests.support.operator import free_port
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")

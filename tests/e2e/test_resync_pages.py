@@ -4,8 +4,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from jobarchive.maintenance.reconcile import METADATA_ONLY, PAGE_SIZE, list_uids
-from tests.support import objects as o
-from tests.support.cluster import PODS, Cluster, Feed
+from testbed import objects as o
+from testbed.cluster import PODS, Cluster, Feed
 
 pytestmark = pytest.mark.e2e
 

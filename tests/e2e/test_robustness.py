@@ -8,10 +8,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from jobarchive.storage.models import Event, Job, Pod
+from testbed import objects as o
+from testbed.cluster import CRDS, EVENTS, PODS, Cluster, Resource, resource_of
+from testbed.operator import OperatorProcess
 from tests.conftest import OperatorFactory, eventually
-from tests.support import objects as o
-from tests.support.cluster import CRDS, EVENTS, PODS, Cluster, Resource, resource_of
-from tests.support.operator import OperatorProcess
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")

@@ -14,9 +14,9 @@ import urllib.request
 import pytest
 
 from jobarchive.storage import database as db
-from tests.support import objects as o
+from testbed import objects as o
+from testbed.ports import free_port
 from tests.support.history import History
-from tests.support.operator import free_port
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 

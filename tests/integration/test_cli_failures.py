@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from jobarchive.config import redact_url
+from testbed.ports import free_port
 from tests.support.commands import jobarchive
-from tests.support.operator import free_port
 
 PASSWORD = "hunter2-wrong"
 NO_ARCHIVE = "run the operator first or set JOBARCHIVE_DB_URL"

@@ -8,8 +8,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import cluster as kube
 from jobarchive.maintenance.peering import Peering, is_active
-from tests.support.cluster import Cluster
-from tests.support.operator import write_kubeconfig
+from testbed.cluster import Cluster
+from testbed.operator import write_kubeconfig
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from jobarchive.reading import queries
 from jobarchive.reading.queries import BadQuery, EventQuery, JobQuery
-from tests.support import objects as o
+from testbed import objects as o
 from tests.support.history import History
 
 

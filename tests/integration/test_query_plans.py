@@ -10,8 +10,8 @@ import pytest
 from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, JobQuery
 from jobarchive.storage import database as db
+from testbed import bulk
 from testbed.mariadb import Databases
-from tests.support import bulk
 
 # The inlined SQL spells times with their offset, which MariaDB reads and warns about.
 pytestmark = pytest.mark.filterwarnings("ignore:Truncated incorrect datetime value")

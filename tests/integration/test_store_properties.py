@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from jobarchive.recording.convert import event_row, pod_row
 from jobarchive.storage.models import Event, Pod
 from jobarchive.storage.store import Store
-from tests.support import objects as o
+from testbed import objects as o
 from tests.unit.test_properties import hostile_text
 
 STORED = settings(

@@ -12,7 +12,7 @@ import socket
 import time
 from collections.abc import Iterator, Mapping
 
-from tests.support.operator import KOPF, REPO
+from testbed.operator import KOPF, REPO
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
-from tests.support import objects as o
+from testbed import objects as o
 
 Body = dict[str, Any]
 EXAMPLES = {"TFJob": "tfjob-simple.yaml", "PyTorchJob": "pytorch-simple.yaml"}

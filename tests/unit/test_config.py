@@ -4,7 +4,7 @@ import re
 import pytest
 
 from jobarchive.config import BOUNDED, DEFAULT_DB_URL, ConfigError, load, matches, redact_url
-from tests.support.operator import REPO
+from testbed.operator import REPO
 
 
 def test_without_configuration_the_embedded_sqlite_file_is_used() -> None:

@@ -3,7 +3,7 @@ import datetime
 import pytest
 
 from jobarchive.recording.convert import InvalidObject, event_row, involved_object
-from tests.support import objects as o
+from testbed import objects as o
 
 UTC = datetime.UTC
 POD = {

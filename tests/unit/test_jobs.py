@@ -6,7 +6,7 @@ import pytest
 from jobarchive.kinds import BUILTIN_KINDS, JobKind
 from jobarchive.recording.convert import InvalidObject, job_row, mark_gone
 from jobarchive.recording.convert.strategies import kubeflow_status
-from tests.support import objects as o
+from testbed import objects as o
 
 KINDS = {(k.group, k.kind): k for k in BUILTIN_KINDS}
 PYTORCH = KINDS["kubeflow.org", "PyTorchJob"]

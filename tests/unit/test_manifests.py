@@ -9,7 +9,7 @@ import yaml
 
 from jobarchive.config import load
 from jobarchive.kinds import INTERMEDIATE_KINDS
-from tests.support.operator import REPO
+from testbed.operator import REPO
 
 MANIFESTS = sorted((REPO / "manifests").glob("*.yaml"))
 TRY_OUT = sorted((REPO / "manifests" / "try-mariadb").glob("*.yaml"))

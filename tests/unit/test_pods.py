@@ -13,7 +13,7 @@ from jobarchive.recording.convert import (
     pod_job_link,
     pod_row,
 )
-from tests.support import objects as o
+from testbed import objects as o
 
 KINDS = load({}).kinds
 UTC = datetime.UTC

@@ -18,7 +18,7 @@ from jobarchive.recording.convert import (
     pod_row,
 )
 from jobarchive.recording.convert.quantities import parse_quantity
-from tests.support import objects as o
+from testbed import objects as o
 
 KINDS = load({}).kinds
 TFJOB = next(k for k in KINDS if k.group == "kubeflow.org" and k.kind == "TFJob")

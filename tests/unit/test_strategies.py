@@ -12,7 +12,7 @@ from jobarchive.config import load
 from jobarchive.kinds import BATCH_JOB, JobKind
 from jobarchive.recording.convert import InvalidObject, job_row, pod_row
 from jobarchive.recording.convert.strategies import jobset_roles
-from tests.support import objects as o
+from testbed import objects as o
 
 KINDS = load({}).kinds
 Body = dict[str, Any]

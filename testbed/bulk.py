@@ -13,7 +13,7 @@ from jobarchive.reading.queries import JOB_STATUSES
 from jobarchive.recording.convert import event_row, job_row, pod_row
 from jobarchive.storage.models import Event, Job, Pod, Stamped
 from jobarchive.storage.store import Store
-from tests.support import objects as o
+from testbed import objects as o
 
 Row = dict[str, Any]
 START = datetime.datetime(2025, 11, 29, tzinfo=datetime.UTC)

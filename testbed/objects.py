@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 Body = dict[str, Any]
-FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 EXAMPLES = FIXTURES / "kubeflow-examples"
 T0 = "2026-11-20T10:00:00Z"
 

@@ -5,13 +5,14 @@ import asyncio
 import os
 import pathlib
 import signal
-import socket
 import sys
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from testbed.ports import free_port
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 KOPF = pathlib.Path(sys.executable).with_name("kopf")
 
 
@@ -108,11 +109,3 @@ class OperatorProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
