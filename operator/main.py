@@ -3,7 +3,8 @@
 Kopf imports this file before it starts anything: no event loop runs yet, no
 login, no server. So this is where a run that cannot work is stopped, with one
 line and exit status 1, before a file is created or a port opened: a bad setting,
-or no cluster to watch (checked with a request of its own, on a loop of its own).
+no cluster to watch (checked with a request of its own, on a loop of its own), or a
+database it must not write to before ``jobarchive migrate`` (KubeDL's tables).
 Only then are the handlers imported, which registers them with Kopf.
 """
 
@@ -12,9 +13,10 @@ import importlib
 import sys
 
 from jobarchive import cluster, config
+from jobarchive.storage import database, schema
 
 try:
-    config.load()
+    settings = config.load()
 except config.ConfigError as exc:
     sys.exit(f"jobarchive: configuration error: {exc}")
 
@@ -25,5 +27,10 @@ except cluster.Unavailable as exc:
 except KeyboardInterrupt:
     # Ctrl-C while a silent server is waited for: the shell's status for it, no traceback.
     sys.exit(130)
+
+try:
+    asyncio.run(database.preflight(settings.db_url))
+except schema.NotAdopted as exc:
+    sys.exit(f"jobarchive: the database {settings.db_url_redacted} cannot be recorded into: {exc}")
 
 importlib.import_module("jobarchive.recording.handlers")

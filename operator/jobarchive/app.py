@@ -26,7 +26,7 @@ from jobarchive.reading import api
 from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage import database as db
-from jobarchive.storage import failures
+from jobarchive.storage import failures, schema
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 
@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 
 class DatabaseUnavailable(Exception):
     """The database could not be opened; worth another try. The message hides the password."""
+
+
+class Unusable(Exception):
+    """The database is one the operator must not write to (``jobarchive migrate`` first)."""
 
 
 class Unhealthy(Exception):
@@ -66,7 +70,7 @@ class Operator:
     async def start(self, peering: Peering) -> None:
         """Serve the metrics, open the database, then write, serve the API and maintain.
 
-        Raises DatabaseUnavailable, having started nothing but the metrics.
+        Raises DatabaseUnavailable or Unusable, having started nothing but the metrics.
         """
         await self.serve_metrics()
         await self.open_database()
@@ -101,6 +105,8 @@ class Operator:
             # Lookups by handlers need connections beside the flushers' transactions.
             await db.open_database(self.settings.db_url, pool_size=self.settings.writers + 4)
             await self.recorder.load()
+        except schema.NotAdopted as exc:
+            raise Unusable(f"Cannot record into {self.settings.db_url_redacted}: {exc}") from None
         except failures.ERRORS as exc:
             raise DatabaseUnavailable(
                 f"Cannot open the database {self.settings.db_url_redacted}: "

@@ -12,11 +12,8 @@ request shows both that the server answers and that it takes the credentials.
 """
 
 import asyncio
-import contextlib
-import logging
 import os
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -26,6 +23,8 @@ from kubernetes_asyncio.config.kube_config import (
     ENV_KUBECONFIG_PATH_SEPARATOR,
     KUBE_CONFIG_DEFAULT_LOCATION,
 )
+
+from jobarchive.logs import silenced
 
 JSON = dict[str, Any]
 
@@ -109,7 +108,8 @@ async def preflight(tries: int = 3, patience: float = 2.0, pause: float = 0.5) -
     A server that does not answer is asked ``tries`` times, waiting ``patience``
     seconds each, with growing pauses between; a refusal of the credentials is final.
     """
-    with _library_quiet():
+    # The library logs what it then raises, which ``Unavailable`` says already.
+    with silenced("kubernetes_asyncio.config"):
         settings, source = await configuration()
     where = f"the Kubernetes API at {settings.host} ({source})"
     failure = ""
@@ -138,19 +138,6 @@ async def preflight(tries: int = 3, patience: float = 2.0, pause: float = 0.5) -
     raise Unavailable(
         f"{where} does not answer ({failure}, {tries} tries); check `kubectl cluster-info`"
     )
-
-
-@contextlib.contextmanager
-def _library_quiet() -> Iterator[None]:
-    """Silence the library's config loggers: they log what they then raise, which
-    ``Unavailable`` says already, in the one line a failed start prints."""
-    library = logging.getLogger("kubernetes_asyncio.config")
-    level = library.level
-    library.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        library.setLevel(level)
 
 
 def _reason(error: Exception, patience: float) -> str:

@@ -42,13 +42,16 @@ class JobRow(TypedDict):
     kind: str
     resources: str
     deploy_region: str | None
-    tenant: str | None
-    owner: str | None
+    tenant: str
+    owner: str
     deleted: bool
     is_in_etcd: bool
     gmt_created: datetime.datetime | None
     gmt_modified: NotRequired[datetime.datetime]
     gmt_finished: datetime.datetime | None
+    gmt_job_running: datetime.datetime | None
+    # Stamped by the store: always equal to gmt_finished.
+    gmt_job_finished: NotRequired[datetime.datetime | None]
     api_version: str | None
     remark: str | None
 

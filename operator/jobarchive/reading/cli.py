@@ -19,8 +19,6 @@ import datetime
 import json
 import logging
 import os
-import pathlib
-import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -32,7 +30,7 @@ from jobarchive import config
 from jobarchive.maintenance import retention
 from jobarchive.reading import api, queries
 from jobarchive.storage import database as db
-from jobarchive.storage import failures
+from jobarchive.storage import failures, migration, schema
 
 T = TypeVar("T")
 OUTPUTS = click.Choice(["table", "json"])
@@ -56,14 +54,11 @@ def _settings(db_url: str | None) -> config.Settings:
 def _archive(settings: config.Settings) -> str:
     """The URL of the archive to read; for SQLite, once its file is known to exist."""
     url = settings.db_url
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme == "sqlite":
-        # Where Tortoise puts the file: what follows ``sqlite://``, relative or absolute.
-        path = pathlib.Path(parts.netloc + parts.path).absolute()
-        if not path.is_file():
-            raise click.ClickException(
-                f"no archive at {path}: run the operator first or set JOBARCHIVE_DB_URL"
-            )
+    path = db.sqlite_file(url)
+    if path is not None and not path.is_file():
+        raise click.ClickException(
+            f"no archive at {path}: run the operator first or set JOBARCHIVE_DB_URL"
+        )
     return url
 
 
@@ -73,12 +68,19 @@ def _unreadable(url: str, error: BaseException) -> click.ClickException:
     )
 
 
-def _run(db_url: str | None, work: Callable[[], Awaitable[T]]) -> T:
+def _run(db_url: str | None, work: Callable[[], Awaitable[T]], adopted: bool = True) -> T:
+    """Run ``work`` on the open archive; one line, never a traceback, when it cannot.
+
+    Unless ``adopted`` is false (``migrate``), a schema the reader cannot read yet is
+    refused with a line that says how to bring it up to date.
+    """
     url = _archive(_settings(db_url))
 
     async def session() -> T:
         try:
             await db.open_database(url, create=False)
+            if adopted:
+                await schema.require_readable(db.connection())
             return await work()
         finally:
             await db.close_database()
@@ -87,6 +89,8 @@ def _run(db_url: str | None, work: Callable[[], Awaitable[T]]) -> T:
         return asyncio.run(session())
     except queries.BadQuery as exc:
         raise click.UsageError(str(exc)) from None
+    except schema.NotAdopted as exc:
+        raise click.ClickException(str(exc)) from None
     except failures.ERRORS as exc:
         raise _unreadable(url, exc) from None
 
@@ -354,6 +358,31 @@ def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> N
         f"{verb} {pruned.jobs} jobs finished before {before:%Y-%m-%d %H:%M} UTC, "
         f"{pruned.pods} pods and {pruned.events} Events"
     )
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Count what would change, change nothing.")
+@click.pass_obj
+def migrate(db_url: str | None, dry_run: bool) -> None:
+    """Bring a database KubeDL (or an older jobarchive) created to jobarchive's schema.
+
+    Merges rows of one uid, fills NULLs and both finish times, widens narrow columns,
+    adds the unique keys and indexes; safe to interrupt and run again.
+    """
+
+    def report(step: migration.Step) -> None:
+        click.echo(step.describe(dry_run))
+
+    async def work() -> list[migration.Step]:
+        return await migration.Migration(db.connection()).run(dry_run, report)
+
+    steps = _run(db_url, work, adopted=False)
+    if not steps:
+        click.echo("Nothing to migrate: the database has jobarchive's schema")
+    elif dry_run:
+        click.echo(f"{len(steps)} steps would run; nothing was changed")
+    else:
+        click.echo(f"Migrated in {len(steps)} steps")
 
 
 @main.command()

@@ -179,6 +179,8 @@ def job_json(job: Job, now: datetime.datetime | None = None) -> dict[str, Any]:
         "gmt_created": _time(job.gmt_created),
         "gmt_modified": _time(job.gmt_modified),
         "gmt_finished": _time(job.gmt_finished),
+        "gmt_job_running": _time(job.gmt_job_running),
+        "gmt_job_finished": _time(job.gmt_job_finished),
         "duration_seconds": _seconds(job.gmt_created, end),
     }
 

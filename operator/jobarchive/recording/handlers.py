@@ -12,7 +12,9 @@ This is the only module that imports Kopf. The operator itself is ``app.Operator
 built from the settings when ``operator/main.py`` imports this module, which also
 registers the handlers for the kinds the settings name. The operator's exceptions
 become Kopf's here: ``DatabaseUnavailable`` a ``TemporaryError``, so that Kopf tries
-the start again; ``Unhealthy`` a ``PermanentError``, which fails the liveness probe.
+the start again; ``Unusable`` (a database to migrate first) a ``PermanentError``,
+which stops the operator; ``Unhealthy`` a ``PermanentError``, which fails the
+liveness probe.
 """
 
 import logging
@@ -43,6 +45,9 @@ async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     except app.DatabaseUnavailable as exc:
         # One line instead of a traceback; Kopf tries the start again after the delay.
         raise kopf.TemporaryError(str(exc), delay=RETRY_START_AFTER) from None
+    except app.Unusable as exc:
+        # Only when the database was away at the pre-flight check of operator/main.py.
+        raise kopf.PermanentError(str(exc)) from None
 
 
 def _observe_passively(settings: kopf.OperatorSettings) -> None:

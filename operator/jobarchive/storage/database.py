@@ -9,6 +9,8 @@ importable.
 """
 
 import logging
+import pathlib
+import urllib.parse
 from typing import Any
 
 from tortoise import Tortoise, connections
@@ -16,7 +18,8 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.backends.base.config_generator import expand_db_url
 
 from jobarchive.config import redact_url
-from jobarchive.storage import dialects, schema
+from jobarchive.logs import silenced
+from jobarchive.storage import dialects, failures, schema
 from jobarchive.storage.models import Job
 
 logger = logging.getLogger(__name__)
@@ -51,6 +54,35 @@ async def open_database(db_url: str, pool_size: int = 5, create: bool = True) ->
     logger.info("Database %s (%s via %s)", redact_url(db_url), dialect.name, dialect.driver())
     if create:
         await schema.ensure_schema(connection())
+
+
+def sqlite_file(db_url: str) -> pathlib.Path | None:
+    """Where a ``sqlite://`` URL keeps its file (what follows the scheme, relative or
+    absolute, as Tortoise reads it); None for another database."""
+    parts = urllib.parse.urlsplit(db_url)
+    if parts.scheme != "sqlite":
+        return None
+    return pathlib.Path(parts.netloc + parts.path).absolute()
+
+
+async def preflight(db_url: str) -> None:
+    """Before the operator starts: raise schema.NotAdopted if the database has tables it
+    must not write to yet. A database that does not answer is left to the start, which
+    retries; a SQLite file that does not exist yet is a new archive, and is not made here.
+    """
+    path = sqlite_file(db_url)
+    if path is not None and not path.exists():
+        return
+    # The start logs the database it opens a moment later; a check says nothing.
+    with silenced("jobarchive", "tortoise"):
+        try:
+            await open_database(db_url, create=False)
+        except failures.ERRORS:
+            return
+        try:
+            await schema.require_adopted(connection())
+        finally:
+            await close_database()
 
 
 async def close_database() -> None:

@@ -17,6 +17,7 @@ them opaque. ``gmt_created`` is written on insert only.
 
 import abc
 import contextlib
+import dataclasses
 import datetime
 import functools
 import importlib.util
@@ -28,6 +29,18 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.transactions import in_transaction
 
 from jobarchive.storage.models import Table
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """A column as the database declares it: ``varchar`` of 128, nullable, say."""
+
+    data_type: str
+    length: int | None
+    nullable: bool
+    # The type as declared, e.g. ``varchar(128)`` or ``bigint(20) unsigned``.
+    declared: str
+
 
 # One statement: affected rows and fetched rows.
 Execute = Callable[[str, list[Any]], Awaitable[tuple[int, Sequence[Mapping[str, Any]]]]]
@@ -85,6 +98,26 @@ class Dialect(abc.ABC):
         """The column lists of a table's indexes."""
 
     @abc.abstractmethod
+    async def unique_keys(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
+        """The column lists of a table's unique indexes."""
+
+    @abc.abstractmethod
+    async def column_types(self, conn: BaseDBAsyncClient, table: str) -> dict[str, Column]:
+        """What each column of a table holds, where the engine enforces it (else empty)."""
+
+    @abc.abstractmethod
+    def modify_sql(self, table: str, definitions: dict[str, str]) -> str:
+        """One statement giving columns new definitions (``type [NOT] NULL ...``)."""
+
+    @abc.abstractmethod
+    async def charset(self, conn: BaseDBAsyncClient, table: str) -> str | None:
+        """The character set of a table's text, where the engine has one per table."""
+
+    @abc.abstractmethod
+    def utf8mb4_sql(self, table: str) -> str:
+        """The statement converting a table's text to utf8mb4."""
+
+    @abc.abstractmethod
     def seconds_between(self, start: str, end: str) -> str:
         """An SQL expression: the seconds from column ``start`` to column ``end``."""
 
@@ -93,7 +126,11 @@ class Dialect(abc.ABC):
 
 
 class MySQL(Dialect):
-    """MySQL and MariaDB through aiomysql."""
+    """MySQL and MariaDB through aiomysql.
+
+    Longer than a sitting because it implements every method of ``Dialect`` for one
+    engine; each is short and stands alone.
+    """
 
     name = "mysql"
     engine = "tortoise.backends.mysql"
@@ -204,6 +241,61 @@ class MySQL(Dialect):
             columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
         return set(columns.values())
 
+    async def unique_keys(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
+        """From information_schema: indexes with NON_UNIQUE = 0."""
+        _, rows = await conn.execute_query(
+            "SELECT INDEX_NAME AS name, COLUMN_NAME AS col FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
+            "ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            [table],
+        )
+        columns: dict[str, tuple[str, ...]] = {}
+        for row in rows:
+            columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
+        return set(columns.values())
+
+    async def column_types(self, conn: BaseDBAsyncClient, table: str) -> dict[str, Column]:
+        """From information_schema: the type, its length (characters, or a datetime's
+        fractional digits), and whether NULL is allowed."""
+        _, rows = await conn.execute_query(
+            "SELECT COLUMN_NAME AS name, DATA_TYPE AS type, COLUMN_TYPE AS declared, "
+            "COALESCE(CHARACTER_MAXIMUM_LENGTH, DATETIME_PRECISION) AS length, "
+            "IS_NULLABLE AS nullable FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+            [table],
+        )
+        return {
+            str(row["name"]): Column(
+                str(row["type"]).lower(),
+                int(row["length"]) if row["length"] is not None else None,
+                row["nullable"] == "YES",
+                str(row["declared"]),
+            )
+            for row in rows
+        }
+
+    def modify_sql(self, table: str, definitions: dict[str, str]) -> str:
+        """ALTER TABLE ... MODIFY, all columns in one statement: one rebuild of the table."""
+        changes = ", ".join(
+            f"MODIFY {self.quote(name)} {definition}" for name, definition in definitions.items()
+        )
+        return f"ALTER TABLE {self.quote(table)} {changes}"
+
+    async def charset(self, conn: BaseDBAsyncClient, table: str) -> str | None:
+        """The character set of the table's default collation."""
+        _, rows = await conn.execute_query(
+            "SELECT c.CHARACTER_SET_NAME AS charset FROM information_schema.TABLES t "
+            "JOIN information_schema.COLLATION_CHARACTER_SET_APPLICABILITY c "
+            "ON c.COLLATION_NAME = t.TABLE_COLLATION "
+            "WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = %s",
+            [table],
+        )
+        return str(rows[0]["charset"]) if rows else None
+
+    def utf8mb4_sql(self, table: str) -> str:
+        """CONVERT TO CHARACTER SET: every text column too, not only the default."""
+        return f"ALTER TABLE {self.quote(table)} CONVERT TO CHARACTER SET utf8mb4"
+
     def seconds_between(self, start: str, end: str) -> str:
         """TIMESTAMPDIFF in whole seconds."""
         return f"TIMESTAMPDIFF(SECOND, {start}, {end})"
@@ -282,6 +374,33 @@ class SQLite(Dialect):
             ordered = sorted(info, key=lambda column: column["seqno"])
             found.add(tuple(str(column["name"]) for column in ordered))
         return found
+
+    async def unique_keys(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
+        """From PRAGMA index_list (its ``unique`` flag) and index_info."""
+        found = set()
+        for index in await conn.execute_query_dict(f"PRAGMA index_list({self.quote(table)})"):
+            if not index["unique"]:
+                continue
+            info = await conn.execute_query_dict(f"PRAGMA index_info({self.quote(index['name'])})")
+            ordered = sorted(info, key=lambda column: column["seqno"])
+            found.add(tuple(str(column["name"]) for column in ordered))
+        return found
+
+    async def column_types(self, conn: BaseDBAsyncClient, table: str) -> dict[str, Column]:
+        """None: SQLite enforces no length, so no column of its ever needs widening."""
+        return {}
+
+    def modify_sql(self, table: str, definitions: dict[str, str]) -> str:
+        """Never needed (see ``column_types``), and SQLite cannot modify a column."""
+        raise NotImplementedError("SQLite columns are never modified")
+
+    async def charset(self, conn: BaseDBAsyncClient, table: str) -> str | None:
+        """None: SQLite stores all text as UTF-8."""
+        return None
+
+    def utf8mb4_sql(self, table: str) -> str:
+        """Never needed (see ``charset``)."""
+        raise NotImplementedError("SQLite text is always UTF-8")
 
     def seconds_between(self, start: str, end: str) -> str:
         """The difference of Julian days, in (fractional) seconds."""

@@ -14,7 +14,7 @@ store's bulk upsert for every row, so no write path can leave them stale.
 import dataclasses
 import datetime
 from collections.abc import Iterable, MutableMapping
-from typing import Any
+from typing import Any, ClassVar
 
 from tortoise import fields
 from tortoise.backends.base.client import BaseDBAsyncClient
@@ -46,11 +46,14 @@ class Stamped(Model):
     gmt_created = fields.DatetimeField()
     gmt_modified = fields.DatetimeField()
 
+    # The columns ``stamp`` may write.
+    STAMPED: ClassVar[tuple[str, ...]] = ("gmt_created", "gmt_modified")
+
     class Meta:
         abstract = True
 
-    @staticmethod
-    def stamp(row: MutableMapping[str, Any], now: datetime.datetime | None = None) -> None:
+    @classmethod
+    def stamp(cls, row: MutableMapping[str, Any], now: datetime.datetime | None = None) -> None:
         """Stamp a row's timestamps in place: gmt_modified always, gmt_created if unset."""
         now = now or utcnow()
         row["gmt_modified"] = now
@@ -65,12 +68,15 @@ class Stamped(Model):
         force_update: bool = False,
     ) -> None:
         """Stamp the timestamps, then save as Tortoise does."""
-        stamps: dict[str, Any] = {"gmt_created": self.gmt_created}
-        self.stamp(stamps)
-        self.gmt_created = stamps["gmt_created"]
-        self.gmt_modified = stamps["gmt_modified"]
+        row = {name: getattr(self, name) for name in self._meta.db_fields}
+        self.stamp(row)
+        for name in self.STAMPED:
+            setattr(self, name, row[name])
         if update_fields is not None:
-            update_fields = [*update_fields, "gmt_modified"]
+            update_fields = [
+                *update_fields,
+                *(name for name in self.STAMPED if name != "gmt_created"),
+            ]
         await super().save(
             using_db=using_db,
             update_fields=update_fields,
@@ -91,15 +97,29 @@ class Job(Stamped):
     kind = fields.CharField(max_length=KIND_LENGTH)
     resources = fields.TextField()
     deploy_region = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
-    tenant = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
-    owner = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    # Never NULL: KubeDL's console reads the owner through a pointer it does not check.
+    tenant = fields.CharField(max_length=SHORT_TEXT_LENGTH, default="")
+    owner = fields.CharField(max_length=SHORT_TEXT_LENGTH, default="")
     deleted = fields.BooleanField(default=False)
     is_in_etcd = fields.BooleanField(default=True)
+    # The seed's finish time; KubeDL >= 0.4 reads gmt_job_finished instead. Both are
+    # written, always equal (``stamp``), so readers of either generation see it.
     gmt_finished = fields.DatetimeField(null=True)
+    gmt_job_finished = fields.DatetimeField(null=True)
+    # KubeDL >= 0.4: when the job first ran.
+    gmt_job_running = fields.DatetimeField(null=True)
     # Not in the seed: TFJob exists in two groups and Volcano's kind is plain Job, so
     # the kind alone does not say what a job was; and RayJob explains its failures.
     api_version = fields.CharField(max_length=API_VERSION_LENGTH, null=True)
     remark = fields.TextField(null=True)
+
+    STAMPED = ("gmt_created", "gmt_modified", "gmt_job_finished")
+
+    @classmethod
+    def stamp(cls, row: MutableMapping[str, Any], now: datetime.datetime | None = None) -> None:
+        """Stamp as every table does, and keep KubeDL's finish column in step."""
+        super().stamp(row, now)
+        row["gmt_job_finished"] = row.get("gmt_finished")
 
     class Meta:
         table = "job_info"

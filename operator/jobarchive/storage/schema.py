@@ -4,6 +4,10 @@
 columns and indexes it was created with. So after it, every column and index the
 models declare is looked for and the missing ones are added. The schema only
 grows: nothing here drops or alters what exists.
+
+A table without the unique key on its uid was not made by jobarchive (KubeDL makes
+them so): every upsert would add a row to it. Opening such a database fails with
+``NotAdopted``, which names ``jobarchive migrate`` (``storage.migration``).
 """
 
 import logging
@@ -13,24 +17,82 @@ from tortoise import Tortoise
 from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.storage import dialects
-from jobarchive.storage.models import Event, Job, Pod, Stamped
+from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
 
 logger = logging.getLogger(__name__)
 MODELS: tuple[type[Stamped], ...] = (Job, Pod, Event)
 
 
+class NotAdopted(Exception):
+    """The database has tables jobarchive cannot write to before ``jobarchive migrate``."""
+
+
 async def ensure_schema(conn: BaseDBAsyncClient) -> None:
-    """Create the tables that do not exist, then the columns and indexes they lack."""
+    """Create the tables that do not exist, then the columns and indexes they lack;
+    raises NotAdopted, changing nothing, on tables without their unique keys."""
+    await require_adopted(conn)
+    await create_tables()
+    await ensure_columns(conn)
+    await ensure_indexes(conn)
+
+
+async def require_adopted(conn: BaseDBAsyncClient) -> None:
+    """Raise NotAdopted, naming the tables, if any lacks the unique key on its uid."""
+    unadopted = await tables_without_unique_keys(conn)
+    if unadopted:
+        raise NotAdopted(
+            f"{', '.join(unadopted)} has no unique key, as in the tables KubeDL creates: "
+            "run `jobarchive migrate` once (README: Coming from KubeDL)"
+        )
+
+
+async def require_readable(conn: BaseDBAsyncClient) -> None:
+    """Raise NotAdopted if a table lacks the unique keys or the columns the reader reads."""
+    await require_adopted(conn)
+    for model in MODELS:
+        if not await dialects.of(conn).columns(conn, model._meta.db_table):
+            continue
+        missing = await missing_columns(conn, model)
+        if missing:
+            raise NotAdopted(
+                f"{model._meta.db_table} lacks {', '.join(missing)}: start the operator "
+                "once, or run `jobarchive migrate`, to bring the schema up to date"
+            )
+
+
+async def tables_without_unique_keys(conn: BaseDBAsyncClient) -> list[str]:
+    """``table.key`` of each existing table whose uid column has no unique key."""
+    dialect = dialects.of(conn)
+    found = []
+    for table in TABLES.values():
+        exists = bool(await dialect.columns(conn, table.name))
+        if exists and (table.key,) not in await dialect.unique_keys(conn, table.name):
+            found.append(f"{table.name}.{table.key}")
+    return found
+
+
+async def create_tables() -> None:
+    """Create the tables that do not exist yet."""
     with warnings.catch_warnings():
         # MySQL answers CREATE TABLE IF NOT EXISTS on an existing table with a warning
         # that aiomysql raises as a Python warning at every start; it is the normal case.
         warnings.filterwarnings("ignore", message=r"Table '.*' already exists")
         await Tortoise.generate_schemas(safe=True)
-    await ensure_columns(conn)
-    await ensure_indexes(conn)
 
 
-async def ensure_columns(conn: BaseDBAsyncClient) -> list[str]:
+async def missing_columns(conn: BaseDBAsyncClient, model: type[Stamped]) -> list[str]:
+    """The model's columns that its table lacks."""
+    existing = await dialects.of(conn).columns(conn, model._meta.db_table)
+    return [
+        field.source_field or name
+        for name, field in model._meta.fields_map.items()
+        if (field.source_field or name) not in existing
+    ]
+
+
+async def ensure_columns(
+    conn: BaseDBAsyncClient, models: tuple[type[Stamped], ...] = MODELS
+) -> list[str]:
     """Add the models' columns that an existing table lacks; returns ``table.column``s.
 
     Columns added after a table was created are nullable, so rows written before
@@ -38,12 +100,14 @@ async def ensure_columns(conn: BaseDBAsyncClient) -> list[str]:
     """
     added = []
     dialect = dialects.of(conn)
-    for model in MODELS:
+    for model in models:
         table = model._meta.db_table
-        existing = await dialect.columns(conn, table)
+        if not await dialect.columns(conn, table):
+            continue
+        missing = set(await missing_columns(conn, model))
         for name, field in model._meta.fields_map.items():
             column = field.source_field or name
-            if column in existing:
+            if column not in missing:
                 continue
             if not field.null:
                 raise RuntimeError(f"{table}.{column} is missing and cannot be added NOT NULL")

@@ -37,11 +37,13 @@ def job_row(obj: Mapping[str, Any], kind: JobKind, region: str | None) -> JobRow
         "status": clip(current, STATUS_LENGTH),
         "resources": resources_json(strategy.roles(obj, kind)),
         "deploy_region": clip(region or tenancy.get("region"), SHORT_TEXT_LENGTH),
-        "tenant": clip(tenancy.get("tenant"), SHORT_TEXT_LENGTH),
-        "owner": clip(tenancy.get("user"), SHORT_TEXT_LENGTH),
+        # "" rather than NULL without a tenancy, as KubeDL writes them.
+        "tenant": clip(tenancy.get("tenant"), SHORT_TEXT_LENGTH) or "",
+        "owner": clip(tenancy.get("user"), SHORT_TEXT_LENGTH) or "",
         "deleted": meta.get("deletionTimestamp") is not None,
         "is_in_etcd": True,
         "gmt_finished": strategy.finished(obj, current),
+        "gmt_job_running": strategy.running(obj, current),
         "remark": strategy.remark(obj, current),
     }
 

@@ -36,6 +36,8 @@ class Strategy:
     status: Callable[[Object], str]
     finished: Callable[[Object, str], datetime.datetime | None]
     roles: Callable[[Object, JobKind], dict[str, Any]]
+    # When the job first ran (KubeDL's gmt_job_running); None where its kind says not.
+    running: Callable[[Object, str], datetime.datetime | None] = lambda obj, status: None
     remark: Callable[[Object, str], str | None] = lambda obj, status: None
 
 
@@ -91,6 +93,15 @@ def kubeflow_finished(obj: Object, status: str) -> datetime.datetime | None:
         return completion
     for condition in reversed(_conditions(obj)):
         if condition.get("type") == status and condition.get("status") == "True":
+            return timestamp(condition.get("lastTransitionTime"))
+    return None
+
+
+def kubeflow_running(obj: Object, status: str) -> datetime.datetime | None:
+    """When the first ``Running`` condition was set, whatever its status now: KubeDL's
+    own rule for ``gmt_job_running``, so both writers agree on it."""
+    for condition in _conditions(obj):
+        if condition.get("type") == "Running":
             return timestamp(condition.get("lastTransitionTime"))
     return None
 
@@ -188,6 +199,13 @@ def rayjob_finished(obj: Object, status: str) -> datetime.datetime | None:
     return timestamp(mapping(obj.get("status")).get("endTime"))
 
 
+def rayjob_running(obj: Object, status: str) -> datetime.datetime | None:
+    """``status.startTime``, set when the job left ``New``, once it is past Created."""
+    if status == CREATED:
+        return None
+    return timestamp(mapping(obj.get("status")).get("startTime"))
+
+
 def rayjob_remark(obj: Object, status: str) -> str | None:
     """Why a RayJob failed: its status's reason and message."""
     if status != "Failed":
@@ -247,6 +265,14 @@ def volcano_finished(obj: Object, status: str) -> datetime.datetime | None:
     return timestamp(state.get("lastTransitionTime"))
 
 
+def volcano_running(obj: Object, status: str) -> datetime.datetime | None:
+    """When the job first entered the Running phase (its conditions keep each phase)."""
+    for condition in _conditions(obj):
+        if condition.get("status") == "Running":
+            return timestamp(condition.get("lastTransitionTime"))
+    return None
+
+
 def volcano_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
     """One role per task, by its name, with its replicas and template."""
     roles: dict[str, Any] = {}
@@ -280,6 +306,11 @@ def batch_finished(obj: Object, status: str) -> datetime.datetime | None:
     return timestamp(failed.get("lastTransitionTime")) if failed else None
 
 
+def batch_running(obj: Object, status: str) -> datetime.datetime | None:
+    """``status.startTime``: when the Job controller started the job's pods."""
+    return timestamp(mapping(obj.get("status")).get("startTime"))
+
+
 def batch_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
     """One role, ``job``: ``parallelism`` pods (1 when unset) of its template."""
     spec = mapping(obj.get("spec"))
@@ -288,9 +319,10 @@ def batch_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
 
 
 STRATEGIES: dict[str, Strategy] = {
-    "kubeflow": Strategy(kubeflow_status, kubeflow_finished, kubeflow_roles),
+    "kubeflow": Strategy(kubeflow_status, kubeflow_finished, kubeflow_roles, kubeflow_running),
+    # A TrainJob's status holds no time at which it started running.
     "trainjob": Strategy(trainjob_status, trainjob_finished, trainjob_roles),
-    "rayjob": Strategy(rayjob_status, rayjob_finished, rayjob_roles, rayjob_remark),
-    "volcano": Strategy(volcano_status, volcano_finished, volcano_roles),
-    "batch": Strategy(batch_status, batch_finished, batch_roles),
+    "rayjob": Strategy(rayjob_status, rayjob_finished, rayjob_roles, rayjob_running, rayjob_remark),
+    "volcano": Strategy(volcano_status, volcano_finished, volcano_roles, volcano_running),
+    "batch": Strategy(batch_status, batch_finished, batch_roles, batch_running),
 }
