@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from jobarchive.storage import database as db
 from testbed.mariadb import Databases
 from tests.support.commands import JOBARCHIVE, jobarchive
 from tests.support.legacy import (
@@ -203,3 +204,36 @@ def test_a_migration_killed_midway_finishes_on_the_next_run(
         (uids, uids, "2")
     ]
     assert migrate(url, tmp_path).stdout.startswith("Nothing to migrate")
+
+
+async def test_the_operators_start_brings_an_earlier_jobarchives_rows_up_to_kubedls_readers(
+    mysql_databases: Databases,
+) -> None:
+    url = mysql_databases.create("jobarchive_old")
+    await db.open_database(url)
+    await db.close_database()
+    # As the release before KubeDL's columns left it: owners nullable and NULL, and
+    # only the seed's finish column.
+    query(
+        url,
+        "ALTER TABLE job_info MODIFY owner VARCHAR(255) NULL, MODIFY tenant VARCHAR(255) "
+        "NULL, DROP COLUMN gmt_job_finished, DROP COLUMN gmt_job_running",
+    )
+    old = (
+        "INSERT INTO job_info (name, namespace, job_id, version, status, kind, resources, "
+        "tenant, owner, deleted, is_in_etcd, gmt_created, gmt_modified, gmt_finished) VALUES "
+        "('old', 'ml', 'uid-old', '7', 'Succeeded', 'TFJob', '{}', NULL, NULL, 0, 0, %s, %s, %s)"
+    )
+    query(url, old, T0, T0, FINISHED)
+
+    await db.open_database(url)
+    await db.close_database()
+    assert query(url, "SELECT owner, tenant, gmt_finished, gmt_job_finished FROM job_info") == [
+        ("", "", FINISHED, FINISHED)
+    ]
+    nullable = query(
+        url,
+        "SELECT COLUMN_NAME, IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA "
+        "= DATABASE() AND TABLE_NAME = 'job_info' AND COLUMN_NAME IN ('owner', 'tenant')",
+    )
+    assert sorted(nullable) == [("owner", "NO"), ("tenant", "NO")]

@@ -19,7 +19,7 @@ from tortoise.backends.base.config_generator import expand_db_url
 
 from jobarchive.config import redact_url
 from jobarchive.logs import silenced
-from jobarchive.storage import dialects, failures, schema
+from jobarchive.storage import dialects, failures, migration, schema
 from jobarchive.storage.models import Job
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,9 @@ async def open_database(db_url: str, pool_size: int = 5, create: bool = True) ->
     dialect = dialects.of(connection())
     logger.info("Database %s (%s via %s)", redact_url(db_url), dialect.name, dialect.driver())
     if create:
-        await schema.ensure_schema(connection())
+        added = await schema.ensure_schema(connection())
+        for step in await migration.upgrade(connection(), added):
+            logger.info("Upgraded %s", step.describe(dry_run=False))
 
 
 def sqlite_file(db_url: str) -> pathlib.Path | None:

@@ -191,12 +191,17 @@ class Rows(_Part):
                     others,
                 )
 
-    async def nulls(self, model: type[Stamped], dry_run: bool) -> list[Step]:
+    async def nulls(
+        self, model: type[Stamped], dry_run: bool, only: Sequence[str] | None = None
+    ) -> list[Step]:
+        """Fill NULLs in the columns the model says are NOT NULL (``only`` these)."""
         table = model._meta.db_table
         existing = await self.dialect.columns(self.conn, table)
         steps = []
         for name, field in model._meta.fields_map.items():
             if field.null or name == model._meta.pk_attr or name not in existing:
+                continue
+            if only is not None and name not in only:
                 continue
             step = await self._fill(
                 table,
@@ -298,6 +303,32 @@ class Columns(_Part):
                 f"ON {quote(table.name)} ({quote(table.key)})"
             )
         return [Step(table.name, f"add the unique key on {table.key}", 1)]
+
+
+async def upgrade(conn: BaseDBAsyncClient, added: Sequence[str]) -> list[Step]:
+    """At every start, after the missing columns are added (``added``, as
+    ``table.column``): what an earlier jobarchive's rows lack for KubeDL's readers.
+
+    A column still nullable where the schema now says NOT NULL (``owner`` and
+    ``tenant`` were) gets its NULLs filled and its rule tightened; a finish column
+    just added is filled from the other. Only the schema is read to find out, so a
+    start with nothing to do scans no table.
+    """
+    rows, columns = Rows(conn, BATCH), Columns(conn, BATCH)
+    steps: list[Step] = []
+    for model in TABLES:
+        declared = await rows.dialect.column_types(conn, model._meta.db_table)
+        loose = [
+            name
+            for name, field in model._meta.fields_map.items()
+            if not field.null and name in declared and declared[name].nullable
+        ]
+        if loose:
+            steps += await rows.nulls(model, dry_run=False, only=loose)
+            steps += await columns.types(model, dry_run=False)
+    if any(f"{Job._meta.db_table}.{column}" in added for column in FINISH_COLUMNS):
+        steps += await rows.finish_times(Job, dry_run=False)
+    return steps
 
 
 class Migration:

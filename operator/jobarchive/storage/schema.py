@@ -27,13 +27,15 @@ class NotAdopted(Exception):
     """The database has tables jobarchive cannot write to before ``jobarchive migrate``."""
 
 
-async def ensure_schema(conn: BaseDBAsyncClient) -> None:
+async def ensure_schema(conn: BaseDBAsyncClient) -> list[str]:
     """Create the tables that do not exist, then the columns and indexes they lack;
-    raises NotAdopted, changing nothing, on tables without their unique keys."""
+    returns the columns added (``table.column``). Raises NotAdopted, changing
+    nothing, on tables without their unique keys."""
     await require_adopted(conn)
     await create_tables()
-    await ensure_columns(conn)
+    added = await ensure_columns(conn)
     await ensure_indexes(conn)
+    return added
 
 
 async def require_adopted(conn: BaseDBAsyncClient) -> None:

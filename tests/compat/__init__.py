@@ -1,0 +1,1 @@
+"""KubeDL compatibility: KubeDL's own statements against tables jobarchive wrote."""
