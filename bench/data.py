@@ -1,15 +1,17 @@
 """Realistic rows and objects for the benchmarks: Kubeflow jobs, their pods and Events,
 built from the same fixtures as the tests and converted by the real converters."""
 
-import copy
+import dataclasses
 import uuid
-from typing import Any
+from collections.abc import Sequence
 
 from jobarchive.config import load
 from jobarchive.recording.convert import event_row, job_row, pod_row
+from jobarchive.rows import EventRow, JobRow, PodRow, Row
+from jobarchive.storage.models import Event, Job, Pod, Stamped
 from testbed import objects as o
+from testbed.objects import Body
 
-Body = dict[str, Any]
 KINDS = load({}).kinds
 PYTORCH = next(k for k in KINDS if k.group == "kubeflow.org" and k.kind == "PyTorchJob")
 IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
@@ -48,31 +50,50 @@ def event_object(pod: Body) -> Body:
     return event
 
 
-def rows(jobs: int, pods_per_job: int) -> dict[str, list[Body]]:
+@dataclasses.dataclass(frozen=True)
+class Rows:
+    """Converted rows of the three tables, as the store takes them."""
+
+    jobs: list[JobRow]
+    pods: list[PodRow]
+    events: list[EventRow]
+
+    def by_model(self) -> list[tuple[type[Stamped], Sequence[Row]]]:
+        """Each table's model with its rows."""
+        return [(Job, self.jobs), (Pod, self.pods), (Event, self.events)]
+
+    def __len__(self) -> int:
+        return len(self.jobs) + len(self.pods) + len(self.events)
+
+
+def rows(jobs: int, pods_per_job: int) -> Rows:
     """Converted rows: jobs, their pods, and one Event per pod."""
-    result: dict[str, list[Body]] = {"job": [], "pod": [], "event": []}
+    result = Rows([], [], [])
     for j in range(jobs):
         job = job_object(j)
-        result["job"].append(job_row(job, PYTORCH, "bench-region"))
+        result.jobs.append(job_row(job, PYTORCH, "bench-region"))
         for p in range(pods_per_job):
             pod = pod_object(job, p)
-            result["pod"].append(pod_row(pod, job["metadata"]["uid"], "pytorch", "bench-region"))
-            result["event"].append(event_row(event_object(pod), "bench-region"))
+            result.pods.append(pod_row(pod, job["metadata"]["uid"], "pytorch", "bench-region"))
+            result.events.append(event_row(event_object(pod), "bench-region"))
     return result
 
 
-def newer(rows_by_table: dict[str, list[Body]]) -> dict[str, list[Body]]:
+def _next(version: str) -> str:
+    return str(int(version) + 1)
+
+
+def newer(rows: Rows) -> Rows:
     """The same rows one resourceVersion later, in a later state: the update pass."""
-    result: dict[str, list[Body]] = {}
-    for table, rows_ in rows_by_table.items():
-        updated = []
-        for row in rows_:
-            row = copy.copy(row)
-            row["version"] = str(int(row["version"]) + 1)
-            if table == "event":
-                row["count"] += 1
-            else:
-                row["status"] = "Succeeded"
-            updated.append(row)
-        result[table] = updated
-    return result
+    return Rows(
+        jobs=[
+            {**row, "version": _next(row["version"]), "status": "Succeeded"} for row in rows.jobs
+        ],
+        pods=[
+            {**row, "version": _next(row["version"]), "status": "Succeeded"} for row in rows.pods
+        ],
+        events=[
+            {**row, "version": _next(row["version"]), "count": row["count"] + 1}
+            for row in rows.events
+        ],
+    )

@@ -56,6 +56,7 @@ class SteadyLoad:
         self.count = rate * seconds
         self.sent: dict[str, float] = {}
         self.job = data.job_object(1, namespace="steady")
+        self.finished = asyncio.Event()
 
     async def stream(self, request: Any) -> Any:
         yield b""
@@ -63,16 +64,19 @@ class SteadyLoad:
         start = loop.time()
         for index in range(self.count):
             delay = start + index / self.rate - loop.time()
+            # The offered rate: each pod is sent at its own time, whatever the last one took.
             if delay > 0:
                 await asyncio.sleep(delay)
             pod = data.pod_object(self.job, index)
             self.sent[pod["metadata"]["uid"]] = time.time()
             yield {"type": "ADDED", "object": pod}
+        self.finished.set()
+        # Open until the operator goes, as a watch stream with nothing more to say.
         await asyncio.Event().wait()
 
     async def done(self) -> None:
-        while len(self.sent) < self.count:
-            await asyncio.sleep(0.1)
+        """Wait until every pod has been sent."""
+        await self.finished.wait()
 
 
 def percentiles(lags: list[float]) -> tuple[float, float]:
@@ -105,8 +109,7 @@ async def noop_catch_up(workdir: pathlib.Path, pods: int) -> Run:
         env: dict[str, str | None] = {"NOOP_EXPECT": str(objects), "JOBARCHIVE_DB_URL": None}
         process = await launch(cluster, workdir, env, NOOP)
         started = time.perf_counter()
-        while "caught up" not in process.log():
-            await asyncio.sleep(0.05)
+        await caught_up(process)
         result.rate = objects / (time.perf_counter() - started)
         result.peak_rss = process.peak_rss()
         await process.stop()
@@ -121,10 +124,14 @@ async def noop_lag(workdir: pathlib.Path, rate: int, seconds: int) -> tuple[floa
     seen_file = workdir / "seen.txt"
 
     async def body(cluster: Cluster, objects: int) -> tuple[float, float]:
-        env: dict[str, str | None] = {"NOOP_SEEN_FILE": str(seen_file), "JOBARCHIVE_DB_URL": None}
+        env: dict[str, str | None] = {
+            "NOOP_SEEN_FILE": str(seen_file),
+            "NOOP_EXPECT": str(load.count),
+            "JOBARCHIVE_DB_URL": None,
+        }
         process = await launch(cluster, workdir, env, NOOP)
         await load.done()
-        await asyncio.sleep(2)
+        await caught_up(process)
         await process.stop()
         seen = dict(line.split() for line in seen_file.read_text().splitlines())
         return percentiles([float(seen[uid]) - t for uid, t in load.sent.items() if uid in seen])
@@ -171,6 +178,15 @@ async def jobarchive_lag(
 
     lag: tuple[float, float] = await with_cluster(0, load, body)
     return lag
+
+
+async def caught_up(process: OperatorProcess, within: float = 600.0) -> None:
+    """Wait until the no-op operator says it has seen every object it expects."""
+    deadline = time.monotonic() + within
+    while "caught up" not in process.log():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the no-op operator did not catch up in {within} s")
+        await asyncio.sleep(0.05)
 
 
 async def total() -> int:

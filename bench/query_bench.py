@@ -35,7 +35,8 @@ async def measure(query: Query, seed: int = 1) -> tuple[float, float]:
 
 async def _deep_cursor(depth: int) -> str:
     row = await Job.all().order_by("-gmt_created", "-id").offset(depth).first()
-    assert row is not None
+    if row is None:
+        raise ValueError(f"the archive holds no job {depth} deep")
     return queries.encode_cursor(row.gmt_created, row.id)
 
 

@@ -17,7 +17,9 @@ import pymysql
 from pymysql.constants import ER
 
 from bench import data
+from bench.data import Rows
 from jobarchive.bounded import chunks
+from jobarchive.rows import Row
 from jobarchive.storage import database as db
 from jobarchive.storage.dialects import MYSQL
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
@@ -25,12 +27,13 @@ from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 
 MODELS: dict[str, type[Stamped]] = {"job": Job, "pod": Pod, "event": Event}
-Rows = dict[str, list[dict[str, Any]]]
 
 
 async def naive(rows: Rows, connections: int = 4) -> None:
     """Select, then create or update and save, one object at a time, over 4 connections."""
-    work = [(MODELS[table], row) for table, rows_ in rows.items() for row in rows_]
+    work: list[tuple[type[Stamped], dict[str, Any]]] = [
+        (model, dict(row)) for model, rows_ in rows.by_model() for row in rows_
+    ]
 
     async def one_connection(share: list[tuple[type[Stamped], dict[str, Any]]]) -> None:
         for model, row in share:
@@ -49,10 +52,10 @@ async def grouped(rows: Rows, handlers: int = 1000) -> None:
     """This store: many concurrent handlers, one row each at a time, through the Writer."""
     writer = Writer(Store())
     writer.start()
-    queue: asyncio.Queue[tuple[type[Stamped], dict[str, Any]]] = asyncio.Queue()
-    for table, rows_ in rows.items():
+    queue: asyncio.Queue[tuple[type[Stamped], Row]] = asyncio.Queue()
+    for model, rows_ in rows.by_model():
         for row in rows_:
-            queue.put_nowait((MODELS[table], row))
+            queue.put_nowait((model, row))
 
     async def handler() -> None:
         while not queue.empty():
@@ -69,8 +72,7 @@ async def raw(rows: Rows, url: str, batch: int = 500, connections: int = 4) -> N
     a commit per 500 rows; no guard, no ORM, no per-row bookkeeping."""
     parts = urlsplit(url)
     work: list[tuple[str, list[list[Any]]]] = []
-    for table, rows_ in rows.items():
-        model = MODELS[table]
+    for model, rows_ in rows.by_model():
         spec = TABLES[model]
         sets = ", ".join(f"`{c}` = VALUES(`{c}`)" for c in spec.columns if c != spec.key)
         sql = (
@@ -123,7 +125,7 @@ async def measure(
     conn = db.connection()
     for table in ("job_info", "replica_info", "event_info"):
         await conn.execute_script(f"DELETE FROM {table}")
-    total = sum(len(r) for r in first.values()) + sum(len(r) for r in second.values())
+    total = len(first) + len(second)
     started = time.perf_counter()
     await run(first)
     await run(second)

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
 
 from jobarchive.kinds import BUILTIN_KINDS
 from testbed import objects as o
@@ -29,6 +28,7 @@ from testbed.cluster import (
     job_resource,
     resource_of,
 )
+from testbed.objects import Body
 from testbed.operator import OperatorProcess, write_kubeconfig
 
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
@@ -36,7 +36,6 @@ TFJOBS = resource_of("kubeflow.org", "TFJob")
 IMAGE_PT = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
 IMAGE_TF = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
-Body = dict[str, Any]
 
 
 def ago(minutes: float) -> str:

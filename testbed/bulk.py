@@ -6,23 +6,22 @@ import datetime
 import random
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 from jobarchive.config import load
 from jobarchive.reading.queries import JOB_STATUSES
 from jobarchive.recording.convert import event_row, job_row, pod_row
+from jobarchive.rows import EventRow, JobRow, PodRow, Row
 from jobarchive.storage.models import Event, Job, Pod, Stamped
 from jobarchive.storage.store import Store
 from testbed import objects as o
 
-Row = dict[str, Any]
 START = datetime.datetime(2025, 11, 29, tzinfo=datetime.UTC)
 KINDS = ("TFJob", "PyTorchJob", "MPIJob", "XGBoostJob", "PaddleJob")
 REASONS = ("Scheduled", "Pulled", "Created", "Started", "BackOff", "OOMKilling", "Killing")
 CHUNK = 2000
 
 
-def _templates() -> tuple[Row, Row, Row]:
+def _templates() -> tuple[JobRow, PodRow, EventRow]:
     settings = load({})
     job = o.with_meta(
         o.example("pytorch-simple.yaml"),
@@ -31,8 +30,7 @@ def _templates() -> tuple[Row, Row, Row]:
         creationTimestamp=o.T0,
         namespace="ns",
     )
-    kind = settings.kinds.find(job["apiVersion"], job["kind"])
-    assert kind is not None
+    kind = o.job_kind(settings.kinds, job)
     pod = o.with_meta(
         o.kubeflow_pod(job, "pytorchReplicaSpecs", "Worker", 0), uid="p", resourceVersion="1"
     )
@@ -53,59 +51,53 @@ def archive(jobs: int, pods_per_job: int, seed: int = 7) -> Iterator[tuple[type[
         job_uid = str(uuid.UUID(int=rng.getrandbits(128)))
         namespace = f"team-{rng.randrange(60)}"
         name = f"{rng.choice(('mnist', 'bert', 'resnet', 'llama', 'gpt'))}-{index}"
-        yield (
-            Job,
-            {
-                **job_template,
-                "job_id": job_uid,
-                "name": name,
-                "namespace": namespace,
-                "version": str(index + 1),
-                "kind": rng.choice(KINDS),
-                "status": status,
-                "owner": f"user-{rng.randrange(300)}",
-                "tenant": f"tenant-{rng.randrange(20)}",
-                "deploy_region": rng.choice(("eu-west-1", "us-east-1", "ap-south-1")),
-                "is_in_etcd": status not in ("Succeeded", "Failed", "Stopped"),
-                "gmt_created": created,
-                "gmt_finished": finished if status in ("Succeeded", "Failed", "Stopped") else None,
-            },
-        )
+        job: JobRow = {
+            **job_template,
+            "job_id": job_uid,
+            "name": name,
+            "namespace": namespace,
+            "version": str(index + 1),
+            "kind": rng.choice(KINDS),
+            "status": status,
+            "owner": f"user-{rng.randrange(300)}",
+            "tenant": f"tenant-{rng.randrange(20)}",
+            "deploy_region": rng.choice(("eu-west-1", "us-east-1", "ap-south-1")),
+            "is_in_etcd": status not in ("Succeeded", "Failed", "Stopped"),
+            "gmt_created": created,
+            "gmt_finished": finished if status in ("Succeeded", "Failed", "Stopped") else None,
+        }
+        yield Job, job
         for replica in range(pods_per_job):
             pod_uid = str(uuid.UUID(int=rng.getrandbits(128)))
             pod_name = f"{name}-worker-{replica}"
-            yield (
-                Pod,
-                {
-                    **pod_template,
-                    "pod_id": pod_uid,
-                    "name": pod_name,
-                    "namespace": namespace,
-                    "job_id": job_uid,
-                    "version": "1",
-                    "host_ip": f"10.0.{rng.randrange(250)}.{rng.randrange(250)}",
-                    "gmt_created": created,
-                    "gmt_started": created + datetime.timedelta(seconds=30),
-                },
-            )
+            pod: PodRow = {
+                **pod_template,
+                "pod_id": pod_uid,
+                "name": pod_name,
+                "namespace": namespace,
+                "job_id": job_uid,
+                "version": "1",
+                "host_ip": f"10.0.{rng.randrange(250)}.{rng.randrange(250)}",
+                "gmt_created": created,
+                "gmt_started": created + datetime.timedelta(seconds=30),
+            }
+            yield Pod, pod
             reason = rng.choice(REASONS)
-            yield (
-                Event,
-                {
-                    **event_template,
-                    "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
-                    "name": f"{pod_name}.{index:x}",
-                    "obj_namespace": namespace,
-                    "obj_name": pod_name,
-                    "obj_uid": pod_uid,
-                    "job_id": job_uid,
-                    "reason": reason,
-                    "type": "Warning" if reason in ("BackOff", "OOMKilling") else "Normal",
-                    "first_timestamp": created + datetime.timedelta(seconds=40),
-                    "last_timestamp": created + datetime.timedelta(seconds=rng.randrange(40, 4000)),
-                    "gmt_created": created,
-                },
-            )
+            event: EventRow = {
+                **event_template,
+                "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
+                "name": f"{pod_name}.{index:x}",
+                "obj_namespace": namespace,
+                "obj_name": pod_name,
+                "obj_uid": pod_uid,
+                "job_id": job_uid,
+                "reason": reason,
+                "type": "Warning" if reason in ("BackOff", "OOMKilling") else "Normal",
+                "first_timestamp": created + datetime.timedelta(seconds=40),
+                "last_timestamp": created + datetime.timedelta(seconds=rng.randrange(40, 4000)),
+                "gmt_created": created,
+            }
+            yield Event, event
 
 
 async def fill(jobs: int, pods_per_job: int, store: Store | None = None) -> None:

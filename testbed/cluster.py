@@ -20,8 +20,7 @@ import aiohttp
 import kmock
 
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
-
-Body = dict[str, Any]
+from testbed.objects import Body
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +114,12 @@ class Feed:
         self._streams: list[asyncio.Queue[Body]] = []
         target = kmock.resource(resource.group, resource.version, resource.plural)
         cluster.emulator[kmock.action.WATCH, target] << self._stream
+        cluster.feeds[resource.key] = self
+
+    @property
+    def watchers(self) -> int:
+        """How many watch streams are open and receive what is added."""
+        return len(self._streams)
 
     async def _stream(self, request: object) -> AsyncIterator[Body | bytes]:
         queue: asyncio.Queue[Body] = asyncio.Queue()
@@ -149,6 +154,8 @@ class Cluster:
         self.url = url.rstrip("/")
         self._versions = itertools.count(1000)
         self._session: aiohttp.ClientSession | None = None
+        # The resources whose watch streams a Feed serves instead of the emulator.
+        self.feeds: dict[str, Feed] = {}
 
     def serve(self, resource: Resource) -> None:
         """Declare a resource in the emulator's discovery."""
@@ -169,7 +176,8 @@ class Cluster:
         return str(next(self._versions))
 
     async def _request(self, method: str, path: str, body: Body | None = None) -> Body:
-        assert self._session is not None
+        if self._session is None:
+            raise RuntimeError("Cluster is used outside its `async with`")
         async with self._session.request(method, self.url + path, json=body) as response:
             payload: Body = await response.json(content_type=None)
             if response.status >= 400:
@@ -241,16 +249,34 @@ class Cluster:
             if request.method == "GET" and request.params.get("watch") in ("true", "1")
         }
 
+    def watchers(self, resource: Resource) -> int:
+        """How many watch streams of a resource receive its changes now.
+
+        A watch request is recorded as it arrives, but the emulator first streams the
+        objects it holds and only then subscribes the stream to changes: what changes
+        in between is never streamed. kmock (pinned at 0.8) has no public view of that
+        subscription, so the bus it keeps per resource is read.
+        """
+        feed = self.feeds.get(resource.key)
+        if feed is not None:
+            return feed.watchers
+        target = kmock.resource(resource.group, resource.version, resource.plural)
+        bus = self.emulator._buses.get(target)
+        return bus.consumer_count if bus is not None else 0
+
     async def wait_watching(self, resources: list[Resource], within: float = 30.0) -> None:
-        """Wait until every resource is watched cluster-wide, as an operator does when ready."""
+        """Wait until every resource is watched cluster-wide and its stream receives
+        changes, as when an operator is ready."""
         paths = {resource.path(None) for resource in resources}
-        for _ in range(int(within / 0.05)):
-            if paths <= self.watched():
-                # The request is recorded as it arrives; give the stream a moment to subscribe.
-                await asyncio.sleep(0.2)
-                return
+        deadline = asyncio.get_running_loop().time() + within
+        while not (paths <= self.watched() and all(map(self.watchers, resources))):
+            if asyncio.get_running_loop().time() > deadline:
+                unwatched = sorted(paths - self.watched())
+                unsubscribed = [r.key for r in resources if not self.watchers(r)]
+                raise AssertionError(
+                    f"after {within} s: not watched {unwatched}, not subscribed {unsubscribed}"
+                )
             await asyncio.sleep(0.05)
-        raise AssertionError(f"not watched after {within} s: {sorted(paths - self.watched())}")
 
     def writes_by_others(self) -> list[str]:
         """Every request that would change the cluster and was not made by the tests."""

@@ -37,6 +37,8 @@ from testbed.ports import free_port
 # Debian puts the server in /usr/sbin, which a non-root PATH often lacks.
 _SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])
 STARTUP_SECONDS = 60.0
+# Names the data directory of every private server, so a run can tell them apart.
+PRIVATE_PREFIX = "jobarchive-mariadb-"
 
 
 class MariaDBUnavailable(RuntimeError):
@@ -59,7 +61,7 @@ class MariaDBServer:
 
     def __init__(self, base: pathlib.Path | None = None, port: int | None = None) -> None:
         # A short path: a unix socket's path may not exceed 107 bytes.
-        self.base = base or pathlib.Path(tempfile.mkdtemp(prefix="jobarchive-mariadb-"))
+        self.base = base or pathlib.Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))
         self._owns_base = base is None
         self.port = port or free_port()
         self.datadir = self.base / "data"
@@ -75,7 +77,9 @@ class MariaDBServer:
     @property
     def pid(self) -> int | None:
         """The server's process id while it runs."""
-        return self._process.pid if self.running else None
+        if self._process is None or self._process.poll() is not None:
+            return None
+        return self._process.pid
 
     @property
     def running(self) -> bool:

@@ -10,6 +10,9 @@ from typing import Any
 
 import yaml
 
+from jobarchive.kinds import JobKind, KindRegistry
+
+# A Kubernetes object as the API serves it: JSON, any field possibly absent.
 Body = dict[str, Any]
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 EXAMPLES = FIXTURES / "kubeflow-examples"
@@ -26,6 +29,14 @@ def fixture(filename: str) -> Body:
     """One of this project's own realistic objects in ``tests/fixtures``."""
     loaded: Body = yaml.safe_load((FIXTURES / filename).read_text())
     return loaded
+
+
+def job_kind(kinds: KindRegistry, body: Body) -> JobKind:
+    """The tracked kind of a job object; KeyError if ``kinds`` does not track it."""
+    found = kinds.find(body.get("apiVersion"), body.get("kind"))
+    if found is None:
+        raise KeyError(f"{body.get('apiVersion')} {body.get('kind')} is not a tracked kind")
+    return found
 
 
 def with_meta(body: Body, **meta: Any) -> Body:

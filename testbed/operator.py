@@ -95,17 +95,31 @@ class OperatorProcess:
             return await self.kill()
 
     async def kill(self) -> int | None:
+        """SIGKILL, leaving the process no chance to clean up; returns the exit code."""
         if self.process is None or self.process.returncode is not None:
             return self.process.returncode if self.process else None
         self.process.kill()
         return await self.process.wait()
 
+    async def exited(self, within: float = 30.0) -> int:
+        """Wait for the process to end by itself; its exit code."""
+        if self.process is None:
+            raise RuntimeError("the operator process was never started")
+        return await asyncio.wait_for(self.process.wait(), within)
+
+    @property
+    def running(self) -> bool:
+        """Whether the process was started and has not exited."""
+        return self.process is not None and self.process.returncode is None
+
     def peak_rss(self) -> int:
         """The process's peak resident set size so far, in bytes (VmHWM)."""
-        assert self.process is not None
+        if self.process is None:
+            raise RuntimeError("the operator process was never started")
         status = pathlib.Path(f"/proc/{self.process.pid}/status").read_text()
         line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
         return int(line.split()[1]) * 1024
 
     def log(self) -> str:
+        """Everything the process wrote so far, stdout and stderr interleaved."""
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

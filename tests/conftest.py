@@ -9,11 +9,9 @@ must stop a server are skipped. Either way no MariaDB or MySQL process that the 
 did not start may be stopped: the session checks it (see ``pytest_sessionfinish``).
 """
 
-import asyncio
 import os
 import pathlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import TypeVar
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -23,9 +21,9 @@ from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resourc
 from testbed.mariadb import Databases, MariaDBServer, server_for_run
 from testbed.operator import OperatorProcess, write_kubeconfig
 from tests.support.foreign import ForeignServers
+from tests.support.operators import OperatorFactory
 
 EXTERNAL_MYSQL_URL = os.environ.get("JOBARCHIVE_TEST_MYSQL_URL") or None
-T = TypeVar("T")
 _FOREIGN = ForeignServers()
 
 
@@ -91,20 +89,6 @@ async def database(db_url: str) -> AsyncIterator[str]:
     await db.close_database()
 
 
-async def eventually(
-    probe: Callable[[], Awaitable[T]], within: float = 30.0, interval: float = 0.1
-) -> T:
-    """Poll ``probe`` until it returns a truthy value or the timeout passes (then fail)."""
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"still {value!r} after {within} s")
-        await asyncio.sleep(interval)
-
-
 @pytest.fixture
 async def cluster() -> AsyncIterator[Cluster]:
     """The emulated API server, serving every built-in kind, Pods, Events and CRDs."""
@@ -128,10 +112,9 @@ async def archive(e2e_db_url: str) -> AsyncIterator[str]:
 
 @pytest.fixture
 def operator_env(e2e_db_url: str) -> dict[str, str | None]:
+    """The environment operators start with: the e2e database, and neither a region nor
+    MySQL settings inherited from the test runner."""
     return {"JOBARCHIVE_DB_URL": e2e_db_url, "REGION": None, "MYSQL_HOST": None}
-
-
-OperatorFactory = Callable[..., Awaitable[OperatorProcess]]
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 when the first dies, losing nothing and storing nothing twice. Both are scraped for
 their metrics along the way."""
 
+import signal
 import time
 
 import pytest
@@ -19,7 +20,8 @@ from testbed.cluster import (
     resource_of,
 )
 from testbed.operator import OperatorProcess
-from tests.conftest import OperatorFactory, eventually
+from tests.support.operators import OperatorFactory
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
@@ -82,7 +84,7 @@ async def test_one_replica_records_the_other_takes_over_when_it_dies(
     assert ("jobarchive_queue_depth", frozenset()) in second
 
     killed = time.monotonic()
-    assert await active.kill() is not None
+    assert await active.kill() == -signal.SIGKILL
     # While nobody records: three stored pods vanish unwatched, and more pods come.
     for pod in created[:3]:
         pods.remove(pod)

@@ -3,7 +3,6 @@ per retry) and submitter Job, including a cluster deleted before its pods; and p
 batch Jobs, recorded when opted in by a label selector and only then."""
 
 import copy
-from typing import Any
 
 import pytest
 
@@ -12,14 +11,15 @@ from jobarchive.reading import queries
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, job_resource, resource_of
+from testbed.objects import Body
 from testbed.operator import OperatorProcess
-from tests.conftest import OperatorFactory, eventually
+from tests.support.operators import OperatorFactory
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 RAYJOBS = resource_of("ray.io", "RayJob")
 RAYCLUSTERS = resource_of("ray.io", "RayCluster")
 ALL = [PODS, EVENTS, *(job_resource(k) for k in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS))]
-Body = dict[str, Any]
 
 
 def owned_by(owner: Body) -> list[Body]:
@@ -130,7 +130,7 @@ async def test_a_rayjob_with_one_retry_keeps_every_pod_of_both_clusters(
     await cluster.delete(RAYCLUSTERS, ns, first["metadata"]["name"])
     for pod in first_pods:
         await cluster.delete(PODS, ns, pod["metadata"]["name"])
-    second_meta = {
+    second_meta: Body = {
         "metadata": {
             "uid": "5e1d9c3b-0000-4000-8000-000000000002",
             "name": f"{name}-raycluster-bbbbb",
@@ -186,8 +186,7 @@ async def test_a_rayjob_with_one_retry_keeps_every_pod_of_both_clusters(
     await eventually(lambda: Event.filter(obj_uid=first["metadata"]["uid"]).exists())
     # The deleted cluster's Event is in the RayJob's timeline.
     detail = await queries.job_detail(uid)
-    assert detail is not None
-    assert [event["reason"] for event in detail["events"]] == ["CreatedService"]
+    assert detail is not None and [e["reason"] for e in detail["events"]] == ["CreatedService"]
 
 
 async def test_plain_batch_jobs_are_recorded_only_when_opted_in(

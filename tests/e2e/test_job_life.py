@@ -1,5 +1,6 @@
 """The real operator against the emulated API and MariaDB, through a training job's life."""
 
+import datetime
 import json
 
 import pytest
@@ -8,7 +9,7 @@ from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, resource_of
 from testbed.operator import OperatorProcess
-from tests.conftest import eventually
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
@@ -69,8 +70,7 @@ async def test_a_job_that_runs_and_succeeds_is_recorded_with_its_pods_and_events
 
     row = await eventually(finished)
     assert (row.name, row.namespace, row.kind) == (name, ns, "PyTorchJob")
-    assert row.gmt_finished is not None
-    assert row.gmt_finished.isoformat() == "2026-11-20T10:30:02+00:00"
+    assert row.gmt_finished == datetime.datetime(2026, 11, 20, 10, 30, 2, tzinfo=datetime.UTC)
     assert json.loads(row.resources) == {
         "Master": {"replicas": 1, "resources": {"limits": {}, "requests": {}}},
         "Worker": {"replicas": 1, "resources": {"limits": {}, "requests": {}}},

@@ -1,15 +1,18 @@
 """Deletion, recreation, attribution out of order, and what is not stored: the real
 operator against the emulated API and MariaDB."""
 
+import datetime
 import uuid
+from typing import Any
 
 import pytest
 
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, resource_of
+from testbed.objects import Body
 from testbed.operator import OperatorProcess
-from tests.conftest import eventually
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
@@ -18,14 +21,12 @@ KUBEDL_TFJOBS = resource_of("training.kubedl.io", "TFJob")
 IMAGE = "docker.io/kubeflowkatib/tf-mnist-with-summaries:latest"
 
 
-async def running_tfjob(
-    cluster: Cluster, name: str = "tfjob-simple", **meta: object
-) -> dict[str, object]:
+async def running_tfjob(cluster: Cluster, name: str = "tfjob-simple", **meta: Any) -> Body:
     body = o.with_meta(o.example("tfjob-simple.yaml"), name=name, **meta)
     job = await cluster.create(TFJOBS, body)
-    meta = job["metadata"]
+    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
     status = o.job_status(o.condition("Created"), o.condition("Running"))
-    return await cluster.patch(TFJOBS, meta["namespace"], meta["name"], {"status": status})
+    return await cluster.patch(TFJOBS, ns, name, {"status": status})
 
 
 async def job_row(uid: str, **expected: object) -> Job | None:
@@ -48,11 +49,14 @@ async def test_a_running_job_deleted_is_stopped_and_so_is_its_running_pod(
     marked = await eventually(lambda: job_row(uid, deleted=True))
     assert (marked.status, marked.is_in_etcd, marked.gmt_finished) == ("Running", True, None)
 
+    released = datetime.datetime.now(tz=datetime.UTC)
     await cluster.delete(PODS, ns, pod["metadata"]["name"])
     await cluster.patch(TFJOBS, ns, name, {"metadata": {"finalizers": []}})
     gone = await eventually(lambda: job_row(uid, is_in_etcd=False))
     assert (gone.status, gone.deleted) == ("Stopped", True)
-    assert gone.gmt_finished is not None
+    # Stopped when the operator saw it go: after its release, before the row was read.
+    finished = gone.gmt_finished
+    assert finished is not None and released <= finished <= datetime.datetime.now(tz=datetime.UTC)
     pod_row = await eventually(
         lambda: Pod.filter(pod_id=pod["metadata"]["uid"], is_in_etcd=False).first()
     )
@@ -68,9 +72,9 @@ async def test_a_succeeded_job_deleted_keeps_its_status(
     await cluster.patch(TFJOBS, ns, name, {"status": done})
     await cluster.delete(TFJOBS, ns, name)
     gone = await eventually(lambda: job_row(uid, is_in_etcd=False))
-    assert (gone.status, gone.gmt_finished.isoformat()) == (
+    assert (gone.status, gone.gmt_finished) == (
         "Succeeded",
-        "2026-11-20T10:00:00+00:00",
+        datetime.datetime(2026, 11, 20, 10, tzinfo=datetime.UTC),
     )
 
 

@@ -3,21 +3,20 @@ Trainer v2 TrainJob whose pods belong to its JobSet's batch Jobs."""
 
 import copy
 import json
-from typing import Any
 
 import pytest
 
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, resource_of
+from testbed.objects import Body
 from testbed.operator import OperatorProcess
-from tests.conftest import eventually
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 VOLCANO_JOBS = resource_of("batch.volcano.sh", "Job")
 TRAINJOBS = resource_of("trainer.kubeflow.org", "TrainJob")
 JOBSETS = resource_of("jobset.x-k8s.io", "JobSet")
-Body = dict[str, Any]
 
 
 def pod(name: str, namespace: str, labels: dict[str, str], owner: Body, template: Body) -> Body:
@@ -78,12 +77,8 @@ async def test_a_volcano_job_with_two_tasks(cluster: Cluster, operator: Operator
     assert (row.kind, row.api_version) == ("Job", "batch.volcano.sh/v1alpha1")
 
     async def pods() -> list[str]:
-        found = (
-            await Pod.filter(job_id=meta["uid"])
-            .order_by("name")
-            .values_list("replica_type", flat=True)
-        )
-        return list(found) if len(found) == 3 else []
+        found = [p.replica_type for p in await Pod.filter(job_id=meta["uid"]).order_by("name")]
+        return found if len(found) == 3 else []
 
     assert await eventually(pods) == ["ps", "worker", "worker"]
     await eventually(lambda: Event.filter(obj_uid=created[0]["metadata"]["uid"]).exists())
@@ -156,8 +151,8 @@ async def test_a_trainjob_through_its_jobset_and_batch_jobs_deleted_before_its_p
     )
 
     async def stored() -> list[str]:
-        found = await Pod.filter(job_id=meta["uid"]).values_list("replica_type", flat=True)
-        return list(found) if len(found) == 2 else []
+        found = [p.replica_type for p in await Pod.filter(job_id=meta["uid"])]
+        return found if len(found) == 2 else []
 
     assert await eventually(stored) == ["node", "node"]
     # The TrainJob finishes; its JobSet and batch Job go first, the pods' last updates after.
@@ -205,9 +200,9 @@ async def test_a_trainjob_through_its_jobset_and_batch_jobs_deleted_before_its_p
     )
 
     async def finished() -> bool:
-        statuses = await Pod.filter(job_id=meta["uid"]).values_list("status", flat=True)
+        statuses = [p.status for p in await Pod.filter(job_id=meta["uid"])]
         done = await Job.filter(job_id=meta["uid"], status="Succeeded").exists()
-        return done and list(statuses) == ["Succeeded", "Succeeded"]
+        return done and statuses == ["Succeeded", "Succeeded"]
 
     await eventually(finished)
     row = await Job.get(job_id=meta["uid"])

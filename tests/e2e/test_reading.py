@@ -4,6 +4,7 @@ retention setting: both while it records."""
 import datetime
 import json
 import urllib.request
+from typing import Any
 
 import pytest
 
@@ -11,15 +12,17 @@ from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, resource_of
+from testbed.objects import Body
 from testbed.ports import free_port
-from tests.conftest import OperatorFactory, eventually
-from tests.integration.test_store import event, job, pod
+from tests.support.operators import OperatorFactory
+from tests.support.rows import event, job, pod
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
 
 
-def fetch(url: str) -> object:
+def fetch(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=5) as response:
         return json.load(response)
 
@@ -51,10 +54,9 @@ async def test_the_operator_serves_the_api_and_prunes_what_retention_drops(
     assert not await Event.filter(event_id="old-event").exists()
     assert "Pruned 1 jobs finished over 30 days ago, with 1 pods and 1 Events" in operator.log()
 
-    async def listed() -> object:
-        body = fetch(f"http://127.0.0.1:{port}/api/v1/jobs?namespace=api")
-        assert isinstance(body, dict)
-        return body["items"]
+    async def listed() -> list[Body]:
+        items: list[Body] = fetch(f"http://127.0.0.1:{port}/api/v1/jobs?namespace=api")["items"]
+        return items
 
     [row] = await eventually(listed)
     assert row["job_id"] == created["metadata"]["uid"]

@@ -1,13 +1,17 @@
 """SIGKILL in the middle of a burst: after the restart every live object's row is there
 and every object deleted meanwhile is marked gone."""
 
+import signal
+
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Event, Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, Feed, job_resource, resource_of
-from tests.conftest import OperatorFactory, eventually
+from testbed.objects import Body
+from tests.support.operators import OperatorFactory
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
@@ -24,13 +28,13 @@ async def test_a_sigkill_in_the_middle_of_a_burst_of_2000_objects_loses_nothing(
     job = await cluster.create(
         TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name="burst", namespace="burst")
     )
-    created: list[dict[str, object]] = []
+    created: list[Body] = []
     for index in range(PODS_IN_BURST):
         if index == 100:
             # Let the first operator store something, then kill it mid-stream.
             await eventually(lambda: Pod.filter(namespace="burst").count())
         if index == PODS_IN_BURST // 2:
-            assert await first.kill() is not None
+            assert await first.kill() == -signal.SIGKILL
         pod = pods.add(o.kubeflow_pod(job, "tfReplicaSpecs", "Worker", index))
         events.add(o.event(pod, "Scheduled", f"Successfully assigned burst/worker-{index}"))
         created.append(pod)
@@ -61,4 +65,4 @@ async def test_a_sigkill_in_the_middle_of_a_burst_of_2000_objects_loses_nothing(
     rows = {p.pod_id: p for p in await Pod.filter(namespace="burst")}
     assert all(rows[uid].is_in_etcd for uid in live)
     assert len(stored_then_deleted) == 10
-    assert second.process is not None and second.process.returncode is None
+    assert second.running

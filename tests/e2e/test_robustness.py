@@ -11,7 +11,8 @@ from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import CRDS, EVENTS, PODS, Cluster, Resource, resource_of
 from testbed.operator import OperatorProcess
-from tests.conftest import OperatorFactory, eventually
+from tests.support.operators import OperatorFactory
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
@@ -79,7 +80,7 @@ async def test_odd_and_hostile_objects_are_skipped_or_stored_and_the_operator_ke
     log = operator.log()
     assert f"Skipping TFJob kubeflow/{too_long}: metadata.name is 254 characters" in log
     assert "Skipping TFJob kubeflow/no-uid: metadata.uid is missing" in log
-    assert operator.process is not None and operator.process.returncode is None
+    assert operator.running
 
 
 async def test_without_configuration_it_records_into_the_embedded_sqlite_file(

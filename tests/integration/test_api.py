@@ -5,14 +5,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive.reading import api
 from tests.support.history import History
 
+Client = TestClient[web.Request, web.Application]
+
 
 @pytest.fixture
-async def client(database: str) -> AsyncIterator[TestClient[Any, Any]]:
+async def client(database: str) -> AsyncIterator[Client]:
     async with History() as history:
         job = await history.job(
             "mnist", status="Failed", finished="2026-11-20T10:20:00Z", owner="alice"
@@ -30,14 +33,14 @@ async def client(database: str) -> AsyncIterator[TestClient[Any, Any]]:
         yield test_client
 
 
-async def get(client: TestClient[Any, Any], path: str, status: int = 200) -> Any:
+async def get(client: Client, path: str, status: int = 200) -> Any:
     response = await client.get(api.PREFIX + path)
     body = await response.json()
     assert response.status == status, body
     return body
 
 
-async def test_jobs_are_listed_filtered_and_paged(client: TestClient[Any, Any]) -> None:
+async def test_jobs_are_listed_filtered_and_paged(client: Client) -> None:
     everything = await get(client, "/jobs")
     assert len(everything["items"]) == 6 and everything["next_cursor"] is None
     failed = await get(client, "/jobs?status=Failed&owner=alice&in_cluster=true")
@@ -55,7 +58,7 @@ async def test_jobs_are_listed_filtered_and_paged(client: TestClient[Any, Any]) 
 
 
 async def test_one_job_by_uid_or_name_with_its_pods_and_events(
-    client: TestClient[Any, Any],
+    client: Client,
 ) -> None:
     [named] = (await get(client, "/jobs/team-a/mnist"))["items"]
     detail = await get(client, f"/jobs/{named['job_id']}")
@@ -67,7 +70,7 @@ async def test_one_job_by_uid_or_name_with_its_pods_and_events(
     assert (await get(client, "/jobs/team-a/nothing", 404))["error"]["status"] == 404
 
 
-async def test_events_and_stats(client: TestClient[Any, Any]) -> None:
+async def test_events_and_stats(client: Client) -> None:
     warnings = await get(client, "/events?type=Warning&reason=OOMKilling")
     assert [event["obj_name"] for event in warnings["items"]] == ["mnist-worker-0"]
     stats = await get(client, "/stats?by=kind")
@@ -89,9 +92,7 @@ async def test_events_and_stats(client: TestClient[Any, Any]) -> None:
         ("/jobs/some-uid?verbose=1", "unknown parameter 'verbose'"),
     ],
 )
-async def test_bad_input_is_a_400_with_a_message(
-    client: TestClient[Any, Any], path: str, message: str
-) -> None:
+async def test_bad_input_is_a_400_with_a_message(client: Client, path: str, message: str) -> None:
     body = await get(client, path, 400)
     assert message in body["error"]["message"]
 
@@ -103,13 +104,12 @@ async def test_a_query_past_the_timeout_is_a_504(database: str) -> None:
 
 
 async def test_the_openapi_document_lists_every_route_and_parameter(
-    client: TestClient[Any, Any],
+    client: Client,
 ) -> None:
     document = await get(client, "/openapi.json")
     assert document["openapi"].startswith("3.")
     routes = {
-        resource.canonical.removeprefix(api.PREFIX)
-        for resource in client.server.app.router.resources()
+        resource.canonical.removeprefix(api.PREFIX) for resource in client.app.router.resources()
     }
     assert set(document["paths"]) == routes - {"/openapi.json"}
     listed = {p["name"] for p in document["paths"]["/jobs"]["get"]["parameters"]}

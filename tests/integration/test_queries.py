@@ -138,8 +138,7 @@ async def test_one_job_with_its_pods_replica_summary_and_merged_timeline(databas
             job, "JobFailed", "Job failed", type="Warning", first="2026-11-20T10:20:01Z"
         )
     detail = await queries.job_detail(job["metadata"]["uid"])
-    assert detail is not None
-    assert detail["replicas"] == {
+    assert detail is not None and detail["replicas"] == {
         "worker": {"active": 1, "succeeded": 0, "failed": 1, "stopped": 1}
     }
     failed = next(pod for pod in detail["pods"] if pod["status"] == "Failed")

@@ -41,6 +41,12 @@ async def plan(sql: str) -> list[dict[str, Any]]:
     return list(rows)
 
 
+async def indexes(table: str) -> set[str]:
+    """The names of a table's indexes."""
+    _, rows = await db.connection().execute_query(f"SHOW INDEX FROM {table}")
+    return {row["Key_name"] for row in rows}
+
+
 def cursor_at(when: str, row_id: int) -> str:
     return queries.encode_cursor(queries.parse_time(when, "t"), row_id)
 
@@ -72,7 +78,7 @@ async def test_every_job_list_query_uses_an_index(
     after = cursor_at(*cursor) if cursor else None
     [step] = await plan(queries.job_page_sql(JOB_QUERIES[name], 50, after))
     print(name, step["key"], step["type"], step["rows"])
-    assert step["key"] is not None, step
+    assert step["key"] in await indexes("job_info"), step
     assert step["type"] != "ALL", step
 
 
@@ -91,5 +97,5 @@ EVENT_QUERIES = {
 async def test_every_event_list_query_uses_an_index(archive: None, name: str) -> None:
     [step] = await plan(queries.event_page_sql(EVENT_QUERIES[name], 50))
     print(name, step["key"], step["type"], step["rows"])
-    assert step["key"] is not None, step
+    assert step["key"] in await indexes("event_info"), step
     assert step["type"] != "ALL", step

@@ -7,6 +7,7 @@ import datetime
 from jobarchive.maintenance import retention
 from jobarchive.storage.models import Event, Job, Pod
 from tests.support.history import History
+from tests.support.waiting import eventually
 
 NOW = datetime.datetime(2026, 11, 29, tzinfo=datetime.UTC)
 
@@ -40,7 +41,7 @@ async def test_prune_deletes_old_gone_jobs_with_their_pods_and_events_in_batches
 
     pruned = await retention.prune(before, batch=2)
     assert (pruned.jobs, pruned.pods, pruned.events) == (5, 15, 35)
-    kept = sorted(await Job.all().values_list("name", flat=True))
+    kept = sorted(job.name for job in await Job.all())
     assert kept == ["old-but-still-in-cluster", "recent", "running"]
     assert await Pod.all().count() == 6
     assert await Event.all().count() == 3 + 12
@@ -54,16 +55,25 @@ def test_the_cutoff_is_days_before_now() -> None:
 async def test_a_standby_replica_does_not_prune_until_it_is_active(database: str) -> None:
     async with History() as history:
         await record(history, "old", "2026-03-01T00:00:00Z", gone=True, pods=1)
-    standing_by = True
-    task = asyncio.create_task(retention.prune_forever(90, 0.02, lambda: standing_by))
+    active = False
+    asked = 0
+
+    def standing_by() -> bool:
+        nonlocal asked
+        asked += 1
+        return not active
+
+    async def asked_five_times() -> bool:
+        return asked >= 5
+
+    async def pruned() -> bool:
+        return not await Job.all().exists()
+
+    task = asyncio.create_task(retention.prune_forever(90, 0.02, standing_by))
     try:
-        await asyncio.sleep(0.2)
+        await eventually(asked_five_times)
         assert await Job.all().count() == 1
-        standing_by = False
-        for _ in range(100):
-            if not await Job.all().exists():
-                break
-            await asyncio.sleep(0.02)
-        assert not await Job.all().exists()
+        active = True
+        await eventually(pruned, within=2)
     finally:
         task.cancel()

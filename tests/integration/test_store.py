@@ -1,6 +1,5 @@
 """The write path on both databases: the same behaviour on MariaDB and on SQLite."""
 
-import asyncio
 import datetime
 from typing import Any
 
@@ -9,79 +8,8 @@ from jobarchive.storage import database as db
 from jobarchive.storage import schema
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
-
-T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
-
-
-def job(uid: str = "job-1", version: str = "10", **fields: Any) -> dict[str, Any]:
-    row = {
-        "job_id": uid,
-        "version": version,
-        "name": "mnist",
-        "namespace": "kubeflow",
-        "gmt_created": T0,
-        "kind": "TFJob",
-        "status": "Running",
-        "resources": "{}",
-        "deploy_region": None,
-        "tenant": None,
-        "owner": None,
-        "deleted": False,
-        "is_in_etcd": True,
-        "gmt_finished": None,
-        "api_version": "kubeflow.org/v1",
-        "remark": None,
-    }
-    row.update(fields)
-    return row
-
-
-def pod(uid: str = "pod-1", version: str = "10", **fields: Any) -> dict[str, Any]:
-    row = {
-        "pod_id": uid,
-        "version": version,
-        "name": "mnist-worker-0",
-        "namespace": "kubeflow",
-        "gmt_created": T0,
-        "job_id": "job-1",
-        "status": "Running",
-        "image": "img",
-        "replica_type": "worker",
-        "resources": "{}",
-        "host_ip": None,
-        "pod_ip": None,
-        "deploy_region": None,
-        "deleted": False,
-        "is_in_etcd": True,
-        "remark": None,
-        "gmt_started": None,
-        "gmt_finished": None,
-    }
-    row.update(fields)
-    return row
-
-
-def event(uid: str = "ev-1", version: str = "10", **fields: Any) -> dict[str, Any]:
-    row = {
-        "event_id": uid,
-        "version": version,
-        "name": "mnist-worker-0.1789abc",
-        "gmt_created": T0,
-        "kind": "Pod",
-        "type": "Normal",
-        "obj_namespace": "kubeflow",
-        "obj_name": "mnist-worker-0",
-        "obj_uid": "pod-1",
-        "job_id": "job-1",
-        "reason": "Pulled",
-        "message": "Successfully pulled image",
-        "count": 1,
-        "region": None,
-        "first_timestamp": T0,
-        "last_timestamp": T0,
-    }
-    row.update(fields)
-    return row
+from tests.support.rows import T0, event, job, pod
+from tests.support.waiting import clock_past
 
 
 async def test_a_new_job_is_inserted_whole(database: str) -> None:
@@ -148,7 +76,7 @@ async def test_the_same_uid_twice_in_one_batch_keeps_the_newest(database: str) -
 async def test_gmt_created_is_kept_and_gmt_modified_advances_on_upserts(database: str) -> None:
     await Store().upsert(Job, [job()])
     first = await Job.get(job_id="job-1")
-    await asyncio.sleep(0.002)
+    await clock_past(first.gmt_modified)
     await Store().upsert(Job, [job(version="11", gmt_created=T0 + datetime.timedelta(days=1))])
     second = await Job.get(job_id="job-1")
     assert second.gmt_created == T0
@@ -164,14 +92,15 @@ async def test_a_row_without_creation_time_is_created_now(database: str) -> None
 
 
 async def test_save_stamps_both_timestamps_and_advances_gmt_modified(database: str) -> None:
-    created = await Job.create(**{k: v for k, v in job().items() if k != "gmt_created"})
+    fields: dict[str, Any] = {k: v for k, v in job().items() if k != "gmt_created"}
+    created = await Job.create(**fields)
     assert created.gmt_created == created.gmt_modified
     first = created.gmt_modified
-    await asyncio.sleep(0.002)
+    await clock_past(first)
     created.status = "Succeeded"
     await created.save()
     assert created.gmt_modified > first
-    await asyncio.sleep(0.002)
+    await clock_past(created.gmt_modified)
     created.status = "Failed"
     await created.save(update_fields=["status"])
     stored = await Job.get(job_id="job-1")

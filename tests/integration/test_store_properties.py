@@ -12,7 +12,7 @@ from jobarchive.recording.convert import event_row, pod_row
 from jobarchive.storage.models import Event, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o
-from tests.unit.test_properties import hostile_text
+from tests.support.strategies import hostile_text
 
 STORED = settings(
     max_examples=60,

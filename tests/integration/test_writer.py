@@ -4,15 +4,16 @@ import asyncio
 import contextvars
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
 
+from jobarchive.rows import Row
 from jobarchive.storage.models import Job, Pod, Stamped
 from jobarchive.storage.store import K, Store
 from jobarchive.storage.writer import Writer
-from tests.integration.test_store import job, pod
+from tests.support.rows import job, pod
+from tests.support.waiting import clock_past, eventually
 
 
 class CountingStore(Store):
@@ -23,7 +24,7 @@ class CountingStore(Store):
         self.batches: list[int] = []
 
     async def write_batch(
-        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Mapping[str, Any]]]]
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
     ) -> dict[K, int]:
         self.batches.append(sum(len(rows) for _, rows in batch.values()))
         return await super().write_batch(batch)
@@ -83,7 +84,7 @@ async def test_a_full_queue_makes_writers_wait_and_loses_nothing(writer: Writer)
 
 async def test_a_row_the_database_refuses_costs_only_itself(writer: Writer) -> None:
     rows = [pod(uid=f"pod-{i}", name=f"p-{i}") for i in range(20)]
-    rows[7]["status"] = None
+    rows[7] = pod(uid="pod-7", name="p-7", status=None)
     errors = await writer.write(Pod, rows)
     assert [i for i, error in enumerate(errors) if error is not None] == [7]
     assert await Pod.all().count() == 19
@@ -92,7 +93,7 @@ async def test_a_row_the_database_refuses_costs_only_itself(writer: Writer) -> N
 async def test_gmt_modified_advances_through_the_writer(writer: Writer) -> None:
     await writer.write(Job, [job()])
     first = (await Job.get(job_id="job-1")).gmt_modified
-    await asyncio.sleep(0.002)
+    await clock_past(first)
     await writer.write(Job, [job(version="11")])
     assert (await Job.get(job_id="job-1")).gmt_modified > first
 
@@ -104,6 +105,8 @@ async def test_stopping_commits_what_is_queued(store: CountingStore) -> None:
         asyncio.ensure_future(writer.write(Pod, [pod(uid=f"pod-{i}", name=f"p-{i}")]))
         for i in range(200)
     ]
+    # One turn of the loop, not a wait: each write runs until its row is queued, where
+    # stop() must find it.
     await asyncio.sleep(0)
     await writer.stop()
     assert all(task.done() for task in pending)
@@ -157,7 +160,7 @@ class ContextLeakingStore(Store):
         self.attempts = 0
 
     async def write_batch(
-        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Mapping[str, Any]]]]
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
     ) -> dict[K, int]:
         self.attempts += 1
         assert not POLLUTED.get(), "a failed attempt's context reached the next one"
@@ -187,7 +190,7 @@ class HangingStore(Store):
         self.release = asyncio.Event()
 
     async def write_batch(
-        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Mapping[str, Any]]]]
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
     ) -> dict[K, int]:
         await self.release.wait()
         return await super().write_batch(batch)
@@ -200,8 +203,12 @@ async def test_a_hanging_transaction_shows_as_stuck_for_the_liveness_probe(datab
     try:
         assert writer.stuck_for() == 0
         pending = asyncio.ensure_future(writer.write(Pod, [pod()]))
-        await asyncio.sleep(0.3)
-        assert 0.2 < writer.stuck_for() < 5 and writer.failing_for() == 0
+
+        async def stuck() -> bool:
+            return writer.stuck_for() > 0.2
+
+        await eventually(stuck, within=5)
+        assert writer.stuck_for() < 5 and writer.failing_for() == 0
         store.release.set()
         assert await pending == [None]
         assert writer.stuck_for() == 0

@@ -2,12 +2,17 @@
 
 A process is identified by its pid and its start time (field 22 of /proc/PID/stat), so
 a server that was stopped and started again, even under a reused pid, counts as
-stopped. Linux only; elsewhere nothing is recorded and nothing can be lost.
+stopped. The private servers of other test runs (``testbed.mariadb``: their data
+directories are named so) come and go with those runs and are not recorded. Linux
+only; elsewhere nothing is recorded and nothing can be lost.
 """
 
 import pathlib
 
+from testbed.mariadb import PRIVATE_PREFIX
+
 SERVER_NAMES = frozenset({"mariadbd", "mysqld"})
+PRIVATE_MARK = PRIVATE_PREFIX.encode()
 _PROC = pathlib.Path("/proc")
 
 
@@ -26,6 +31,14 @@ def _identity(pid_dir: pathlib.Path) -> tuple[str, str] | None:
     return name, start_time
 
 
+def _private(pid_dir: pathlib.Path) -> bool:
+    """Whether the process is a test run's private server, by its data directory."""
+    try:
+        return PRIVATE_MARK in (pid_dir / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 class ForeignServers:
     """Records the running MariaDB/MySQL servers, then tells which of them are gone."""
 
@@ -40,7 +53,7 @@ class ForeignServers:
             if not pid_dir.name.isdigit():
                 continue
             found = _identity(pid_dir)
-            if found is not None and found[0] in SERVER_NAMES:
+            if found is not None and found[0] in SERVER_NAMES and not _private(pid_dir):
                 self.servers[int(pid_dir.name)] = found
 
     def lost(self) -> list[str]:

@@ -12,8 +12,8 @@ from jobarchive.recording.recorder import Recorder
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 from testbed import objects as o
+from testbed.objects import Body
 
-Body = dict[str, Any]
 EXAMPLES = {"TFJob": "tfjob-simple.yaml", "PyTorchJob": "pytorch-simple.yaml"}
 SPECS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 
@@ -67,8 +67,7 @@ class History:
         if status != "Created":
             conditions.append(o.condition(status, at=finished or created))
         body["status"] = o.job_status(*conditions, completion=finished)
-        job_kind = self.settings.kinds.find(body["apiVersion"], body["kind"])
-        assert job_kind is not None
+        job_kind = o.job_kind(self.settings.kinds, body)
         await self.recorder.job(job_kind, "ADDED", body)
         if gone:
             await self.recorder.job(

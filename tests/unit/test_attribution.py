@@ -1,4 +1,4 @@
-from jobarchive.recording.attribution import UNRELATED, Attribution
+from jobarchive.recording.attribution import UNRELATED, Attribution, Expired
 
 
 class Clock:
@@ -55,14 +55,12 @@ def test_what_waits_too_long_expires_in_a_sweep() -> None:
     attribution.wait_for_pod("pod-1", "ev-1", None, {})
     clock.now = 30
     attribution.wait_for_job("ns", "pi", "pod-2", None, {})
-    assert attribution.sweep(every=10) is not None
+    assert attribution.sweep(every=10) == Expired()
     clock.now = 61
-    expired = attribution.sweep(every=10)
-    assert expired is not None and (expired.pods, expired.events) == (0, 1)
+    assert attribution.sweep(every=10) == Expired(events=1)
     assert attribution.sweep(every=10) is None
     clock.now = 100
-    expired = attribution.sweep(every=10)
-    assert expired is not None and (expired.pods, expired.events) == (1, 0)
+    assert attribution.sweep(every=10) == Expired(pods=1)
     assert attribution.waiting_counts() == (0, 0)
 
 
@@ -110,5 +108,4 @@ def test_pods_and_intermediates_waiting_for_an_owner_expire() -> None:
     attribution.wait_for_owner("cronjob-job", "pod-1", None, {})
     attribution.wait_for_owner("unknown-jobset", "batch-1", None, {}, intermediate=True)
     now[0] = 100.0
-    expired = attribution.sweep(every=0)
-    assert expired is not None and (expired.pods, expired.intermediates) == (1, 1)
+    assert attribution.sweep(every=0) == Expired(pods=1, intermediates=1)

@@ -1,9 +1,11 @@
 import datetime
+from typing import Any
 
 import pytest
 
 from jobarchive.recording.convert import InvalidObject, event_row, involved_object
 from testbed import objects as o
+from testbed.objects import Body
 
 UTC = datetime.UTC
 POD = {
@@ -13,7 +15,7 @@ POD = {
 }
 
 
-def core_event(**fields: object) -> dict[str, object]:
+def core_event(**fields: Any) -> Body:
     event = o.event(POD, "BackOff", "Back-off restarting failed container", type="Warning")
     event["metadata"].update(uid="ev-uid", resourceVersion="55", creationTimestamp=o.T0)
     event.update(fields)

@@ -7,18 +7,19 @@ from jobarchive.kinds import BUILTIN_KINDS, JobKind
 from jobarchive.recording.convert import InvalidObject, job_row, mark_gone
 from jobarchive.recording.convert.strategies import kubeflow_status
 from testbed import objects as o
+from testbed.objects import Body
 
 KINDS = {(k.group, k.kind): k for k in BUILTIN_KINDS}
 PYTORCH = KINDS["kubeflow.org", "PyTorchJob"]
 UTC = datetime.UTC
 
 
-def live(body: dict[str, object], uid: str = "u-1", rv: str = "7") -> dict[str, object]:
+def live(body: Body, uid: str = "u-1", rv: str = "7") -> Body:
     """A published example as the API server serves it: with uid, resourceVersion, time."""
     return o.with_meta(body, uid=uid, resourceVersion=rv, creationTimestamp=o.T0)
 
 
-def kind_of(body: dict[str, object]) -> JobKind:
+def kind_of(body: Body) -> JobKind:
     return KINDS[str(body["apiVersion"]).split("/")[0], str(body["kind"])]
 
 
@@ -111,7 +112,7 @@ def test_an_unreadable_tenancy_annotation_is_ignored(annotation: str) -> None:
         o.fixture("kubedl-tfjob.yaml"), annotations={"kubedl.io/tenancy": annotation}
     )
     row = job_row(body, KINDS["training.kubedl.io", "TFJob"], None)
-    assert (row["tenant"], row["owner"], row["deploy_region"]) == (None, None, None)
+    assert (row["tenant"], row["owner"], row["deploy_region"]) == ("", "", None)
 
 
 def test_a_huge_tenancy_value_is_clipped_to_its_column() -> None:

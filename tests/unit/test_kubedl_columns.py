@@ -75,14 +75,16 @@ def test_without_a_tenancy_owner_and_tenant_are_empty_strings_as_kubedl_writes_t
 
 def test_stamping_keeps_kubedls_finish_column_in_step_with_the_seeds() -> None:
     body = tfjob(o.condition("Created"), o.condition("Succeeded", at=T2), completion=T2)
-    row = job_row(body, o.job_kind(KINDS, body), None)
-    Job.stamp(row)
-    assert (row["gmt_finished"], row.get("gmt_job_finished")) == (at(T2), at(T2))
+    # The store stamps a copy of each row, as here.
+    stamped = dict(job_row(body, o.job_kind(KINDS, body), None))
+    Job.stamp(stamped)
+    assert (stamped["gmt_finished"], stamped["gmt_job_finished"]) == (at(T2), at(T2))
     running = job_row(tfjob(o.condition("Running")), o.job_kind(KINDS, body), None)
     now = at("2026-11-21T00:00:00Z")
     mark_gone(running, now)
-    Job.stamp(running, now)
-    assert (running["status"], running.get("gmt_job_finished")) == ("Stopped", now)
+    gone = dict(running)
+    Job.stamp(gone, now)
+    assert (gone["status"], gone["gmt_job_finished"]) == ("Stopped", now)
 
 
 def test_of_a_uids_rows_the_newest_version_is_kept_then_the_later_write_then_the_last_row() -> None:

@@ -3,7 +3,7 @@ least privilege derived from the kinds registry, and a Deployment that matches t
 
 from typing import Any
 
-import kubernetes_validate
+import kubernetes_validate  # type: ignore[import-untyped]  # the package ships no type information
 import pytest
 import yaml
 

@@ -1,5 +1,6 @@
 import datetime
 import json
+from typing import Any
 
 import pytest
 
@@ -14,13 +15,14 @@ from jobarchive.recording.convert import (
     pod_row,
 )
 from testbed import objects as o
+from testbed.objects import Body
 
 KINDS = load({}).kinds
 UTC = datetime.UTC
 IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
 
 
-def pytorch_job() -> dict[str, object]:
+def pytorch_job() -> Body:
     return o.with_meta(
         o.example("pytorch-simple.yaml"),
         uid="job-uid",
@@ -29,7 +31,7 @@ def pytorch_job() -> dict[str, object]:
     )
 
 
-def worker_pod(**status: object) -> dict[str, object]:
+def worker_pod(**status: Any) -> Body:
     pod = o.kubeflow_pod(pytorch_job(), "pytorchReplicaSpecs", "Worker", 0)
     pod = o.with_meta(pod, uid="pod-uid", resourceVersion="11", creationTimestamp=o.T0)
     if status:

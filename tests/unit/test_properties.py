@@ -1,6 +1,8 @@
 """Property-based: the converters take anything Kubernetes can hold, and much it cannot,
 and either return a complete row or raise InvalidObject; never anything else."""
 
+import contextlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -18,31 +20,14 @@ from jobarchive.recording.convert import (
     pod_row,
 )
 from jobarchive.recording.convert.quantities import parse_quantity
+from jobarchive.rows import EventRow, JobRow, PodRow
 from testbed import objects as o
+from tests.support.strategies import hostile_text
 
 KINDS = load({}).kinds
 TFJOB = next(k for k in KINDS if k.group == "kubeflow.org" and k.kind == "TFJob")
 PROPERTIES = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-# Every Unicode plane, lone surrogates included, and the strings that break SQL or JSON.
-hostile_text = st.one_of(
-    st.text(max_size=300),
-    st.text(alphabet=st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF), max_size=50),
-    st.sampled_from(
-        [
-            "'; DROP TABLE job_info; --",
-            "\\",
-            '"',
-            "\x00",
-            "\ud800",
-            "Robert'); --",
-            "%s",
-            "?",
-            "...",
-        ]
-    ),
-    st.integers(min_value=200, max_value=260).map(lambda n: "n" * n),
-)
 json_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), hostile_text
 )
@@ -125,18 +110,21 @@ EVENT = o.event(POD, "Started", "Started container")
 EVENT["metadata"].update(uid="ev", resourceVersion="1", creationTimestamp=o.T0)
 
 
-def complete_or_invalid(convert: Any, obj: Any) -> None:
+def complete_or_invalid(
+    convert: Callable[[Any], Mapping[str, object]], obj: Any, columns: frozenset[str]
+) -> None:
+    """``convert(obj)`` raises InvalidObject or returns a complete row: all of ``columns``."""
     try:
-        result = convert(obj)
+        row = convert(obj)
     except InvalidObject:
         return
-    assert result is not None
+    assert columns <= row.keys(), sorted(columns - row.keys())
 
 
 @PROPERTIES
 @given(scramble(JOB))
 def test_any_job_converts_or_is_invalid(obj: dict[str, Any]) -> None:
-    complete_or_invalid(lambda body: job_row(body, TFJOB, None), obj)
+    complete_or_invalid(lambda body: job_row(body, TFJOB, None), obj, JobRow.__required_keys__)
 
 
 BATCH_JOB_OBJECT = {
@@ -147,9 +135,9 @@ BATCH_JOB_OBJECT = {
     "status": {"active": 1},
 }
 FAMILIES = {
-    "trainjob": (o.fixture("trainjob-torch.yaml"), "TrainJob"),
-    "rayjob": (o.fixture("rayjob.yaml"), "RayJob"),
-    "volcano": (o.fixture("volcano-job.yaml"), "Job"),
+    "trainjob": o.fixture("trainjob-torch.yaml"),
+    "rayjob": o.fixture("rayjob.yaml"),
+    "volcano": o.fixture("volcano-job.yaml"),
 }
 
 
@@ -160,38 +148,39 @@ def test_any_job_of_every_family_converts_or_is_invalid(family: str, data: st.Da
     if family == "batch":
         base, kind = BATCH_JOB_OBJECT, BATCH_JOB
     else:
-        base, name = FAMILIES[family]
-        found = KINDS.find(base["apiVersion"], name)
-        assert found is not None
-        kind = found
+        base = FAMILIES[family]
+        kind = o.job_kind(KINDS, base)
     obj = data.draw(scramble(base))
-    complete_or_invalid(lambda body: job_row(body, kind, None), obj)
+    complete_or_invalid(lambda body: job_row(body, kind, None), obj, JobRow.__required_keys__)
 
 
 @PROPERTIES
 @given(scramble(POD))
 def test_any_pod_links_and_converts_or_is_invalid(obj: dict[str, Any]) -> None:
     pod_job_link(obj, KINDS)
-    complete_or_invalid(lambda body: pod_row(body, "job", "mpi-launcher", None), obj)
+    complete_or_invalid(
+        lambda body: pod_row(body, "job", "mpi-launcher", None), obj, PodRow.__required_keys__
+    )
 
 
 @PROPERTIES
 @given(scramble(EVENT))
 def test_any_event_converts_or_is_invalid(obj: dict[str, Any]) -> None:
-    complete_or_invalid(involved_object, obj)
-    complete_or_invalid(lambda body: event_row(body, None), obj)
+    with contextlib.suppress(InvalidObject):
+        involved = involved_object(obj)
+        assert involved.kind and involved.name, involved
+    complete_or_invalid(lambda body: event_row(body, None), obj, EventRow.__required_keys__)
 
 
 @PROPERTIES
 @given(json_value)
 def test_anything_at_all_converts_or_is_invalid(value: Any) -> None:
     obj = value if isinstance(value, dict) else {"metadata": value}
-    for convert in (
-        lambda body: job_row(body, TFJOB, None),
-        lambda body: pod_row(body, "job", None, None),
-        lambda body: event_row(body, None),
-    ):
-        complete_or_invalid(convert, obj)
+    complete_or_invalid(lambda body: job_row(body, TFJOB, None), obj, JobRow.__required_keys__)
+    complete_or_invalid(
+        lambda body: pod_row(body, "job", None, None), obj, PodRow.__required_keys__
+    )
+    complete_or_invalid(lambda body: event_row(body, None), obj, EventRow.__required_keys__)
     pod_job_link(obj, KINDS)
 
 

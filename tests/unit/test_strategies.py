@@ -9,23 +9,18 @@ from typing import Any
 import pytest
 
 from jobarchive.config import load
-from jobarchive.kinds import BATCH_JOB, JobKind
+from jobarchive.kinds import BATCH_JOB
 from jobarchive.recording.convert import InvalidObject, job_row, pod_row
 from jobarchive.recording.convert.strategies import jobset_roles
+from jobarchive.rows import JobRow
 from testbed import objects as o
+from testbed.objects import Body
 
 KINDS = load({}).kinds
-Body = dict[str, Any]
 
 
-def kind_of(body: Body) -> JobKind:
-    found = KINDS.find(body["apiVersion"], body["kind"])
-    assert found is not None
-    return found
-
-
-def row(body: Body) -> dict[str, Any]:
-    return job_row(body, kind_of(body), None)
+def row(body: Body) -> JobRow:
+    return job_row(body, o.job_kind(KINDS, body), None)
 
 
 def at(text: str) -> datetime.datetime:

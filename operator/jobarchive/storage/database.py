@@ -83,6 +83,9 @@ async def preflight(db_url: str) -> None:
             return
         try:
             await schema.require_adopted(connection())
+        except failures.ERRORS:
+            # Tortoise connects at the first query: a refused password shows here.
+            return
         finally:
             await close_database()
 
