@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobarchive import metrics
+from jobarchive.config import DEFAULTS
 from jobarchive.rows import Row
 from jobarchive.storage.errors import is_retryable, is_unavailable
 from jobarchive.storage.models import TABLES, Job, Stamped
@@ -105,10 +106,10 @@ class Writer:
     def __init__(
         self,
         store: Store,
-        batch_size: int = 500,
-        max_delay: float = 0.005,
-        queue_size: int = 10_000,
-        flushers: int = 2,
+        batch_size: int = DEFAULTS.batch_size,
+        max_delay: float = DEFAULTS.batch_delay,
+        queue_size: int = DEFAULTS.queue_size,
+        flushers: int = DEFAULTS.writers,
     ) -> None:
         self.store = store
         self.batch_size = batch_size
