@@ -19,6 +19,7 @@ from typing import Any
 import kmock
 
 from bench import data
+from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
 from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, resource_of
@@ -143,7 +144,7 @@ async def noop_lag(workdir: pathlib.Path, rate: int, seconds: int) -> tuple[floa
 async def jobarchive_catch_up(workdir: pathlib.Path, url: str, pods: int) -> Run:
     async def body(cluster: Cluster, objects: int) -> Run:
         result = Run(workdir, objects)
-        await db.open_database(url)
+        await db.open_database(url, encryption=DbTls())
         process = await launch(cluster, workdir, {"JOBARCHIVE_DB_URL": url}, None)
         started = time.perf_counter()
         while (count := await total()) < objects:
@@ -166,7 +167,7 @@ async def jobarchive_lag(
     load = SteadyLoad(rate, seconds)
 
     async def body(cluster: Cluster, objects: int) -> tuple[float, float]:
-        await db.open_database(url)
+        await db.open_database(url, encryption=DbTls())
         process = await launch(cluster, workdir, {"JOBARCHIVE_DB_URL": url}, None)
         await load.done()
         while await Pod.filter(namespace="steady").count() < load.count:

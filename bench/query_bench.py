@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bench.e2e_bench import percentiles
+from jobarchive.config import DbTls
 from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, JobQuery
 from jobarchive.storage import database as db
@@ -37,7 +38,7 @@ async def _deep_cursor(depth: int) -> str:
     row = await Job.all().order_by("-gmt_created", "-id").offset(depth).first()
     if row is None:
         raise ValueError(f"the archive holds no job {depth} deep")
-    return queries.encode_cursor(row.gmt_created, row.id)
+    return queries.encode_cursor("jobs", row.gmt_created, row.id)
 
 
 async def _offset_page(depth: int) -> list[Any]:
@@ -47,7 +48,7 @@ async def _offset_page(depth: int) -> list[Any]:
 
 async def run(url: str, jobs: int, pods_per_job: int) -> dict[str, tuple[float, float]]:
     """Fill a database, then time each query; returns name -> (p50 ms, p99 ms)."""
-    await db.open_database(url)
+    await db.open_database(url, encryption=DbTls())
     try:
         started = time.perf_counter()
         await bulk.fill(jobs, pods_per_job)

@@ -19,6 +19,7 @@ from pymysql.constants import ER
 from bench import data
 from bench.data import Rows
 from jobarchive.bounded import chunks
+from jobarchive.config import DbTls
 from jobarchive.rows import Row
 from jobarchive.storage import database as db
 from jobarchive.storage.dialects import MYSQL
@@ -121,7 +122,7 @@ async def measure(
     name: str, url: str, run: Callable[[Rows], Awaitable[None]], first: Rows, second: Rows
 ) -> float:
     """Rows per second of one method over an insert and an update pass, in a fresh schema."""
-    await db.open_database(url, pool_size=8)
+    await db.open_database(url, pool_size=8, encryption=DbTls())
     conn = db.connection()
     for table in ("job_info", "replica_info", "event_info"):
         await conn.execute_script(f"DELETE FROM {table}")

@@ -29,7 +29,7 @@ except KeyboardInterrupt:
     sys.exit(130)
 
 try:
-    asyncio.run(database.preflight(settings.db_url))
+    asyncio.run(database.preflight(settings.db_url, settings.db_tls))
 except schema.NotAdopted as exc:
     sys.exit(f"jobarchive: the database {settings.db_url_redacted} cannot be recorded into: {exc}")
 

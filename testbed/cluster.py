@@ -3,8 +3,9 @@ real HTTP port, plus what a real API server would do and the emulator does not.
 
 The emulator assigns no uid, resourceVersion or creationTimestamp; ``Cluster``
 stamps them on create and patch, with one cluster-wide resourceVersion counter
-as etcd has. Everything goes over HTTP, so the watch streams the operator sees are
-the emulator's own.
+as etcd has. ``Reviews`` answers TokenReviews and SubjectAccessReviews from tables,
+as the API server's authenticators and RBAC would. Everything goes over HTTP, so the
+watch streams the operator sees are the emulator's own.
 """
 
 import asyncio
@@ -62,6 +63,13 @@ CRDS = Resource(
 )
 BATCH_JOBS = Resource("batch", "v1", "jobs", "Job")
 PEERINGS = Resource("kopf.dev", "v1", "clusterkopfpeerings", "ClusterKopfPeering", False)
+TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
+ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
+)
+# The API's authorization POSTs these, and an API server stores none of them: they
+# change nothing in the cluster.
+REVIEWS = (TOKEN_REVIEWS, ACCESS_REVIEWS)
 
 
 def job_resource(kind: JobKind) -> Resource:
@@ -79,10 +87,27 @@ def now_rfc3339() -> str:
     return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class Emulator(kmock.KubernetesEmulator):
+    """kmock's KubernetesEmulator, except that it stores no review.
+
+    The emulator stores every POST as an object under its namespace and name, and
+    answers a second one under the same key with 409; a TokenReview or
+    SubjectAccessReview has no name, and an API server stores neither. kmock (pinned at
+    0.8) has no public switch for that: its storing step, ``_handle``, is skipped for
+    reviews, which go straight to the reactions (``Reviews``).
+    """
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        reviews = [kmock.resource(r.group, r.version, r.plural) for r in REVIEWS]
+        if request.action == kmock.action.CREATE and request.resource in reviews:
+            return await kmock.KubernetesScaffold._handle(self, request)
+        return await super()._handle(request)
+
+
 @contextlib.asynccontextmanager
 async def emulated_cluster() -> AsyncIterator["Cluster"]:
     """A KubernetesEmulator on a real port serving every built-in kind, Pods, Events, CRDs."""
-    emulator = kmock.KubernetesEmulator()
+    emulator = Emulator()
     async with (
         emulator,
         kmock.Server(emulator) as server,
@@ -279,14 +304,92 @@ class Cluster:
             await asyncio.sleep(0.05)
 
     def writes_by_others(self) -> list[str]:
-        """Every request that would change the cluster and was not made by the tests."""
+        """Every request that would change the cluster and was not made by the tests.
+
+        A TokenReview or SubjectAccessReview is a POST that changes nothing: not one.
+        """
+        reviews = {resource.path(None) for resource in REVIEWS}
         return [
-            f"{request.method} {request.url}"
+            f"{request.method.value} {request.url}"
             for request in self.emulator
             if request.method not in ("GET", "HEAD", "OPTIONS")
             and request.headers.get("User-Agent") != USER_AGENT
+            and not (request.method == "POST" and request.url.path in reviews)
         ]
+
+    def requests_to(self, resource: Resource) -> int:
+        """How many requests the cluster-wide path of a resource was sent (reviews, say)."""
+        path = resource.path(None)
+        return sum(1 for request in self.emulator if request.url.path == path)
 
     async def delete(self, resource: Resource, namespace: str, name: str) -> None:
         """Delete an object (the emulator streams DELETED with its last state)."""
         await self._request("DELETE", resource.path(namespace, name))
+
+
+class Reviews:
+    """TokenReview and SubjectAccessReview answered as an API server does, from two
+    tables: whose each token is, and who may read jobarchive's ``jobs`` where.
+
+    As with RBAC, a grant in namespace ``""`` (a ClusterRoleBinding of the reader
+    role) allows every namespace and requests over all of them; a grant in a namespace
+    (a RoleBinding) allows that namespace only. A subject is ``user:<name>`` or
+    ``group:<name>``.
+    """
+
+    GROUP, RESOURCE, VERBS = "jobarchive.io", "jobs", ("get", "list")
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.tokens: dict[str, Body] = {}
+        self.grants: set[tuple[str, str]] = set()
+        # While set, both reviews answer 500, as an API server whose etcd is away.
+        self.failing = False
+        answers = {TOKEN_REVIEWS: self._token_review, ACCESS_REVIEWS: self._access_review}
+        for resource, answer in answers.items():
+            target = kmock.resource(resource.group, resource.version, resource.plural)
+            failure = {"kind": "Status", "code": 500, "message": "etcdserver: request timed out"}
+            # Registered first, so it answers before the table while failing.
+            cluster.emulator[kmock.action.CREATE, target, lambda: self.failing] << 500 << failure
+            cluster.emulator[kmock.action.CREATE, target] << answer
+
+    def user(self, token: str, name: str, *groups: str) -> None:
+        """Make ``token`` authenticate ``name`` with ``groups`` (and system:authenticated)."""
+        self.tokens[token] = {
+            "username": name,
+            "uid": f"uid-of-{name}",
+            "groups": [*groups, "system:authenticated"],
+            "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={name}"]},
+        }
+
+    def grant(self, subject: str, namespace: str = "") -> None:
+        """Let ``subject`` get and list jobs in ``namespace`` ("": cluster-wide)."""
+        self.grants.add((subject, namespace))
+
+    def _token_review(self, request: Any) -> Body:
+        spec = request.data["spec"]
+        user = self.tokens.get(spec.get("token"))
+        status: Body = {"authenticated": True, "user": user, "audiences": ["https://kubernetes"]}
+        if user is None:
+            status = {"authenticated": False, "error": "invalid bearer token", "user": {}}
+        return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status}
+
+    def _access_review(self, request: Any) -> Body:
+        spec = request.data["spec"]
+        wanted = spec.get("resourceAttributes") or {}
+        namespace = wanted.get("namespace") or ""
+        subjects = {f"user:{spec.get('user')}", *(f"group:{g}" for g in spec.get("groups", []))}
+        granted = any(
+            (subject, "") in self.grants or (namespace and (subject, namespace) in self.grants)
+            for subject in subjects
+        )
+        on_jobs = (wanted.get("group"), wanted.get("resource")) == (self.GROUP, self.RESOURCE)
+        allowed = bool(granted and on_jobs and wanted.get("verb") in self.VERBS)
+        status: Body = {"allowed": allowed}
+        if allowed:
+            status["reason"] = "RBAC: allowed by a binding of ClusterRole jobarchive-reader"
+        return {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": spec,
+            "status": status,
+        }

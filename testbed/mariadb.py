@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,7 +59,13 @@ def _binary(*names: str) -> str:
 class MariaDBServer:
     """One private server process; ``start`` and ``stop`` may alternate (the outage test)."""
 
-    def __init__(self, base: pathlib.Path | None = None, port: int | None = None) -> None:
+    def __init__(
+        self,
+        base: pathlib.Path | None = None,
+        port: int | None = None,
+        options: Sequence[str] = (),
+    ) -> None:
+        """``options`` are more server options (``--ssl-cert=...``, say), given last."""
         # A short path: a unix socket's path may not exceed 107 bytes.
         self.base = base or pathlib.Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))
         self._owns_base = base is None
@@ -67,6 +73,7 @@ class MariaDBServer:
         self.datadir = self.base / "data"
         self.socket = self.base / "mariadb.sock"
         self.log_path = self.base / "error.log"
+        self.options = tuple(options)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -109,6 +116,7 @@ class MariaDBServer:
             "--max-connections=500",
             "--innodb-buffer-pool-size=512M",
             *self._user(),
+            *self.options,
         ]
         self._process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT

@@ -9,17 +9,20 @@ must stop a server are skipped. Either way no MariaDB or MySQL process that the 
 did not start may be stopped: the session checks it (see ``pytest_sessionfinish``).
 """
 
+import asyncio
 import os
 import pathlib
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from jobarchive.config import DbTls
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage import database as db
 from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
-from testbed.mariadb import Databases, MariaDBServer, server_for_run
+from testbed.mariadb import Databases, MariaDBServer, MariaDBUnavailable, server_for_run
 from testbed.operator import OperatorProcess, write_kubeconfig
+from tests.support.certificates import TLS_DATABASE, TlsServer, start_tls_server
 from tests.support.foreign import ForeignServers
 from tests.support.operators import OperatorFactory
 
@@ -81,12 +84,35 @@ def db_url(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> str:
 @pytest.fixture
 async def database(db_url: str) -> AsyncIterator[str]:
     """An open, empty database: the schema created, every table emptied."""
-    await db.open_database(db_url)
+    await db.open_database(db_url, encryption=DbTls())
     conn = db.connection()
     for table in ("job_info", "replica_info", "event_info"):
         await conn.execute_script(f"DELETE FROM {table}")
     yield conn.capabilities.dialect
     await db.close_database()
+
+
+@pytest.fixture(scope="session")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsServer]:
+    """A second private MariaDB server, offering TLS, with the archive's schema created
+    and an account that must use TLS (its password needs percent-encoding in a URL).
+    Started even when the run uses an external server, if MariaDB's binaries are here."""
+    try:
+        found = start_tls_server(tmp_path_factory.mktemp("tls"), "Qz8#Vx/Kj?W@m")
+    except MariaDBUnavailable:
+        if EXTERNAL_MYSQL_URL:
+            pytest.skip("needs MariaDB's binaries for a TLS server of its own")
+        raise
+
+    async def create_schema() -> None:
+        await db.open_database(f"{found.server.url}/{TLS_DATABASE}", encryption=DbTls())
+        await db.close_database()
+
+    try:
+        asyncio.run(create_schema())
+        yield found
+    finally:
+        found.server.remove()
 
 
 @pytest.fixture
@@ -105,7 +131,7 @@ def e2e_db_url(mysql_databases: Databases) -> str:
 @pytest.fixture
 async def archive(e2e_db_url: str) -> AsyncIterator[str]:
     """The test's own Tortoise connection to the operator's database, for assertions."""
-    await db.open_database(e2e_db_url)
+    await db.open_database(e2e_db_url, encryption=DbTls())
     yield e2e_db_url
     await db.close_database()
 
@@ -114,7 +140,14 @@ async def archive(e2e_db_url: str) -> AsyncIterator[str]:
 def operator_env(e2e_db_url: str) -> dict[str, str | None]:
     """The environment operators start with: the e2e database, and neither a region nor
     MySQL settings inherited from the test runner."""
-    return {"JOBARCHIVE_DB_URL": e2e_db_url, "REGION": None, "MYSQL_HOST": None}
+    return {
+        "JOBARCHIVE_DB_URL": e2e_db_url,
+        "REGION": None,
+        "MYSQL_HOST": None,
+        "JOBARCHIVE_DB_URL_FILE": None,
+        "JOBARCHIVE_DB_TLS": None,
+        "JOBARCHIVE_DB_TLS_CA": None,
+    }
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from jobarchive.kinds import BATCH_JOB
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Peering
 from jobarchive.maintenance.reconcile import Reconciler
-from jobarchive.reading import api
+from jobarchive.reading import api, auth
 from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage import database as db
@@ -103,7 +103,11 @@ class Operator:
         """Connect, create what the schema lacks, and load what attribution starts from."""
         try:
             # Lookups by handlers need connections beside the flushers' transactions.
-            await db.open_database(self.settings.db_url, pool_size=self.settings.writers + 4)
+            await db.open_database(
+                self.settings.db_url,
+                pool_size=self.settings.writers + 4,
+                encryption=self.settings.db_tls,
+            )
             await self.recorder.load()
         except schema.NotAdopted as exc:
             raise Unusable(f"Cannot record into {self.settings.db_url_redacted}: {exc}") from None
@@ -114,9 +118,16 @@ class Operator:
             ) from None
 
     async def serve_api(self) -> None:
-        """Serve the read-only HTTP API when ``JOBARCHIVE_API_PORT`` asks for it."""
+        """Serve the read-only HTTP API when ``JOBARCHIVE_API_PORT`` asks for it.
+
+        Its callers are reviewed with the operator's own credentials (its
+        ServiceAccount), unless ``JOBARCHIVE_API_AUTH`` is ``none``.
+        """
         if self.settings.api_port:
-            runner = await api.serve("0.0.0.0", self.settings.api_port, self.settings.api_timeout)
+            access = await auth.access(self.settings.api_auth)
+            runner = await api.serve(
+                self.settings.api_host, self.settings.api_port, access, self.settings.api_timeout
+            )
             self._keep(runner)
 
     def start_maintenance(self, peering: Peering) -> None:

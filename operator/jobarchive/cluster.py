@@ -87,9 +87,18 @@ async def get_json(api: client.ApiClient, path: str, **options: Any) -> JSON:
     generated models, which is why the status must be checked here: the library
     raises for it only when it reads the body itself.
     """
+    return await _call_json(api, "GET", path, **options)
+
+
+async def post_json(api: client.ApiClient, path: str, body: JSON, **options: Any) -> JSON:
+    """POST a JSON body to a path and return the JSON answer, as ``get_json`` does."""
+    return await _call_json(api, "POST", path, body=body, **options)
+
+
+async def _call_json(api: client.ApiClient, method: str, path: str, **options: Any) -> JSON:
     response = await api.call_api(
         path,
-        "GET",
+        method,
         auth_settings=["BearerToken"],
         _preload_content=False,
         _return_http_data_only=True,

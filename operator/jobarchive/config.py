@@ -4,10 +4,18 @@ Every setting is read here and nowhere else, so README's configuration table and
 this module can be checked against each other. A bad value raises ConfigError
 naming the variable; the database password is never part of a message: use
 ``Settings.db_url_redacted`` wherever the URL is shown.
+
+A database URL whose user name or password holds a character that ends that part
+of a URL (``/``, ``?``, ``#``, ``@``, ``[``, ``]``) is refused, not guessed at: urllib
+would read part of the password as the host, path or fragment, and every message
+that shows the URL would show that part. The check works on the raw text, before
+anything is parsed, so that its message can echo none of it.
 """
 
 import dataclasses
+import ipaddress
 import os
+import pathlib
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +24,9 @@ from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_k
 
 DEFAULT_DB_URL = "sqlite://jobarchive.sqlite3"
 _SCHEMES = ("mysql", "sqlite")
+# MySQL's own --ssl-mode names; ``required`` encrypts without checking who answers.
+TLS_MODES = ("off", "required", "verify-ca", "verify-identity")
+_VERIFYING = ("verify-ca", "verify-identity")
 
 
 class ConfigError(Exception):
@@ -62,12 +73,33 @@ BOUNDED: dict[str, Bounded] = {
     "api_timeout": Bounded("JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
 }
 
+# Who may read through the API: callers' tokens and access reviewed by Kubernetes
+# (the default), or anyone who reaches the port (for a laptop).
+API_AUTH_MODES = ("kubernetes", "none")
+# In a pod the API must be reachable through its Service, so every interface.
+DEFAULT_API_HOST = "0.0.0.0"
+
+
+@dataclasses.dataclass(frozen=True)
+class DbTls:
+    """TLS to MySQL/MariaDB, as JOBARCHIVE_DB_TLS and JOBARCHIVE_DB_TLS_CA ask for it."""
+
+    mode: str = "off"
+    # The PEM bundle the server's certificate must chain to; the verify-* modes only.
+    ca: str | None = None
+
+    @property
+    def on(self) -> bool:
+        """Whether the connection must be encrypted."""
+        return self.mode != "off"
+
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """The operator's validated configuration; ``load`` is the only way to make one."""
 
     db_url: str
+    db_tls: DbTls
     region: str | None
     kinds: KindRegistry
     batch_size: int
@@ -81,6 +113,8 @@ class Settings:
     retention_days: int
     api_port: int
     api_timeout: float
+    api_host: str
+    api_auth: str
     # Labels a plain batch Job must carry to be recorded as a job; None: none are.
     batch_job_selector: Mapping[str, str | None] | None
 
@@ -100,10 +134,43 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
+def url_secrets(url: str) -> frozenset[str]:
+    """The password of a URL as written and as decoded: what no log line may show."""
+    password = urllib.parse.urlsplit(url).password
+    if not password:
+        return frozenset()
+    return frozenset({password, urllib.parse.unquote(password)})
+
+
+def has_password(url: str) -> bool:
+    """Whether a URL, valid or not, holds a password: text after a ``:`` before its last ``@``."""
+    userinfo = url.partition("://")[2].rpartition("@")[0]
+    return bool(userinfo.partition(":")[2])
+
+
+def read_url_file(path: str, source: str) -> str:
+    """The URL a file holds (a mounted Secret, say), surrounding whitespace removed;
+    ConfigError naming ``source`` when it is missing, unreadable or empty."""
+    try:
+        text = pathlib.Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no file at {path}") from None
+    except UnicodeDecodeError:
+        # The error's text quotes the offending byte, which may be the password's.
+        raise ConfigError(f"{source}: {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read {path} ({exc.strerror or exc})") from None
+    url = text.strip()
+    if not url:
+        raise ConfigError(f"{source}: {path} is empty")
+    return url
+
+
 def load(environ: Mapping[str, str] | None = None) -> Settings:
     """Read and validate the settings; raises ConfigError naming the bad variable."""
     env = os.environ if environ is None else environ
     db_url = _db_url(env)
+    db_tls = _db_tls(env, db_url)
     region = env.get("REGION") or None
     extra: tuple[JobKind, ...] = ()
     if env.get("JOBARCHIVE_EXTRA_KINDS"):
@@ -122,9 +189,12 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         numbers[field] = int(value) if bounded.per_unit == 1 else value
     return Settings(
         db_url=db_url,
+        db_tls=db_tls,
         region=region,
         kinds=kinds,
         batch_job_selector=_selector(env.get("JOBARCHIVE_BATCH_JOB_SELECTOR")),
+        api_host=_api_host(env.get("JOBARCHIVE_API_HOST")),
+        api_auth=_api_auth(env.get("JOBARCHIVE_API_AUTH")),
         **numbers,
     )
 
@@ -145,6 +215,27 @@ def _selector(raw: str | None) -> dict[str, str | None] | None:
     return selector
 
 
+def _api_host(raw: str | None) -> str:
+    """The address the operator's API binds: an IP address, as a pod binds its own."""
+    if not raw:
+        return DEFAULT_API_HOST
+    try:
+        return str(ipaddress.ip_address(raw.strip()))
+    except ValueError:
+        raise ConfigError(
+            f"JOBARCHIVE_API_HOST: {raw!r} is not an IP address (e.g. 0.0.0.0, 127.0.0.1, ::)"
+        ) from None
+
+
+def _api_auth(raw: str | None) -> str:
+    """How the operator's API checks its callers: one of ``API_AUTH_MODES``."""
+    if not raw:
+        return API_AUTH_MODES[0]
+    if raw not in API_AUTH_MODES:
+        raise ConfigError(f"JOBARCHIVE_API_AUTH: {raw!r} is not one of {', '.join(API_AUTH_MODES)}")
+    return raw
+
+
 def matches(selector: Mapping[str, str | None], labels: Mapping[str, object]) -> bool:
     """Whether labels satisfy a selector parsed from JOBARCHIVE_BATCH_JOB_SELECTOR."""
     return all(
@@ -153,35 +244,110 @@ def matches(selector: Mapping[str, str | None], labels: Mapping[str, object]) ->
 
 
 def _db_url(env: Mapping[str, str]) -> str:
+    """JOBARCHIVE_DB_URL or the file JOBARCHIVE_DB_URL_FILE names (never both), else
+    KubeDL's MYSQL_* variables, else the embedded default."""
+    if env.get("JOBARCHIVE_DB_URL") and env.get("JOBARCHIVE_DB_URL_FILE"):
+        raise ConfigError("JOBARCHIVE_DB_URL and JOBARCHIVE_DB_URL_FILE are both set: keep one")
     if env.get("JOBARCHIVE_DB_URL"):
         url = env["JOBARCHIVE_DB_URL"]
-        _validate_db_url(url)
+        validate_db_url(url, "JOBARCHIVE_DB_URL")
+        return url
+    if env.get("JOBARCHIVE_DB_URL_FILE"):
+        url = read_url_file(env["JOBARCHIVE_DB_URL_FILE"], "JOBARCHIVE_DB_URL_FILE")
+        validate_db_url(url, "JOBARCHIVE_DB_URL_FILE")
         return url
     if env.get("MYSQL_HOST"):
         return _url_from_kubedl_variables(env)
     return DEFAULT_DB_URL
 
 
-def _validate_db_url(url: str) -> None:
+def validate_db_url(url: str, source: str) -> None:
+    """Refuse a URL the operator cannot use, with a ConfigError naming ``source`` (the
+    variable or option it came from); no message shows the password or any of it."""
+    if any(char in url for char in "\t\r\n"):
+        # urllib deletes these silently, so the password used would not be the one written.
+        raise ConfigError(f"{source} contains a tab or a line break: percent-encode it")
+    if url.partition(":")[0].lower() == "mysql":
+        _check_userinfo(url, source)
     try:
         parts = urllib.parse.urlsplit(url)
         port = parts.port
-    except ValueError as exc:
-        raise ConfigError(f"JOBARCHIVE_DB_URL is not a valid URL ({exc})") from None
+    except ValueError:
+        # urllib's message quotes the port it could not read, which may be the password.
+        raise ConfigError(
+            f"{source} is not a valid URL (expected mysql://user:password@host:3306/database "
+            "or sqlite:///path/file.sqlite3)"
+        ) from None
     if parts.scheme not in _SCHEMES:
         raise ConfigError(
-            f"JOBARCHIVE_DB_URL: scheme {parts.scheme!r} is not supported "
+            f"{source}: scheme {parts.scheme!r} is not supported "
             f"(use one of: {', '.join(_SCHEMES)})"
         )
     if parts.scheme == "sqlite" and not (parts.netloc + parts.path):
-        raise ConfigError("JOBARCHIVE_DB_URL: a sqlite URL needs a file path")
+        raise ConfigError(f"{source}: a sqlite URL needs a file path")
     if parts.scheme == "mysql":
         if not parts.hostname:
-            raise ConfigError(f"JOBARCHIVE_DB_URL: no host in {redact_url(url)}")
+            raise ConfigError(f"{source}: no host in {redact_url(url)}")
         if not parts.path.strip("/"):
-            raise ConfigError(f"JOBARCHIVE_DB_URL: no database name in {redact_url(url)}")
+            raise ConfigError(f"{source}: no database name in {redact_url(url)}")
         if port == 0:
-            raise ConfigError(f"JOBARCHIVE_DB_URL: port 0 in {redact_url(url)}")
+            raise ConfigError(f"{source}: port 0 in {redact_url(url)}")
+        for name, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+            if name.lower().startswith(("ssl", "tls")):
+                raise ConfigError(
+                    f"{source}: the parameter {name!r} does not turn TLS on here; "
+                    "set JOBARCHIVE_DB_TLS (and JOBARCHIVE_DB_TLS_CA) instead"
+                )
+
+
+def _check_userinfo(url: str, source: str) -> None:
+    """Refuse a user name or password holding a character that ends it early.
+
+    The authority of a URL ends at the first ``/``, ``?`` or ``#``, and the user
+    information at its last ``@``: an ``@`` after the authority, or two in it, or a
+    bracket before it, means the user or password holds one of those unencoded.
+    """
+    rest = url.partition("://")[2]
+    end = min((index for index in map(rest.find, "/?#") if index >= 0), default=len(rest))
+    userinfo, tail = rest[:end].rpartition("@")[0], rest[end:]
+    if "@" in tail or any(char in userinfo for char in "@[]"):
+        raise ConfigError(
+            f"{source}: the user name or password holds an unencoded '/', '?', '#', '@', "
+            "'[' or ']', so the URL does not say what was meant: percent-encode them "
+            "('/' %2F, '?' %3F, '#' %23, '@' %40, '[' %5B, ']' %5D), or give the password "
+            "in MYSQL_PASSWORD (taken verbatim) with MYSQL_HOST and the other MYSQL_* variables"
+        )
+
+
+def _db_tls(env: Mapping[str, str], db_url: str) -> DbTls:
+    """JOBARCHIVE_DB_TLS and JOBARCHIVE_DB_TLS_CA, checked against each other and the URL."""
+    mode = (env.get("JOBARCHIVE_DB_TLS") or "off").strip().lower().replace("_", "-")
+    ca = env.get("JOBARCHIVE_DB_TLS_CA") or None
+    if mode not in TLS_MODES:
+        raise ConfigError(f"JOBARCHIVE_DB_TLS: {mode!r} is not one of {', '.join(TLS_MODES)}")
+    if db_url.startswith("sqlite:") and (mode != "off" or ca):
+        variable = "JOBARCHIVE_DB_TLS" if mode != "off" else "JOBARCHIVE_DB_TLS_CA"
+        raise ConfigError(f"{variable}: the database is a SQLite file, which TLS does not apply to")
+    if ca and mode not in _VERIFYING:
+        raise ConfigError(
+            f"JOBARCHIVE_DB_TLS_CA: used only by JOBARCHIVE_DB_TLS=verify-ca or verify-identity, "
+            f"not {mode}"
+        )
+    if mode in _VERIFYING and not ca:
+        raise ConfigError(
+            f"JOBARCHIVE_DB_TLS_CA: JOBARCHIVE_DB_TLS={mode} needs the CA bundle (PEM) "
+            "that signed the server's certificate"
+        )
+    if ca:
+        try:
+            pem = pathlib.Path(ca).read_text(encoding="ascii", errors="replace")
+        except OSError as exc:
+            raise ConfigError(
+                f"JOBARCHIVE_DB_TLS_CA: cannot read {ca} ({exc.strerror or exc})"
+            ) from None
+        if "-----BEGIN CERTIFICATE-----" not in pem:
+            raise ConfigError(f"JOBARCHIVE_DB_TLS_CA: {ca} holds no PEM certificate")
+    return DbTls(mode, ca)
 
 
 def _url_from_kubedl_variables(env: Mapping[str, str]) -> str:

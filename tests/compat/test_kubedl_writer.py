@@ -13,6 +13,7 @@ from typing import Any
 import pymysql
 import pytest
 
+from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from testbed.mariadb import Databases
 from testbed.objects import Body
@@ -49,7 +50,7 @@ JOB_SUCCEEDED_UPDATE = (
 async def compat_url(mysql_databases: Databases) -> AsyncIterator[str]:
     """A fresh database, opened for jobarchive as the operator opens it."""
     db_url = mysql_databases.create("kubedl_writer")
-    await db.open_database(db_url)
+    await db.open_database(db_url, encryption=DbTls())
     yield db_url
     await db.close_database()
 

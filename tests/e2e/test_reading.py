@@ -40,7 +40,13 @@ async def test_the_operator_serves_the_api_and_prunes_what_retention_drops(
     await Store().upsert(Event, [event(uid="old-event", obj_uid="old-pod")])
 
     port = free_port()
-    operator = await start_operator(JOBARCHIVE_API_PORT=str(port), JOBARCHIVE_RETENTION_DAYS="30")
+    # Without authentication, so bound to loopback (test_api_auth.py reviews callers).
+    operator = await start_operator(
+        JOBARCHIVE_API_PORT=str(port),
+        JOBARCHIVE_API_AUTH="none",
+        JOBARCHIVE_API_HOST="127.0.0.1",
+        JOBARCHIVE_RETENTION_DAYS="30",
+    )
     await cluster.wait_watching([PODS, EVENTS, TFJOBS])
     created = await cluster.create(
         TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name="fresh", namespace="api")

@@ -13,6 +13,7 @@ import urllib.request
 
 import pytest
 
+from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from testbed import objects as o
 from testbed.ports import free_port
@@ -22,7 +23,7 @@ JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 
 
 async def fill(url: str) -> str:
-    await db.open_database(url)
+    await db.open_database(url, encryption=DbTls())
     try:
         for table in ("job_info", "replica_info", "event_info"):
             await db.connection().execute_script(f"DELETE FROM {table}")
@@ -105,7 +106,9 @@ def test_job_shows_pods_replicas_and_events(filled: tuple[str, str]) -> None:
 
 def test_events_and_stats(filled: tuple[str, str]) -> None:
     url, _ = filled
-    warnings = json.loads(run(url, "events", "--type", "Warning", "-o", "json").stdout)
+    warnings = json.loads(
+        run(url, "events", "--type", "Warning", "--since", "2000-01-01", "-o", "json").stdout
+    )
     assert [event["reason"] for event in warnings["items"]] == ["OOMKilling"]
     stats = json.loads(run(url, "stats", "--by", "owner", "-o", "json").stdout)
     assert {row["owner"]: row["jobs"] for row in stats["items"]} == {"alice": 1, "bob": 1, "": 1}
@@ -144,7 +147,7 @@ def test_serve_answers_the_api_over_http(filled: tuple[str, str]) -> None:
     port = free_port()
     env = {**os.environ, "JOBARCHIVE_DB_URL": url}
     server = subprocess.Popen(
-        [str(JOBARCHIVE), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [str(JOBARCHIVE), "serve", "--auth", "none", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -176,7 +179,7 @@ def test_serve_on_a_taken_port_says_so_and_exits(filled: tuple[str, str]) -> Non
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = run(filled[0], "serve", "--host", "127.0.0.1", "--port", str(port))
+        result = run(filled[0], "serve", "--auth", "none", "--port", str(port))
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from jobarchive.config import redact_url
+from jobarchive.reading.cli import PASSWORD_WARNING
 from testbed.ports import free_port
 from tests.support.commands import jobarchive
 
@@ -96,10 +97,14 @@ def test_a_url_the_operator_would_refuse_is_refused_the_same_way_with_exit_statu
 ) -> None:
     if given_as == "option":
         result = jobarchive("--db-url", url, "jobs", cwd=empty)
+        # Named as the option it came from; a password in it is warned about first.
+        warning = [PASSWORD_WARNING] if PASSWORD in url else []
+        expected = [*warning, f"Error: {message.replace('JOBARCHIVE_DB_URL', '--db-url')}"]
     else:
         result = jobarchive("jobs", cwd=empty, env={"JOBARCHIVE_DB_URL": url})
+        expected = [f"Error: {message}"]
 
-    assert result.stderr.splitlines() == [f"Error: {message}"]
+    assert result.stderr.splitlines() == expected
     assert (result.stdout, result.returncode) == ("", 2)
     assert PASSWORD not in result.stderr
 

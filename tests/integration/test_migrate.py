@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from testbed.mariadb import Databases
 from tests.support.commands import JOBARCHIVE, jobarchive
@@ -210,7 +211,7 @@ async def test_the_operators_start_brings_an_earlier_jobarchives_rows_up_to_kube
     mysql_databases: Databases,
 ) -> None:
     url = mysql_databases.create("jobarchive_old")
-    await db.open_database(url)
+    await db.open_database(url, encryption=DbTls())
     await db.close_database()
     # As the release before KubeDL's columns left it: owners nullable and NULL, and
     # only the seed's finish column.
@@ -226,7 +227,7 @@ async def test_the_operators_start_brings_an_earlier_jobarchives_rows_up_to_kube
     )
     query(url, old, T0, T0, FINISHED)
 
-    await db.open_database(url)
+    await db.open_database(url, encryption=DbTls())
     await db.close_database()
     assert query(url, "SELECT owner, tenant, gmt_finished, gmt_job_finished FROM job_info") == [
         ("", "", FINISHED, FINISHED)

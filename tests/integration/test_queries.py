@@ -3,6 +3,7 @@ every filter, keyset pages under concurrent inserts, one job's detail and timeli
 statistics, and bad input refused with a message."""
 
 import datetime
+from typing import Any
 
 import pytest
 
@@ -63,12 +64,13 @@ async def history(database: str) -> History:
         (JobQuery(namespace="team-a"), ["mnist-large", "mnist"]),
         (JobQuery(name_prefix="mnist"), ["mnist-large", "mnist"]),
         (JobQuery(name_prefix="nist"), []),
-        (JobQuery(name_contains="nist"), ["mnist-large", "mnist"]),
+        (JobQuery(name_prefix="MNIST"), ["mnist-large", "mnist"]),
+        (JobQuery(namespace="team-a", name_contains="nist"), ["mnist-large", "mnist"]),
         (JobQuery(name_prefix="mnist_"), []),
         (JobQuery(kind="PyTorchJob"), ["resnet", "bert"]),
         (JobQuery(status="failed"), ["mnist-large"]),
         (JobQuery(status="Created"), ["resnet"]),
-        (JobQuery(region="eu-west-1"), ["mnist"]),
+        (JobQuery(namespace="team-a", region="eu-west-1"), ["mnist"]),
         (JobQuery(tenant="ads"), ["mnist-large"]),
         (JobQuery(owner="alice"), ["bert", "mnist"]),
         (
@@ -194,8 +196,11 @@ async def test_events_by_object_type_reason_and_time_in_pages(database: str) -> 
                 return collected
             cursor = page.next_cursor
 
-    assert await reasons(EventQuery(type="Warning"), limit=5) == ["BackOff"] * 12
-    assert await reasons(EventQuery(object_kind="TFJob")) == ["SuccessfulCreatePod"]
+    warnings = EventQuery(namespace="team-a", type="Warning")
+    assert await reasons(warnings, limit=5) == ["BackOff"] * 12
+    assert await reasons(EventQuery(namespace="team-a", object_kind="TFJob")) == [
+        "SuccessfulCreatePod"
+    ]
     pod_name = pod["metadata"]["name"]
     by_name = EventQuery(namespace="team-a", object_name=pod_name)
     assert (await reasons(by_name, limit=4))[-1] == "Scheduled"
@@ -248,3 +253,34 @@ def test_dates_parse_as_utc_and_garbage_is_named() -> None:
     assert queries.parse_time("2026-11-29T12:00:00+02:00", "x").hour == 10
     with pytest.raises(BadQuery, match="--since: 'yesterday'"):
         queries.parse_time("yesterday", "--since")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0001-01-01T00:00:00+05:00", queries.EARLIEST),
+        ("0001-01-01", queries.EARLIEST),
+        ("9999-12-31T23:00:00-05:00", queries.LATEST),
+        ("2026-11-29T10:00:00+14:00", datetime.datetime(2026, 11, 28, 20, tzinfo=datetime.UTC)),
+    ],
+)
+def test_any_year_and_any_offset_is_a_bound_the_database_can_hold(
+    text: str, expected: datetime.datetime
+) -> None:
+    assert queries.parse_time(text, "since") == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: queries.decode_cursor(queries.encode_cursor("events", None, 3), "jobs"), "jobs"),
+        (lambda: queries.decode_cursor("W" * 5000, "jobs"), "cursor"),
+        (lambda: queries.decode_cursor("WwpbWwpbWwpb" * 10, "jobs"), "cursor"),
+        (lambda: queries.one_of("kind", "tfjob\nINFO forged", ("TFJob",)), r"'tfjob\\nINFO"),
+        (lambda: queries.fits("namespace", "n" * 129, 128), "129 characters"),
+    ],
+)
+def test_bad_input_is_refused_with_one_escaped_line(call: Any, message: str) -> None:
+    with pytest.raises(BadQuery, match=message) as refused:
+        call()
+    assert "\n" not in str(refused.value)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from jobarchive.storage import schema
 
@@ -120,16 +121,20 @@ async def test_uids_are_unique_keys_and_ids_auto_increment(database: str) -> Non
     assert {row["EXTRA"] for row in rows} == {"auto_increment"}
 
 
-async def test_the_indexes_of_decision_7_exist(database: str) -> None:
+async def test_every_filter_and_page_has_its_index(database: str) -> None:
     assert {
         (False, ("namespace", "name")),
         (False, ("status", "gmt_created")),
+        (False, ("name", "gmt_created")),
+        (False, ("tenant", "gmt_created")),
         (False, ("gmt_created",)),
     } <= set((await indexes("job_info")).values())
-    assert (False, ("job_id",)) in (await indexes("replica_info")).values()
-    assert {(False, ("obj_uid",)), (False, ("last_timestamp",))} <= set(
-        (await indexes("event_info")).values()
-    )
+    assert (False, ("job_id", "gmt_created")) in (await indexes("replica_info")).values()
+    assert {
+        (False, ("obj_uid",)),
+        (False, ("last_timestamp",)),
+        (False, ("job_id", "last_timestamp")),
+    } <= set((await indexes("event_info")).values())
 
 
 async def test_text_is_utf8mb4(database: str) -> None:
@@ -142,7 +147,7 @@ async def test_text_is_utf8mb4(database: str) -> None:
 
 async def test_creating_the_schema_again_is_harmless(database: str, db_url: str) -> None:
     await db.close_database()
-    await db.open_database(db_url)
+    await db.open_database(db_url, encryption=DbTls())
     assert set(await columns("job_info")) >= SEED_JOB
 
 

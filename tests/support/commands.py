@@ -12,6 +12,9 @@ JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 DATABASE_VARIABLES = frozenset(
     {
         "JOBARCHIVE_DB_URL",
+        "JOBARCHIVE_DB_URL_FILE",
+        "JOBARCHIVE_DB_TLS",
+        "JOBARCHIVE_DB_TLS_CA",
         "MYSQL_HOST",
         "MYSQL_PORT",
         "MYSQL_USER",
@@ -21,13 +24,22 @@ DATABASE_VARIABLES = frozenset(
 )
 
 
+# The console script's entry point, with every logger of the process at DEBUG first.
+_VERBOSE = (
+    "import logging, sys; logging.basicConfig(level=logging.DEBUG); "
+    "from jobarchive.reading.cli import main; sys.argv[0] = 'jobarchive'; main()"
+)
+
+
 def jobarchive(
-    *args: str, cwd: pathlib.Path, env: Mapping[str, str] | None = None
+    *args: str, cwd: pathlib.Path, env: Mapping[str, str] | None = None, debug: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``jobarchive ARGS`` in ``cwd``, with ``env`` as its only database settings."""
+    """Run ``jobarchive ARGS`` in ``cwd``, with ``env`` as its only database settings;
+    with ``debug``, every library's DEBUG records go to its stderr too."""
     inherited = {key: value for key, value in os.environ.items() if key not in DATABASE_VARIABLES}
+    command = [sys.executable, "-c", _VERBOSE] if debug else [str(JOBARCHIVE)]
     return subprocess.run(
-        [str(JOBARCHIVE), *args],
+        [*command, *args],
         cwd=cwd,
         env={**inherited, **(env or {})},
         capture_output=True,

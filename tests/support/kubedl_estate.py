@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from jobarchive.config import load
+from jobarchive.config import DbTls, load
 from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage import database as db
@@ -617,7 +617,7 @@ class Archive:
 async def record_estate(db_url: str, estate: Estate) -> None:
     """Open ``db_url`` as the operator does (creating the schema), record every job of
     the estate through the real write path, and close it."""
-    await db.open_database(db_url)
+    await db.open_database(db_url, encryption=DbTls())
     try:
         async with Archive() as archive:
             for job in estate:

@@ -178,3 +178,24 @@ def test_the_readme_table_gives_each_numeric_setting_its_default_and_range() -> 
         numbers = [[int(group.replace(",", "")) for group in row] for row in rows]
         # One row, with the default and range: none, or two, would be a fault of the table.
         assert numbers == [[bounded.default, bounded.low, bounded.high]], bounded.variable
+
+
+def test_the_api_binds_every_interface_and_reviews_its_callers_by_default() -> None:
+    settings = load({})
+    assert (settings.api_host, settings.api_auth) == ("0.0.0.0", "kubernetes")
+    tuned = load({"JOBARCHIVE_API_HOST": "::1", "JOBARCHIVE_API_AUTH": "none"})
+    assert (tuned.api_host, tuned.api_auth) == ("::1", "none")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("JOBARCHIVE_API_HOST", "api.example", "'api.example' is not an IP address"),
+        ("JOBARCHIVE_API_HOST", "0.0.0.0:8081", "is not an IP address"),
+        ("JOBARCHIVE_API_AUTH", "token", "'token' is not one of kubernetes, none"),
+        ("JOBARCHIVE_API_AUTH", "Kubernetes", "is not one of kubernetes, none"),
+    ],
+)
+def test_a_bad_api_setting_is_named(name: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=f"{name}: .*{re.escape(message)}"):
+        load({name: value})

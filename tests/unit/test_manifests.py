@@ -9,10 +9,12 @@ import yaml
 
 from jobarchive.config import load
 from jobarchive.kinds import INTERMEDIATE_KINDS
+from jobarchive.reading import auth
 from testbed.operator import REPO
 
 MANIFESTS = sorted((REPO / "manifests").glob("*.yaml"))
 TRY_OUT = sorted((REPO / "manifests" / "try-mariadb").glob("*.yaml"))
+EXAMPLES = sorted((REPO / "manifests" / "examples").glob("*.yaml"))
 KUBERNETES = "1.33"
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*"}
 # Read by Kopf, not by jobarchive: the replica's name in the peering object.
@@ -26,8 +28,8 @@ def documents(paths: list[Any]) -> list[dict[str, Any]]:
 DOCS = documents(MANIFESTS)
 
 
-def one(kind: str) -> dict[str, Any]:
-    [doc] = [doc for doc in DOCS if doc["kind"] == kind]
+def one(kind: str, name: str | None = None) -> dict[str, Any]:
+    [doc] = [doc for doc in DOCS if doc["kind"] == kind and name in (None, doc["metadata"]["name"])]
     return doc
 
 
@@ -39,7 +41,7 @@ def test_manifests_apply_in_file_name_order_namespace_and_crd_first() -> None:
 
 @pytest.mark.parametrize(
     "doc",
-    [d for d in DOCS + documents(TRY_OUT) if d["kind"] != "ClusterKopfPeering"],
+    [d for d in DOCS + documents(TRY_OUT + EXAMPLES) if d["kind"] != "ClusterKopfPeering"],
     ids=lambda d: f"{d['kind']}/{d['metadata']['name']}",
 )
 def test_every_manifest_validates_against_the_kubernetes_schemas(doc: dict[str, Any]) -> None:
@@ -55,8 +57,18 @@ def granted(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
     return verbs
 
 
+def test_a_plain_apply_creates_namespaced_objects_only_in_its_own_namespace() -> None:
+    namespace = one("Namespace")["metadata"]["name"]
+    elsewhere = [
+        f"{doc['kind']}/{doc['metadata']['name']}"
+        for doc in DOCS
+        if doc["metadata"].get("namespace", namespace) != namespace
+    ]
+    assert elsewhere == []
+
+
 def test_the_role_can_read_every_tracked_kind_pods_and_events() -> None:
-    verbs = granted(one("ClusterRole"))
+    verbs = granted(one("ClusterRole", "jobarchive"))
     watched = [(kind.group, kind.plural) for kind in (*load({}).kinds, *INTERMEDIATE_KINDS)]
     watched += [("", "pods"), ("", "events")]
     for resource in watched:
@@ -64,10 +76,40 @@ def test_the_role_can_read_every_tracked_kind_pods_and_events() -> None:
 
 
 def test_the_role_cannot_write_anything_it_watches() -> None:
-    verbs = granted(one("ClusterRole"))
+    verbs = granted(one("ClusterRole", "jobarchive"))
     writable = {resource for resource, allowed in verbs.items() if allowed & WRITE_VERBS}
-    assert writable == {("kopf.dev", "clusterkopfpeerings")}
+    assert writable == {("kopf.dev", "clusterkopfpeerings"), *REVIEWS}
     assert all(group != "*" and resource != "*" for group, resource in verbs)
+
+
+REVIEWS = {
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
+}
+
+
+def test_the_role_may_create_the_reviews_of_api_callers_and_nothing_more() -> None:
+    verbs = granted(one("ClusterRole", "jobarchive"))
+    review_groups = {group for group, _ in REVIEWS}
+    reviewing = {
+        resource: allowed for resource, allowed in verbs.items() if resource[0] in review_groups
+    }
+    assert reviewing == {review: {"create"} for review in REVIEWS}
+
+
+def test_the_reader_role_grants_what_the_api_asks_for() -> None:
+    reader = one("ClusterRole", "jobarchive-reader")
+    assert granted(reader) == {(auth.GROUP, auth.RESOURCE): {"get", "list"}}
+    bindings = [
+        d for d in documents(EXAMPLES) if d["kind"] in ("RoleBinding", "ClusterRoleBinding")
+    ]
+    assert {d["kind"] for d in bindings} == {"RoleBinding", "ClusterRoleBinding"}
+    for binding in bindings:
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": reader["metadata"]["name"],
+        }
 
 
 def container() -> dict[str, Any]:
@@ -131,13 +173,45 @@ def test_the_metrics_port_is_the_one_the_code_serves_and_the_service_exposes() -
     port = load(env).metrics_port
     ports = {p["name"]: p["containerPort"] for p in container()["ports"]}
     assert ports["metrics"] == port
-    service = one("Service")
+    service = one("Service", "jobarchive-metrics")
     [service_port] = service["spec"]["ports"]
     assert service_port["targetPort"] == "metrics"
     pod_labels = one("Deployment")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
     annotations = one("Deployment")["spec"]["template"]["metadata"]["annotations"]
     assert int(annotations["prometheus.io/port"]) == port
+
+
+def test_the_api_port_is_the_one_the_code_serves_and_the_service_exposes() -> None:
+    env = {v["name"]: v["value"] for v in container()["env"] if "value" in v}
+    settings = load(env)
+    ports = {p["name"]: p["containerPort"] for p in container()["ports"]}
+    assert (settings.api_port, settings.api_host, settings.api_auth) == (
+        ports["api"],
+        "0.0.0.0",
+        "kubernetes",
+    )
+    service = one("Service", "jobarchive-api")
+    [service_port] = service["spec"]["ports"]
+    assert (service_port["port"], service_port["targetPort"]) == (settings.api_port, "api")
+    pod_labels = one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+
+
+def test_the_network_policy_admits_the_metrics_and_the_api_from_the_cluster_only() -> None:
+    policy = one("NetworkPolicy")
+    pod_labels = one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    admitted = {
+        port["port"]: rule["from"] for rule in policy["spec"]["ingress"] for port in rule["ports"]
+    }
+    assert admitted == {
+        "metrics": [{"namespaceSelector": {}}],
+        "api": [{"namespaceSelector": {}}],
+    }
+    named_ports = {p["name"] for p in container()["ports"]}
+    assert set(admitted) <= named_ports
 
 
 def test_the_try_out_database_is_where_the_secret_template_points() -> None:

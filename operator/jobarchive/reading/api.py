@@ -4,19 +4,31 @@ Served by ``jobarchive serve`` and, when ``JOBARCHIVE_API_PORT`` is set, by the
 operator process. Each route declares its query parameters once, in ``ROUTES``;
 the parser and the OpenAPI document both read that table, so they cannot drift.
 Errors are JSON, ``{"error": {"status": ..., "message": ...}}``: 400 for bad input
-(unknown parameter, bad date, unknown status, bad cursor, page too large), 404
-for an unknown job, 504 when a query outlives ``timeout``.
+(unknown parameter, bad date, unknown status, bad cursor, page too large), 401
+without a valid bearer token, 403 when the caller may not read the namespace asked
+for (or all namespaces, when none is named), 404 for an unknown job, 503 when
+Kubernetes cannot review the caller, 504 when a query outlives ``timeout``.
+
+Who may read what is ``reading.auth``'s answer. A request names its namespace, or
+covers all of them; a job asked for by uid names none, so it is checked against
+its own namespace once found, and one the caller may not see is as unknown as a
+job that never was (404): the answer must not tell that it exists.
 """
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
+from multidict import MultiMapping
 
-from jobarchive.reading import queries
+from jobarchive.reading import auth, queries
 from jobarchive.serving import listen
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PREFIX = "/api/v1"
 DEFAULT_TIMEOUT = 10.0
@@ -63,6 +75,15 @@ EVENT_PARAMS = (
     Param("since", "time", "Last occurred at or after."),
     Param("until", "time", "Last occurred before."),
 )
+DETAIL_PARAMS = (
+    Param(
+        "limit",
+        "integer",
+        f"Pods and Events per page, 1..{queries.MAX_PAGE} (default {queries.DEFAULT_PAGE}).",
+    ),
+    Param("pods_cursor", "string", "The pods_next_cursor of the previous answer."),
+    Param("events_cursor", "string", "The events_next_cursor of the previous answer."),
+)
 STATS_PARAMS = (
     Param("by", "string", f"One of {', '.join(queries.STATS_GROUPS)} (default status)."),
     Param("since", "time", "Jobs created at or after."),
@@ -70,21 +91,67 @@ STATS_PARAMS = (
 )
 
 
-def error(status: int, message: str) -> web.Response:
+def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
     """A JSON error response."""
-    return web.json_response({"error": {"status": status, "message": message}}, status=status)
+    body = {"error": {"status": status, "message": message}}
+    return web.json_response(body, status=status, headers=headers)
 
 
-def parse(query: Mapping[str, str], params: tuple[Param, ...]) -> dict[str, Any]:
-    """Typed values of the known parameters, keyed by their field; BadQuery otherwise."""
+class Forbidden(Exception):
+    """The caller may not read what the request asks for (403); the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who made a request, and the access control that knows what they may read."""
+
+    identity: auth.Identity
+    access: auth.Access
+
+    async def may(self, verb: str, namespace: str | None) -> bool:
+        """Whether the caller may ``verb`` jobs in ``namespace`` (None: in all)."""
+        return await self.access.allowed(self.identity, verb, namespace or auth.ALL_NAMESPACES)
+
+    async def require(
+        self,
+        verb: str,
+        namespace: str | None,
+        what: str = "a request without a namespace",
+        instead: str = "name a namespace (?namespace=...)",
+    ) -> None:
+        """Raise Forbidden unless the caller may; over all namespaces, the message says
+        what covers them (``what``) and what to ask ``instead``."""
+        if await self.may(verb, namespace):
+            return
+        # Named as RBAC names it, so that whoever grants access knows what to grant.
+        denied = f"user {self.identity.username!r} may not {verb} {auth.RESOURCE}.{auth.GROUP}"
+        if namespace:
+            raise Forbidden(f"{denied} in namespace {namespace!r}")
+        raise Forbidden(f"{what} covers all namespaces, and {denied} in all of them: {instead}")
+
+
+# Longer than any value a filter can match (the widest column is 512 characters) or
+# than any cursor this archive gives out: refused before anything reads it.
+LONGEST_VALUE = 1024
+
+
+def parse(query: "MultiMapping[str]", params: tuple[Param, ...]) -> dict[str, Any]:
+    """Typed values of the known parameters, keyed by their field; BadQuery otherwise:
+    an unknown or repeated parameter, or a value too long, is refused, not guessed at."""
     known = {param.name: param for param in params}
     unknown = sorted(set(query) - set(known))
     if unknown:
-        raise queries.BadQuery(f"unknown parameter {unknown[0]!r} (known: {', '.join(known)})")
+        names = ", ".join(known) or "none"
+        raise queries.BadQuery(f"unknown parameter {queries.quoted(unknown[0])} (known: {names})")
     values: dict[str, Any] = {}
-    for name, raw in query.items():
+    for name in query:
         param = known[name]
-        values[param.field or name] = _typed(param, raw)
+        raw = query.getall(name)
+        if len(raw) > 1:
+            raise queries.BadQuery(f"{name}: given {len(raw)} times; give it once")
+        if len(raw[0]) > LONGEST_VALUE:
+            raise queries.BadQuery(f"{name}: {len(raw[0])} characters, over {LONGEST_VALUE}")
+        values[param.field or name] = _typed(param, raw[0])
     return values
 
 
@@ -93,27 +160,28 @@ def _typed(param: Param, raw: str) -> Any:
         return queries.parse_time(raw, param.name)
     if param.type == "boolean":
         if raw.lower() not in ("true", "false"):
-            raise queries.BadQuery(f"{param.name}: {raw!r} is not true or false")
+            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not true or false")
         return raw.lower() == "true"
     if param.type == "integer":
-        try:
-            return int(raw)
-        except ValueError:
-            raise queries.BadQuery(f"{param.name}: {raw!r} is not an integer") from None
+        # ASCII digits only: int() would also take full-width digits, "5_0" and " 5 ".
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
+            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not a number")
+        return int(raw)
     return raw
 
 
-Handler = Callable[[web.Request], Awaitable[Any]]
+Handler = Callable[[web.Request, Caller], Awaitable[Any]]
 
 
 class Api:
-    """The routes, bound to a query timeout."""
+    """The routes, bound to an access control and a query timeout."""
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, access: auth.Access, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.access = access
         self.timeout = timeout
 
     def app(self) -> web.Application:
-        """An aiohttp application serving the API."""
+        """An aiohttp application serving the API; its cleanup closes the access control."""
         app = web.Application()
         routes = {
             "/jobs": self._jobs,
@@ -121,60 +189,85 @@ class Api:
             "/jobs/{namespace}/{name}": self._named,
             "/events": self._events,
             "/stats": self._stats,
+            "/openapi.json": _openapi,
         }
         for path, handler in routes.items():
             app.router.add_get(PREFIX + path, self._guarded(handler))
-        app.router.add_get(PREFIX + "/openapi.json", _openapi)
+        app.on_cleanup.append(lambda _: self.access.close())
         return app
 
     def _guarded(self, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def guarded(request: web.Request) -> web.Response:
             try:
-                async with asyncio.timeout(self.timeout):
-                    result = await handler(request)
+                identity = await self.access.authenticate(request.headers.get("Authorization"))
+                result = await handler(request, Caller(identity, self.access))
+            except auth.Unauthenticated as exc:
+                return error(401, str(exc), {"WWW-Authenticate": "Bearer"})
+            except Forbidden as exc:
+                return error(403, str(exc))
+            except auth.ReviewFailed as exc:
+                return error(503, str(exc))
             except queries.BadQuery as exc:
                 return error(400, str(exc))
             except TimeoutError:
                 return error(504, f"the query took longer than {self.timeout:g} s; narrow it")
+            except Exception as exc:
+                # A bug or a database failure: the caller learns that much, the log the
+                # kind of error (its text may echo the request, so it is not logged).
+                logger.error(
+                    "%s %s failed: %s",
+                    request.method,
+                    request.path_qs[:200].encode("unicode_escape").decode(),
+                    type(exc).__name__,
+                )
+                return error(500, "the archive could not answer; the error is logged")
             if isinstance(result, web.Response):
                 return result
             return web.json_response(result)
 
         return guarded
 
-    async def _jobs(self, request: web.Request) -> Any:
+    async def _within(self, query: Awaitable[T]) -> T:
+        """The query's result, or TimeoutError past the timeout (reviews are not counted)."""
+        async with asyncio.timeout(self.timeout):
+            return await query
+
+    async def _jobs(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, JOB_PARAMS + PAGE)
+        await caller.require("list", values.get("namespace"))
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        page = await queries.list_jobs(queries.JobQuery(**values), limit, cursor)
+        page = await self._within(queries.list_jobs(queries.JobQuery(**values), limit, cursor))
         return page.as_json()
 
-    async def _job(self, request: web.Request) -> Any:
-        parse(request.query, ())
-        detail = await queries.job_detail(request.match_info["uid"])
-        if detail is None:
-            return error(404, f"no job with uid {request.match_info['uid']!r}")
+    async def _job(self, request: web.Request, caller: Caller) -> Any:
+        values = parse(request.query, DETAIL_PARAMS)
+        uid = request.match_info["uid"]
+        detail = await self._within(queries.job_detail(uid, **values))
+        if detail is None or not await caller.may("get", detail["namespace"]):
+            return error(404, f"no job with uid {queries.quoted(uid)}")
         return detail
 
-    async def _named(self, request: web.Request) -> Any:
-        parse(request.query, ())
+    async def _named(self, request: web.Request, caller: Caller) -> Any:
+        values = parse(request.query, PAGE)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
-        found = await queries.find_jobs(f"{namespace}/{name}")
-        if not found:
-            return error(404, f"no job {namespace}/{name}")
-        return queries.Page(found, None).as_json()
+        await caller.require("get", namespace)
+        found = await self._within(queries.named_jobs(namespace, name, **values))
+        if not found.items and not values:
+            return error(404, f"no job {queries.quoted(namespace)}/{queries.quoted(name)}")
+        return found.as_json()
 
-    async def _events(self, request: web.Request) -> Any:
+    async def _events(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, EVENT_PARAMS + PAGE)
+        await caller.require("list", values.get("namespace"))
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        page = await queries.list_events(queries.EventQuery(**values), limit, cursor)
+        page = await self._within(queries.list_events(queries.EventQuery(**values), limit, cursor))
         return page.as_json()
 
-    async def _stats(self, request: web.Request) -> Any:
+    async def _stats(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, STATS_PARAMS)
-        rows = await queries.stats(
-            values.get("by", "status"), values.get("since"), values.get("until")
-        )
-        return {"items": rows}
+        await caller.require("list", None, "/stats", "name a namespace in /jobs or /events")
+        by, since, until = values.get("by", "status"), values.get("since"), values.get("until")
+        return {"items": await self._within(queries.stats(by, since, until))}
 
 
 def _schema(param: Param) -> dict[str, Any]:
@@ -197,6 +290,9 @@ def openapi() -> dict[str, Any]:
         responses = {
             "200": {"description": "OK", "content": {"application/json": {}}},
             "400": {"description": "Bad input; the message says what to change."},
+            "401": {"description": "No bearer token, or one Kubernetes does not accept."},
+            "403": {"description": "The caller may not read the namespace, or all of them."},
+            "503": {"description": "Kubernetes could not review the caller."},
             "504": {"description": "The query outlived the timeout."},
         }
         if path:
@@ -205,9 +301,13 @@ def openapi() -> dict[str, Any]:
 
     paths = {
         "/jobs": operation("Jobs, newest first, one keyset page.", JOB_PARAMS + PAGE),
-        "/jobs/{uid}": operation("One job with its pods, replicas and Events.", (), ("uid",)),
+        "/jobs/{uid}": operation(
+            "One job, a page of its pods and of its Events, and its replicas.",
+            DETAIL_PARAMS,
+            ("uid",),
+        ),
         "/jobs/{namespace}/{name}": operation(
-            "Every job recorded under a name.", (), ("namespace", "name")
+            "Every job recorded under a name, one keyset page.", PAGE, ("namespace", "name")
         ),
         "/events": operation("Events, most recent first, one keyset page.", EVENT_PARAMS + PAGE),
         "/stats": operation("Counts and durations of jobs by a column.", STATS_PARAMS),
@@ -217,15 +317,31 @@ def openapi() -> dict[str, Any]:
         "info": {"title": "jobarchive", "version": "1", "description": __doc__},
         "servers": [{"url": PREFIX}],
         "paths": paths,
+        # A Kubernetes bearer token (unless served with authentication "none").
+        "components": {"securitySchemes": {"kubernetes": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"kubernetes": []}],
     }
 
 
-async def _openapi(_: web.Request) -> web.Response:
-    return web.json_response(openapi())
+async def _openapi(_: web.Request, __: Caller) -> Any:
+    """The document is no secret, but served to authenticated callers like the rest."""
+    return openapi()
 
 
 async def serve(
-    host: str, port: int, query_timeout: float = DEFAULT_TIMEOUT
+    host: str, port: int, access: auth.Access, query_timeout: float = DEFAULT_TIMEOUT
 ) -> web.AppRunner | None:
-    """Start serving the API; None, logged, when the port cannot be bound."""
-    return await listen(Api(query_timeout).app(), host, port, f"the read-only API at {PREFIX}")
+    """Start serving the API; None, logged, when the port cannot be bound.
+
+    The runner's cleanup closes ``access``, also when the port cannot be bound.
+    """
+    if isinstance(access, auth.NoAuth) and not auth.is_loopback(host):
+        logger.warning(
+            "The API on %s:%d checks no caller (authentication: none): anyone who reaches "
+            "the port reads the whole archive",
+            host,
+            port,
+        )
+    return await listen(
+        Api(access, query_timeout).app(), host, port, f"the read-only API at {PREFIX}"
+    )

@@ -1,8 +1,10 @@
 """``jobarchive``: read the history from a terminal, and prune it.
 
 Every command reads the database the operator writes (``JOBARCHIVE_DB_URL``, the
-same variables and default as the operator, or ``--db-url``), prints a table or,
-with ``--output json``, the rows under the seed's JSON field names.
+same variables and default as the operator, or ``--db-url-file`` or ``--db-url``),
+prints a table or, with ``--output json``, the rows under the seed's JSON field names.
+``--db-url`` stays for scripts that use it, but a command line is public (``ps``
+shows it to every user of the machine), so a password in it is warned about.
 
 Nothing here ever creates a database: a SQLite file that does not exist is
 reported rather than opened, since opening creates it, empty, where the operator
@@ -28,7 +30,7 @@ from rich.table import Table
 
 from jobarchive import config
 from jobarchive.maintenance import retention
-from jobarchive.reading import api, queries
+from jobarchive.reading import api, auth, queries
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, migration, schema
 
@@ -43,8 +45,12 @@ class BadSetting(click.ClickException):
 
 
 def _settings(db_url: str | None) -> config.Settings:
-    """The operator's settings, ``db_url`` (``--db-url``) taking JOBARCHIVE_DB_URL's place."""
-    environ = {**os.environ, "JOBARCHIVE_DB_URL": db_url} if db_url else os.environ
+    """The operator's settings, ``db_url`` (from the command line) taking the place of
+    JOBARCHIVE_DB_URL and JOBARCHIVE_DB_URL_FILE."""
+    environ = dict(os.environ)
+    if db_url:
+        environ["JOBARCHIVE_DB_URL"] = db_url
+        environ.pop("JOBARCHIVE_DB_URL_FILE", None)
     try:
         return config.load(environ)
     except config.ConfigError as exc:
@@ -74,11 +80,12 @@ def _run(db_url: str | None, work: Callable[[], Awaitable[T]], adopted: bool = T
     Unless ``adopted`` is false (``migrate``), a schema the reader cannot read yet is
     refused with a line that says how to bring it up to date.
     """
-    url = _archive(_settings(db_url))
+    settings = _settings(db_url)
+    url = _archive(settings)
 
     async def session() -> T:
         try:
-            await db.open_database(url, create=False)
+            await db.open_database(url, create=False, encryption=settings.db_tls)
             if adopted:
                 await schema.require_readable(db.connection())
             return await work()
@@ -170,11 +177,42 @@ def _job_rows(jobs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
 JOB_COLUMNS = ("job", "kind", "status", "created", "finished", "took", "owner", "in cluster", "uid")
 
 
+# What --db-url with a password prints on stderr; the command then runs as asked.
+PASSWORD_WARNING = (
+    "Warning: --db-url shows the database password to every user of this machine "
+    "(ps lists command lines): use --db-url-file PATH or JOBARCHIVE_DB_URL instead"
+)
+
+
 @click.group()
-@click.option("--db-url", envvar="JOBARCHIVE_DB_URL", help="Database URL (as the operator's).")
+@click.option(
+    "--db-url",
+    help="Database URL, in place of JOBARCHIVE_DB_URL. Every user of the machine can "
+    "read it in the process list: prefer --db-url-file or the environment.",
+)
+@click.option(
+    "--db-url-file",
+    metavar="PATH",
+    help="A file holding the database URL (a mounted Secret, say), in place of "
+    "JOBARCHIVE_DB_URL_FILE.",
+)
 @click.pass_context
-def main(context: click.Context, db_url: str | None) -> None:
+def main(context: click.Context, db_url: str | None, db_url_file: str | None) -> None:
     """Read the history of training jobs, their pods and Events."""
+    # Checked here, to be named as the option they came from: a message naming
+    # JOBARCHIVE_DB_URL would send the user looking in the environment.
+    try:
+        if db_url and db_url_file:
+            raise config.ConfigError("--db-url and --db-url-file are both given: keep one")
+        if db_url:
+            if config.has_password(db_url):
+                click.echo(PASSWORD_WARNING, err=True)
+            config.validate_db_url(db_url, "--db-url")
+        if db_url_file:
+            db_url = config.read_url_file(db_url_file, "--db-url-file")
+            config.validate_db_url(db_url, "--db-url-file")
+    except config.ConfigError as exc:
+        raise BadSetting(str(exc)) from None
     context.obj = db_url
 
 
@@ -209,16 +247,32 @@ def jobs(
 
 @main.command()
 @click.argument("reference")
+@click.option(
+    "--limit",
+    type=int,
+    default=queries.DEFAULT_PAGE,
+    show_default=True,
+    help="Pods and Events shown.",
+)
+@click.option("--pods-cursor", help="The pods' next cursor of the previous answer.")
+@click.option("--events-cursor", help="The Events' next cursor of the previous answer.")
 @click.option("--output", "-o", type=OUTPUTS, default="table", show_default=True)
 @click.pass_obj
-def job(db_url: str | None, reference: str, output: str) -> None:
-    """One job (NAMESPACE/NAME or UID) with its pods and Events."""
+def job(
+    db_url: str | None,
+    reference: str,
+    limit: int,
+    pods_cursor: str | None,
+    events_cursor: str | None,
+    output: str,
+) -> None:
+    """One job (NAMESPACE/NAME or UID) with a page of its pods and of its Events."""
 
     async def look_up() -> list[dict[str, Any]]:
         found = await queries.find_jobs(reference)
         if len(found) != 1:
             return found
-        detail = await queries.job_detail(found[0]["job_id"])
+        detail = await queries.job_detail(found[0]["job_id"], limit, pods_cursor, events_cursor)
         return [detail] if detail is not None else []
 
     found = _run(db_url, look_up)
@@ -259,6 +313,12 @@ def _print_job(detail: Mapping[str, Any]) -> None:
     ]
     _table("pods", ("pod", "type", "status", "node", "started", "finished", "remark"), pods)
     _table("events", EVENT_COLUMNS, _event_rows(detail["events"]))
+    for what in ("pods", "events"):
+        if detail[f"{what}_next_cursor"]:
+            click.echo(
+                f"More {what}: jobarchive job {detail['job_id']} "
+                f"--{what}-cursor {detail[f'{what}_next_cursor']}"
+            )
 
 
 EVENT_COLUMNS = ("first", "last", "type", "reason", "object", "count", "message")
@@ -386,20 +446,44 @@ def migrate(db_url: str | None, dry_run: bool) -> None:
 
 
 @main.command()
-@click.option("--host", default="0.0.0.0", show_default=True)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; 0.0.0.0 for every interface.",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True)
+@click.option(
+    "--auth",
+    "auth_mode",
+    type=click.Choice(config.API_AUTH_MODES),
+    help="kubernetes: callers' bearer tokens and access reviewed by the kubeconfig's "
+    "cluster; none: anyone may read (JOBARCHIVE_API_AUTH, default kubernetes).",
+)
 @click.option("--timeout", type=float, help="Seconds a query may take (JOBARCHIVE_API_TIMEOUT).")
 @click.pass_obj
-def serve(db_url: str | None, host: str, port: int, timeout: float | None) -> None:
-    """Serve the read-only HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json)."""
+def serve(
+    db_url: str | None, host: str, port: int, auth_mode: str | None, timeout: float | None
+) -> None:
+    """Serve the read-only HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json).
+
+    With --auth kubernetes (the default) every request needs a bearer token, and the
+    cluster of the current kubeconfig says whose it is and which namespaces it may read.
+    """
     settings = _settings(db_url)
     url = _archive(settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     async def run_forever() -> None:
         try:
-            await db.open_database(url, create=False)
-            runner = await api.serve(host, port, timeout or settings.api_timeout)
+            await db.open_database(url, create=False, encryption=settings.db_tls)
+            try:
+                access = await auth.access(auth_mode or settings.api_auth)
+            except auth.NoCluster as exc:
+                raise click.ClickException(
+                    f"--auth kubernetes: {exc}; or serve this machine only with --auth none"
+                ) from None
+            runner = await api.serve(host, port, access, timeout or settings.api_timeout)
             if runner is None:
                 raise click.ClickException(f"cannot listen on {host}:{port}")
             try:

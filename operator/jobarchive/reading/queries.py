@@ -13,15 +13,20 @@ RFC 3339 strings in UTC.
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import datetime
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tortoise.expressions import Q
+from tortoise.functions import Count
 from tortoise.queryset import QuerySet
 
+from jobarchive import config
+from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS
+from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
 from jobarchive.storage import dialects
 from jobarchive.storage.models import Event, Job, Pod
 
@@ -35,6 +40,7 @@ JOB_STATUSES = (
     "Stopped",
 )
 POD_STATUSES = ("Pending", "Running", "Succeeded", "Failed", "Unknown", "Stopped")
+EVENT_TYPES = ("Normal", "Warning")
 MAX_PAGE = 500
 DEFAULT_PAGE = 50
 STATS_GROUPS = ("status", "kind", "owner", "namespace", "tenant")
@@ -89,17 +95,32 @@ class EventQuery:
     until: datetime.datetime | None = None
 
 
+# What a DATETIME column can hold; a bound beyond it means "no bound" and is clamped.
+EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)
+LATEST = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
+MAX_TIME_TEXT = 64
+
+
 def parse_time(value: str, name: str) -> datetime.datetime:
-    """An RFC 3339 time or a date (midnight UTC); naive times are UTC."""
+    """An RFC 3339 time or a date (midnight UTC); naive times are UTC. Any year and any
+    offset are taken: a time outside what the database stores is clamped to its range."""
+    refused = BadQuery(
+        f"{name}: {quoted(value)} is not a date or time (use 2026-11-29 or 2026-11-29T10:00:00Z)"
+    )
+    if len(value) > MAX_TIME_TEXT:
+        raise refused
     try:
         parsed = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise BadQuery(
-            f"{name}: {value!r} is not a date or time (use 2026-11-29 or 2026-11-29T10:00:00Z)"
-        ) from None
+        raise refused from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.UTC)
-    return parsed.astimezone(datetime.UTC)
+    try:
+        moment = parsed.astimezone(datetime.UTC)
+    except OverflowError:
+        # Year 1 with a positive offset, or 9999 with a negative one.
+        return EARLIEST if parsed.year < 2000 else LATEST
+    return min(max(moment, EARLIEST), LATEST)
 
 
 def page_size(limit: int | None) -> int:
@@ -113,32 +134,69 @@ def page_size(limit: int | None) -> int:
 
 def check_status(status: str | None, known: Sequence[str] = JOB_STATUSES) -> str | None:
     """The status if it is one the archive records (case-insensitive), else BadQuery."""
-    if status is None:
+    return one_of("status", status, known)
+
+
+def one_of(name: str, value: str | None, known: Sequence[str]) -> str | None:
+    """The value as the archive spells it if it is one of ``known`` (case-insensitive),
+    else BadQuery listing them: an unknown value is a mistake, not an empty answer."""
+    if value is None:
         return None
     for candidate in known:
-        if candidate.lower() == status.lower():
+        if candidate.lower() == value.lower():
             return candidate
-    raise BadQuery(f"status: {status!r} is not one of {', '.join(known)}")
+    raise BadQuery(f"{name}: {quoted(value)} is not one of {', '.join(known)}")
 
 
-def encode_cursor(when: datetime.datetime | None, row_id: int) -> str:
-    """An opaque cursor for the row after which the next page starts."""
+def quoted(value: str, longest: int = 80) -> str:
+    """User text for a message or a log line: escaped (no line breaks, no control
+    characters) and cut, so it can neither forge a line nor flood one."""
+    shown = value if len(value) <= longest else value[:longest] + "…"
+    return repr(shown)
+
+
+def fits(name: str, value: str | None, width: int) -> str | None:
+    """The value if it can match a column ``width`` characters wide, else BadQuery."""
+    if value is not None and len(value) > width:
+        raise BadQuery(f"{name}: {len(value)} characters, longer than any stored value ({width})")
+    return value
+
+
+# Cursors name what they page, so one of a list is refused by another.
+CURSOR_KINDS = ("jobs", "events", "pods", "job-events", "named-jobs")
+MAX_CURSOR = 200
+
+
+def encode_cursor(kind: str, when: datetime.datetime | None, row_id: int) -> str:
+    """An opaque cursor of a ``kind`` of list for the row after which the next page starts."""
     stamp = when.isoformat() if when is not None else ""
-    raw = json.dumps([stamp, row_id]).encode()
+    raw = json.dumps([kind, stamp, row_id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> tuple[datetime.datetime | None, int]:
-    """The sort key and id a cursor names; BadQuery if it is not one of ours."""
+def decode_cursor(cursor: str, kind: str) -> tuple[datetime.datetime | None, int]:
+    """The sort key and id a cursor of this kind of list names; BadQuery otherwise.
+
+    Checked field by field before use: a cursor is user input (a crafted one may be
+    huge, nested or of other types).
+    """
+    refused = BadQuery(f"cursor: not a cursor of this list ({kind}) that this archive gave out")
+    if len(cursor) > MAX_CURSOR:
+        raise refused
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        stamp, row_id = json.loads(raw)
+        decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
+        raise refused from None
+    if not (isinstance(decoded, list) and len(decoded) == 3 and decoded[0] == kind):
+        raise refused
+    _, stamp, row_id = decoded
+    if not isinstance(stamp, str) or type(row_id) is not int:
+        raise refused
+    try:
         when = datetime.datetime.fromisoformat(stamp) if stamp else None
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
-        raise BadQuery("cursor: not a cursor this archive gave out") from None
-    if not isinstance(row_id, int) or isinstance(row_id, bool):
-        raise BadQuery("cursor: not a cursor this archive gave out")
-    return when, row_id
+    except ValueError:
+        raise refused from None
+    return _utc(when), row_id
 
 
 def _utc(value: datetime.datetime | None) -> datetime.datetime | None:
@@ -239,15 +297,19 @@ def _json_or_text(value: str) -> Any:
         return value
 
 
-def _after(query: "QuerySet[Any]", field: str, cursor: str | None) -> "QuerySet[Any]":
-    """Rows after the cursor in (field, id) descending order; NULLs sort last."""
+def _after(
+    query: "QuerySet[Any]", field: str, cursor: str | None, kind: str, ascending: bool = False
+) -> "QuerySet[Any]":
+    """Rows after the cursor in (field, id) order, descending unless ``ascending``;
+    NULLs sort last."""
     if cursor is None:
         return query
-    when, row_id = decode_cursor(cursor)
+    when, row_id = decode_cursor(cursor, kind)
+    beyond, id_beyond = ("gt", "id__gt") if ascending else ("lt", "id__lt")
     if when is None:
-        return query.filter(**{f"{field}__isnull": True, "id__lt": row_id})
-    before: dict[str, Any] = {f"{field}__lt": when}
-    tied: dict[str, Any] = {field: when, "id__lt": row_id}
+        return query.filter(**{f"{field}__isnull": True, id_beyond: row_id})
+    before: dict[str, Any] = {f"{field}__{beyond}": when}
+    tied: dict[str, Any] = {field: when, id_beyond: row_id}
     after = Q(**before) | Q(**tied)
     if query.model._meta.fields_map[field].null:
         unknown: dict[str, Any] = {f"{field}__isnull": True}
@@ -255,51 +317,70 @@ def _after(query: "QuerySet[Any]", field: str, cursor: str | None) -> "QuerySet[
     return query.filter(after)
 
 
-def _ordered(query: "QuerySet[Any]", field: str, limit: int, cursor: str | None) -> Any:
+def _ordered(
+    query: "QuerySet[Any]",
+    field: str,
+    limit: int,
+    cursor: str | None,
+    kind: str,
+    ascending: bool = False,
+) -> Any:
     """One more row than the page holds: its presence says another page follows."""
-    return _after(query, field, cursor).order_by(f"-{field}", "-id").limit(limit + 1)
+    order = (field, "id") if ascending else (f"-{field}", "-id")
+    return _after(query, field, cursor, kind, ascending).order_by(*order).limit(limit + 1)
 
 
 async def _page(
-    query: "QuerySet[Any]", field: str, limit: int, cursor: str | None
+    query: "QuerySet[Any]",
+    field: str,
+    limit: int,
+    cursor: str | None,
+    kind: str,
+    ascending: bool = False,
 ) -> tuple[list[Any], str | None]:
-    rows: list[Any] = await _ordered(query, field, limit, cursor)
+    rows: list[Any] = await _ordered(query, field, limit, cursor, kind, ascending)
     if len(rows) <= limit:
         return rows, None
     last = rows[limit - 1]
-    return rows[:limit], encode_cursor(_utc(getattr(last, field)), last.id)
+    return rows[:limit], encode_cursor(kind, _utc(getattr(last, field)), last.id)
 
 
-def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> str:
+async def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> str:
     """The SQL of one page of jobs, parameters inlined: for EXPLAIN."""
-    sql: str = _ordered(_job_filters(query), "gmt_created", page_size(limit), cursor).sql(
-        params_inline=True
-    )
+    found = await _hinted(_job_filters(query), query)
+    ordered = _ordered(found, "gmt_created", page_size(limit), cursor, "jobs")
+    sql: str = ordered.sql(params_inline=True)
     return sql
 
 
-def event_page_sql(query: EventQuery, limit: int | None = None, cursor: str | None = None) -> str:
+async def event_page_sql(
+    query: EventQuery, limit: int | None = None, cursor: str | None = None
+) -> str:
     """The SQL of one page of Events, parameters inlined: for EXPLAIN."""
-    ordered = _ordered(_event_filters(query), "last_timestamp", page_size(limit), cursor)
+    ordered = _ordered(_event_filters(query), "last_timestamp", page_size(limit), cursor, "events")
     sql: str = ordered.sql(params_inline=True)
     return sql
 
 
 def _job_filters(query: JobQuery) -> "QuerySet[Job]":
+    _refuse_scans(query)
     found = Job.all()
     exact = {
-        "namespace": query.namespace,
-        "kind": query.kind,
+        "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
+        "kind": one_of("kind", query.kind, known_job_kinds()),
         "status": check_status(query.status),
-        "deploy_region": query.region,
-        "tenant": query.tenant,
-        "owner": query.owner,
+        "deploy_region": fits("region", query.region, SHORT_TEXT_LENGTH),
+        "tenant": fits("tenant", query.tenant, SHORT_TEXT_LENGTH),
+        "owner": fits("owner", query.owner, SHORT_TEXT_LENGTH),
         "is_in_etcd": query.in_cluster,
     }
     found = found.filter(**{field: value for field, value in exact.items() if value is not None})
+    prefix = fits("name", query.name_prefix, NAME_LENGTH)
+    if prefix is not None:
+        found = _prefix_range(found, prefix)
     ranges = {
-        "name__startswith": query.name_prefix,
-        "name__contains": query.name_contains,
+        "name__startswith": prefix,
+        "name__contains": fits("name_contains", query.name_contains, NAME_LENGTH),
         "gmt_created__gte": query.created_since,
         "gmt_created__lt": query.created_until,
         "gmt_finished__gte": query.finished_since,
@@ -308,63 +389,158 @@ def _job_filters(query: JobQuery) -> "QuerySet[Job]":
     return found.filter(**{field: value for field, value in ranges.items() if value is not None})
 
 
+def _prefix_range(found: "QuerySet[Job]", prefix: str) -> "QuerySet[Job]":
+    """The names that can start with ``prefix``, as a range an index can read: Tortoise
+    spells a prefix as ``CAST(name AS CHAR) LIKE``, which no index serves. The LIKE
+    stays, for its exact meaning; the range only narrows what it reads."""
+    bounds = dialects.of(Job._meta.db).prefix_range(prefix)
+    if bounds is None:
+        return found
+    low, high = bounds
+    return found.filter(name__gte=low, name__lt=high)
+
+
+async def _hinted(found: "QuerySet[Job]", query: JobQuery) -> "QuerySet[Job]":
+    """Name the index for a range filter the optimizer misjudges.
+
+    Asked for a page ordered by ``gmt_created``, MariaDB reads the time index from the
+    newest job, expecting to meet matches early; for a name prefix or a finish window
+    with no equality filter beside it, that reads every job. Reading the range's own
+    index and sorting what it holds reads only the matches.
+    """
+    equalities = (query.namespace, query.kind, query.status, query.owner, query.tenant)
+    if any(value is not None for value in equalities):
+        return found
+    if query.name_prefix is not None:
+        columns: tuple[str, ...] = ("name", "gmt_created")
+    elif query.finished_since is not None or query.finished_until is not None:
+        columns = ("gmt_finished",)
+    else:
+        return found
+    conn = Job._meta.db
+    name = (await dialects.of(conn).index_names(conn, Job._meta.db_table)).get(columns)
+    return found.force_index(name) if name else found
+
+
+def _refuse_scans(query: JobQuery) -> None:
+    """Filters no index serves are read within a namespace or a creation window only:
+    alone they would read every job ever recorded."""
+    bounded = query.namespace is not None or query.created_since is not None
+    for name, value in (("name_contains", query.name_contains), ("region", query.region)):
+        if value is not None and not bounded:
+            raise BadQuery(
+                f"{name}: no index serves it; name a namespace or a created_since with it"
+            )
+
+
+def known_job_kinds() -> tuple[str, ...]:
+    """The kinds a job can be recorded as: the built-in ones, plain batch Jobs, and
+    those the environment adds (JOBARCHIVE_EXTRA_KINDS), as the operator reads it."""
+    names = {kind.kind for kind in (*BUILTIN_KINDS, BATCH_JOB)}
+    with contextlib.suppress(config.ConfigError):
+        names |= {kind.kind for kind in config.load().kinds}
+    return tuple(sorted(names))
+
+
 async def list_jobs(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> Page:
     """Jobs matching the filters, newest first (by creation), one page."""
-    rows, after = await _page(_job_filters(query), "gmt_created", page_size(limit), cursor)
+    rows, after = await _page(_job_filters(query), "gmt_created", page_size(limit), cursor, "jobs")
     now = datetime.datetime.now(datetime.UTC)
     return Page([job_json(row, now) for row in rows], after)
 
 
 async def find_jobs(reference: str) -> list[dict[str, Any]]:
-    """Jobs named ``namespace/name`` (every incarnation, newest first) or with that uid."""
-    now = datetime.datetime.now(datetime.UTC)
+    """Jobs named ``namespace/name`` (the newest page of its incarnations) or with that uid."""
     if "/" in reference:
         namespace, _, name = reference.partition("/")
-        jobs = await Job.filter(namespace=namespace, name=name).order_by("-gmt_created", "-id")
-    else:
-        jobs = await Job.filter(job_id=reference)
-    return [job_json(job, now) for job in jobs]
+        return (await named_jobs(namespace, name)).items
+    found = await Job.filter(job_id=fits("uid", reference, UID_LENGTH))
+    now = datetime.datetime.now(datetime.UTC)
+    return [job_json(job, now) for job in found]
 
 
-def replica_summary(pods: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per replica type: how many pods are active, succeeded, failed, stopped."""
+async def named_jobs(
+    namespace: str, name: str, limit: int | None = None, cursor: str | None = None
+) -> Page:
+    """Every job recorded under one name (each recreation has its own uid), newest first."""
+    query = Job.filter(
+        namespace=fits("namespace", namespace, NAMESPACE_LENGTH),
+        name=fits("name", name, NAME_LENGTH),
+    )
+    rows, after = await _page(query, "gmt_created", page_size(limit), cursor, "named-jobs")
+    now = datetime.datetime.now(datetime.UTC)
+    return Page([job_json(row, now) for row in rows], after)
+
+
+async def replica_summary(job_uid: str) -> dict[str, dict[str, int]]:
+    """Per replica type: how many pods are active, succeeded, failed, stopped; counted
+    by the database, so a job of any size costs one small answer."""
+    rows = (
+        await Pod.filter(job_id=job_uid)
+        .group_by("replica_type", "status", "is_in_etcd")
+        .annotate(pods=Count("id"))
+        .values("replica_type", "status", "is_in_etcd", "pods")
+    )
     summary: dict[str, dict[str, int]] = {}
-    for pod in pods:
+    for row in rows:
         counts = summary.setdefault(
-            str(pod["replica_type"]), {"active": 0, "succeeded": 0, "failed": 0, "stopped": 0}
+            str(row["replica_type"]), {"active": 0, "succeeded": 0, "failed": 0, "stopped": 0}
         )
-        status = pod["status"]
+        status = row["status"]
         if status == "Succeeded":
-            counts["succeeded"] += 1
+            bucket = "succeeded"
         elif status == "Failed":
-            counts["failed"] += 1
-        elif status == "Stopped" or not pod["is_in_etcd"]:
-            counts["stopped"] += 1
+            bucket = "failed"
+        elif status == "Stopped" or not row["is_in_etcd"]:
+            bucket = "stopped"
         else:
-            counts["active"] += 1
+            bucket = "active"
+        counts[bucket] += int(row["pods"])
     return summary
 
 
-def _event_time(event: Mapping[str, Any]) -> str:
-    return str(event["first_timestamp"] or event["last_timestamp"] or "")
+async def job_pods(job_uid: str, limit: int | None = None, cursor: str | None = None) -> Page:
+    """A job's pods in the order they were recorded, one page."""
+    query = Pod.filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    rows, after = await _page(query, "gmt_created", page_size(limit), cursor, "pods", True)
+    return Page([pod_json(row) for row in rows], after)
 
 
-async def job_detail(job_uid: str) -> dict[str, Any] | None:
-    """One job with its pods, a per-replica-type summary, and its own Events and its
-    pods' merged into one timeline (oldest first)."""
-    job = await Job.get_or_none(job_id=job_uid)
+async def job_events(job_uid: str, limit: int | None = None, cursor: str | None = None) -> Page:
+    """The Events about a job, its pods and its intermediate objects, oldest last
+    occurrence first, one page. (Events recorded before ``event_info.job_id`` existed
+    are reached after ``jobarchive migrate``, which fills it.)"""
+    query = Event.filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    rows, after = await _page(query, "last_timestamp", page_size(limit), cursor, "job-events", True)
+    return Page([event_json(row) for row in rows], after)
+
+
+async def job_detail(
+    job_uid: str,
+    limit: int | None = None,
+    pods_cursor: str | None = None,
+    events_cursor: str | None = None,
+) -> dict[str, Any] | None:
+    """One job with a page of its pods and of its Events (the first, or those after
+    the cursors; each with the cursor of the next), and a per-replica-type summary of
+    all its pods.
+
+    Bounded whatever the job's size: a 20,000-pod job answers ``limit`` pods and
+    Events; the rest are read page by page (``job_pods``, ``job_events``).
+    """
+    job = await Job.get_or_none(job_id=fits("uid", job_uid, UID_LENGTH))
     if job is None:
         return None
-    pods = [
-        pod_json(pod) for pod in await Pod.filter(job_id=job_uid).order_by("replica_type", "name")
-    ]
-    # Rows written before event_info.job_id existed are found by their subject.
-    subjects = [job_uid, *(pod["pod_id"] for pod in pods)]
-    found = await Event.filter(Q(job_id=job_uid) | Q(obj_uid__in=subjects))
-    events = [event_json(event) for event in found]
-    events.sort(key=lambda event: (_event_time(event), event["id"]))
+    pods = await job_pods(job_uid, limit, pods_cursor)
+    events = await job_events(job_uid, limit, events_cursor)
     detail = job_json(job, datetime.datetime.now(datetime.UTC))
-    detail.update(pods=pods, replicas=replica_summary(pods), events=events)
+    detail.update(
+        pods=pods.items,
+        pods_next_cursor=pods.next_cursor,
+        replicas=await replica_summary(job_uid),
+        events=events.items,
+        events_next_cursor=events.next_cursor,
+    )
     return detail
 
 
@@ -372,22 +548,38 @@ async def list_events(
     query: EventQuery, limit: int | None = None, cursor: str | None = None
 ) -> Page:
     """Events matching the filters, most recent occurrence first, one page."""
-    rows, after = await _page(_event_filters(query), "last_timestamp", page_size(limit), cursor)
+    rows, after = await _page(
+        _event_filters(query), "last_timestamp", page_size(limit), cursor, "events"
+    )
     return Page([event_json(row) for row in rows], after)
 
 
 def _event_filters(query: EventQuery) -> "QuerySet[Event]":
+    # What an index reads first; the other filters then only sift what it found.
+    leading = (query.namespace, query.since, query.object_uid, query.reason)
+    for name, value in (
+        ("object", query.object_name),
+        ("kind", query.object_kind),
+        ("type", query.type),
+    ):
+        if value is not None and all(first is None for first in leading):
+            raise BadQuery(f"{name}: no index serves it; name a namespace or a since with it")
     exact = {
-        "obj_namespace": query.namespace,
-        "obj_name": query.object_name,
-        "obj_uid": query.object_uid,
-        "kind": query.object_kind,
-        "type": query.type,
-        "reason": query.reason,
+        "obj_namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
+        "obj_name": fits("object", query.object_name, NAME_LENGTH),
+        "obj_uid": fits("uid", query.object_uid, UID_LENGTH),
+        "kind": one_of("kind", query.object_kind, known_object_kinds()),
+        "type": one_of("type", query.type, EVENT_TYPES),
+        "reason": fits("reason", query.reason, SHORT_TEXT_LENGTH),
         "last_timestamp__gte": query.since,
         "last_timestamp__lt": query.until,
     }
     return Event.filter(**{field: value for field, value in exact.items() if value is not None})
+
+
+def known_object_kinds() -> tuple[str, ...]:
+    """The kinds an Event recorded here can be about: jobs, pods, intermediate objects."""
+    return tuple(sorted({*known_job_kinds(), "Pod", *(kind.kind for kind in INTERMEDIATE_KINDS)}))
 
 
 async def stats(

@@ -6,6 +6,10 @@ fallback to be seen by the handler tasks; and it caches compiled queries per
 connection name, so each engine's connection has a name of its own. The driver is
 logged because Tortoise picks asyncmy over aiomysql silently whenever asyncmy is
 importable.
+
+Opening is also where the password is registered for redaction (``logs.redact``),
+before Tortoise, which logs its connection settings at DEBUG, ever sees it; and
+where a session that should be encrypted is proven to be (``tls``).
 """
 
 import logging
@@ -17,9 +21,9 @@ from tortoise import Tortoise, connections
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.backends.base.config_generator import expand_db_url
 
-from jobarchive.config import redact_url
-from jobarchive.logs import silenced
-from jobarchive.storage import dialects, failures, migration, schema
+from jobarchive import logs
+from jobarchive.config import DbTls, redact_url, url_secrets
+from jobarchive.storage import dialects, failures, migration, schema, tls
 from jobarchive.storage.models import Job
 
 logger = logging.getLogger(__name__)
@@ -27,13 +31,13 @@ logger = logging.getLogger(__name__)
 MODELS_MODULE = "jobarchive.storage.models"
 
 
-def tortoise_config(db_url: str, pool_size: int = 5) -> dict[str, Any]:
+def tortoise_config(db_url: str, pool_size: int, encryption: DbTls) -> dict[str, Any]:
     """The Tortoise configuration for a database URL (UTC everywhere, utf8mb4 on MySQL)."""
     connection = expand_db_url(db_url)
     dialect = dialects.for_engine(connection["engine"])
     # The connection is named after its engine: one process that opens MySQL and then
     # SQLite (the tests) must not find MySQL's placeholders in SQLite's statements.
-    dialect.configure(connection["credentials"], pool_size)
+    dialect.configure(connection["credentials"], pool_size, encryption)
     return {
         "connections": {dialect.name: connection},
         "apps": {"jobarchive": {"models": [MODELS_MODULE], "default_connection": dialect.name}},
@@ -42,16 +46,26 @@ def tortoise_config(db_url: str, pool_size: int = 5) -> dict[str, Any]:
     }
 
 
-async def open_database(db_url: str, pool_size: int = 5, create: bool = True) -> None:
+async def open_database(
+    db_url: str, pool_size: int = 5, create: bool = True, *, encryption: DbTls
+) -> None:
     """Connect, and unless ``create`` is false (readers, which may lack the privilege),
     create the tables, columns and indexes that do not exist yet.
 
     ``pool_size`` bounds MySQL connections; it must exceed the number of concurrent
-    transactions, since Tortoise waits forever for a free connection.
+    transactions, since Tortoise waits forever for a free connection. ``encryption``
+    has no default, so that no caller can drop the TLS the settings ask for; with TLS
+    on, the database connects here and raises ``tls.NotEncrypted`` in clear text.
     """
-    await Tortoise.init(config=tortoise_config(db_url, pool_size), _enable_global_fallback=True)
+    logs.redact(url_secrets(db_url))
+    config = tortoise_config(db_url, pool_size, encryption)
+    await Tortoise.init(config=config, _enable_global_fallback=True)
     dialect = dialects.of(connection())
-    logger.info("Database %s (%s via %s)", redact_url(db_url), dialect.name, dialect.driver())
+    how = f"{dialect.name} via {dialect.driver()}"
+    if encryption.on:
+        cipher = await tls.require_encrypted(connection(), encryption)
+        how += f", TLS {encryption.mode}: {cipher}"
+    logger.info("Database %s (%s)", redact_url(db_url), how)
     if create:
         added = await schema.ensure_schema(connection())
         for step in await migration.upgrade(connection(), added):
@@ -67,7 +81,7 @@ def sqlite_file(db_url: str) -> pathlib.Path | None:
     return pathlib.Path(parts.netloc + parts.path).absolute()
 
 
-async def preflight(db_url: str) -> None:
+async def preflight(db_url: str, encryption: DbTls) -> None:
     """Before the operator starts: raise schema.NotAdopted if the database has tables it
     must not write to yet. A database that does not answer is left to the start, which
     retries; a SQLite file that does not exist yet is a new archive, and is not made here.
@@ -76,9 +90,9 @@ async def preflight(db_url: str) -> None:
     if path is not None and not path.exists():
         return
     # The start logs the database it opens a moment later; a check says nothing.
-    with silenced("jobarchive", "tortoise"):
+    with logs.silenced("jobarchive", "tortoise"):
         try:
-            await open_database(db_url, create=False)
+            await open_database(db_url, create=False, encryption=encryption)
         except failures.ERRORS:
             return
         try:

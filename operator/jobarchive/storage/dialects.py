@@ -21,6 +21,7 @@ import dataclasses
 import datetime
 import functools
 import importlib.util
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,7 +29,9 @@ from aiomysql.cursors import DictCursor
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.transactions import in_transaction
 
+from jobarchive.config import DbTls
 from jobarchive.storage.models import Table
+from jobarchive.storage.tls import ssl_context
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +60,7 @@ class Dialect(abc.ABC):
     placeholder: str
 
     @abc.abstractmethod
-    def configure(self, credentials: dict[str, Any], pool_size: int) -> None:
+    def configure(self, credentials: dict[str, Any], pool_size: int, tls: DbTls) -> None:
         """Adjust a connection's credentials (options) before Tortoise opens it."""
 
     @abc.abstractmethod
@@ -98,6 +101,10 @@ class Dialect(abc.ABC):
         """The column lists of a table's indexes."""
 
     @abc.abstractmethod
+    async def index_names(self, conn: BaseDBAsyncClient, table: str) -> dict[tuple[str, ...], str]:
+        """Each index of a table by its column list: its name, for an index hint."""
+
+    @abc.abstractmethod
     async def unique_keys(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
         """The column lists of a table's unique indexes."""
 
@@ -118,6 +125,11 @@ class Dialect(abc.ABC):
         """The statement converting a table's text to utf8mb4."""
 
     @abc.abstractmethod
+    def prefix_range(self, prefix: str) -> tuple[str, str] | None:
+        """Bounds that every value starting with ``prefix`` lies in, as the engine
+        compares text; None when it cannot say."""
+
+    @abc.abstractmethod
     def seconds_between(self, start: str, end: str) -> str:
         """An SQL expression: the seconds from column ``start`` to column ``end``."""
 
@@ -136,15 +148,21 @@ class MySQL(Dialect):
     engine = "tortoise.backends.mysql"
     placeholder = "%s"
 
-    def configure(self, credentials: dict[str, Any], pool_size: int) -> None:
-        """utf8mb4, UTC and the pool's size.
+    def configure(self, credentials: dict[str, Any], pool_size: int, tls: DbTls) -> None:
+        """utf8mb4, UTC, the pool's size, the user as decoded, and TLS when asked for.
 
         The time zone goes in ``init_command``: set once on a session, only the first
-        pooled connection would have it.
+        pooled connection would have it. aiomysql takes TLS as an ``ssl`` context.
         """
         credentials.setdefault("charset", "utf8mb4")
         credentials["init_command"] = "SET time_zone='+00:00'"
         credentials.setdefault("maxsize", pool_size)
+        # Tortoise decodes the URL's password but passes its user name percent-encoded.
+        if credentials.get("user"):
+            credentials["user"] = urllib.parse.unquote(credentials["user"])
+        context = ssl_context(tls)
+        if context is not None:
+            credentials["ssl"] = context
 
     def driver(self) -> str:
         """asyncmy whenever it is importable: Tortoise prefers it silently over aiomysql."""
@@ -241,6 +259,18 @@ class MySQL(Dialect):
             columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
         return set(columns.values())
 
+    async def index_names(self, conn: BaseDBAsyncClient, table: str) -> dict[tuple[str, ...], str]:
+        """From information_schema, columns in their order in the index."""
+        _, rows = await conn.execute_query(
+            "SELECT INDEX_NAME AS name, COLUMN_NAME AS col FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            [table],
+        )
+        columns: dict[str, tuple[str, ...]] = {}
+        for row in rows:
+            columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
+        return {cols: name for name, cols in columns.items()}
+
     async def unique_keys(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
         """From information_schema: indexes with NON_UNIQUE = 0."""
         _, rows = await conn.execute_query(
@@ -296,6 +326,21 @@ class MySQL(Dialect):
         """CONVERT TO CHARACTER SET: every text column too, not only the default."""
         return f"ALTER TABLE {self.quote(table)} CONVERT TO CHARACTER SET utf8mb4"
 
+    def prefix_range(self, prefix: str) -> tuple[str, str] | None:
+        """From the prefix to the prefix with its last character's successor, for a
+        prefix ending in a character of Kubernetes names (letters, digits, ``-``, ``.``).
+
+        The columns' collation is case- and accent-insensitive: for those characters
+        the successor also sorts after the character in either case, so the range holds
+        every name the LIKE finds. Past them (an accented letter weighs as its base
+        letter) a successor could sort level with it: no range is given.
+        """
+        if not prefix or not (
+            prefix[-1].isascii() and (prefix[-1].isalnum() or prefix[-1] in "-.")
+        ):
+            return None
+        return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
     def seconds_between(self, start: str, end: str) -> str:
         """TIMESTAMPDIFF in whole seconds."""
         return f"TIMESTAMPDIFF(SECOND, {start}, {end})"
@@ -315,8 +360,9 @@ class SQLite(Dialect):
     engine = "tortoise.backends.sqlite"
     placeholder = "?"
 
-    def configure(self, credentials: dict[str, Any], pool_size: int) -> None:
-        """Nothing to adjust: Tortoise's defaults suit one file and one connection."""
+    def configure(self, credentials: dict[str, Any], pool_size: int, tls: DbTls) -> None:
+        """Nothing to adjust: Tortoise's defaults suit one file and one connection, and
+        the settings refuse TLS for a SQLite file."""
 
     def driver(self) -> str:
         """Tortoise's only SQLite driver."""
@@ -375,6 +421,10 @@ class SQLite(Dialect):
             found.add(tuple(str(column["name"]) for column in ordered))
         return found
 
+    async def index_names(self, conn: BaseDBAsyncClient, table: str) -> dict[tuple[str, ...], str]:
+        """None: SQLite takes no index hints (Tortoise leaves them out for it)."""
+        return {}
+
     async def unique_keys(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
         """From PRAGMA index_list (its ``unique`` flag) and index_info."""
         found = set()
@@ -401,6 +451,10 @@ class SQLite(Dialect):
     def utf8mb4_sql(self, table: str) -> str:
         """Never needed (see ``charset``)."""
         raise NotImplementedError("SQLite text is always UTF-8")
+
+    def prefix_range(self, prefix: str) -> tuple[str, str] | None:
+        """None: SQLite's LIKE ignores ASCII case where its comparisons do not."""
+        return None
 
     def seconds_between(self, start: str, end: str) -> str:
         """The difference of Julian days, in (fractional) seconds."""

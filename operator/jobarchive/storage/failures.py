@@ -10,6 +10,7 @@ says only ``(using password: YES)``.
 import os
 import socket
 import sqlite3
+import ssl
 
 import pymysql
 from tortoise.exceptions import BaseORMException
@@ -52,6 +53,11 @@ def _socket_error(chain: list[BaseException]) -> OSError | None:
 
 def _os_reason(error: OSError) -> str:
     """``Connection refused`` rather than asyncio's ``Connect call failed ('h', 1)``."""
+    # TLS errors carry OpenSSL's own codes as errno, which strerror would misname.
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"TLS: the server's certificate is not trusted: {error.verify_message}"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS: {error.reason or error}"
     if isinstance(error, TimeoutError) and not error.errno:
         return "timed out"
     if isinstance(error, socket.gaierror):

@@ -131,6 +131,8 @@ class Job(Stamped):
             ("status", "gmt_created"),
             ("kind", "gmt_created"),
             ("owner", "gmt_created"),
+            ("tenant", "gmt_created"),
+            ("name", "gmt_created"),
             ("gmt_created",),
             ("gmt_finished",),
         )
@@ -160,7 +162,8 @@ class Pod(Stamped):
 
     class Meta:
         table = "replica_info"
-        indexes = (("job_id",),)
+        # A job's pods, page by page in the order they were recorded.
+        indexes = (("job_id", "gmt_created"),)
 
 
 class Event(Stamped):
@@ -195,7 +198,8 @@ class Event(Stamped):
         table = "event_info"
         indexes = (
             ("obj_uid",),
-            ("job_id",),
+            # A job's timeline, page by page.
+            ("job_id", "last_timestamp"),
             ("last_timestamp",),
             ("obj_namespace", "obj_name", "last_timestamp"),
             ("reason", "last_timestamp"),

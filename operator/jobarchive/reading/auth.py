@@ -1,0 +1,273 @@
+"""Who may read what through the HTTP API, asked of Kubernetes itself.
+
+With ``kubernetes`` (the default) a caller presents a bearer token. The API server
+says whose it is (a TokenReview), then whether that user, with its groups, may
+``get`` or ``list`` the virtual resource ``jobs`` of the group ``jobarchive.io`` in a
+namespace, or in all of them (a SubjectAccessReview). Access to the archive is thus
+granted with ordinary RBAC (the ``jobarchive-reader`` ClusterRole bound in a
+namespace, or cluster-wide), and nothing here keeps a list of users or of what they
+may see. The reviews are made with the process's own credentials: the operator's
+ServiceAccount, or the kubeconfig of whoever runs ``jobarchive serve``.
+
+Answers are kept for a short while (``TTL``), so a page of requests costs one pair of
+reviews, and a revoked token or binding is honoured within that time. A token is
+never kept nor logged: the cache knows it by its SHA-256. When the API server cannot
+answer, neither can the API (503): nobody is let in for want of an answer.
+
+With ``none`` everyone who reaches the port may read everything: for a laptop.
+"""
+
+import dataclasses
+import hashlib
+import ipaddress
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, Generic, Protocol, TypeVar
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from jobarchive import cluster
+from jobarchive.bounded import Lru
+
+logger = logging.getLogger(__name__)
+
+GROUP = "jobarchive.io"
+RESOURCE = "jobs"
+# A SubjectAccessReview's namespace for "in every namespace".
+ALL_NAMESPACES = ""
+# (apiVersion, kind, plural) of the two reviews.
+TOKEN_REVIEW = ("authentication.k8s.io/v1", "TokenReview", "tokenreviews")
+ACCESS_REVIEW = ("authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews")
+TTL = 30.0
+CAPACITY = 4096
+REVIEW_TIMEOUT = 5.0
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Whose a token is, as the TokenReview said; hashable, to key access decisions."""
+
+    username: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+# What a refused token is remembered as: no user is ever called "".
+NOBODY = Identity("")
+ANONYMOUS = Identity("anonymous")
+
+
+class Unauthenticated(Exception):
+    """No bearer token, or one the API server does not accept (401)."""
+
+
+class ReviewFailed(Exception):
+    """The API server did not answer a review (503); the message says why."""
+
+
+class NoCluster(Exception):
+    """``kubernetes`` was asked for where no cluster is configured."""
+
+
+class Access(Protocol):
+    """How the API learns who calls it and what they may read."""
+
+    async def authenticate(self, authorization: str | None) -> Identity:
+        """The caller of a request with this Authorization header; Unauthenticated if none."""
+        ...
+
+    async def allowed(self, identity: Identity, verb: str, namespace: str) -> bool:
+        """Whether ``identity`` may ``verb`` jobs in ``namespace`` (ALL_NAMESPACES: all)."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the access control holds (its client)."""
+        ...
+
+
+class Expiring(Generic[K, V]):
+    """At most ``capacity`` answers, each forgotten ``ttl`` seconds after it was learnt."""
+
+    def __init__(self, ttl: float, capacity: int) -> None:
+        self.ttl = ttl
+        self._answers: Lru[K, tuple[float, V]] = Lru(capacity)
+
+    def get(self, key: K) -> V | None:
+        """The answer for ``key``, or None when unknown or too old."""
+        found = self._answers.get(key)
+        if found is None:
+            return None
+        learnt, value = found
+        if time.monotonic() - learnt >= self.ttl:
+            self._answers.pop(key)
+            return None
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        """Remember an answer learnt now."""
+        self._answers.put(key, (time.monotonic(), value))
+
+
+class KubernetesAuth:
+    """Callers authenticated by TokenReview, authorized by SubjectAccessReview."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        ttl: float = TTL,
+        capacity: int = CAPACITY,
+        timeout: float = REVIEW_TIMEOUT,
+    ) -> None:
+        self.api = api
+        self.timeout = timeout
+        self._identities: Expiring[str, Identity] = Expiring(ttl, capacity)
+        self._decisions: Expiring[tuple[Identity, str, str], bool] = Expiring(ttl, capacity)
+        self._failing = False
+
+    async def authenticate(self, authorization: str | None) -> Identity:
+        """The token's user as the API server reviews it; Unauthenticated when refused."""
+        token = bearer_token(authorization)
+        key = hashlib.sha256(token.encode()).hexdigest()
+        identity = self._identities.get(key)
+        if identity is None:
+            status = await self._review(TOKEN_REVIEW, {"token": token})
+            identity = reviewed_identity(status)
+            # Refusals are kept too: a client retrying a bad token costs one review.
+            self._identities.put(key, identity)
+        if identity is NOBODY:
+            raise Unauthenticated("the bearer token was not accepted by the Kubernetes API")
+        return identity
+
+    async def allowed(self, identity: Identity, verb: str, namespace: str) -> bool:
+        """Whether the API server's authorizers let ``identity`` ``verb`` jobs there."""
+        key = (identity, verb, namespace)
+        decision = self._decisions.get(key)
+        if decision is None:
+            spec: dict[str, Any] = {
+                "user": identity.username,
+                "groups": list(identity.groups),
+                "resourceAttributes": {
+                    "group": GROUP,
+                    "resource": RESOURCE,
+                    "verb": verb,
+                    "namespace": namespace,
+                },
+            }
+            if identity.uid:
+                spec["uid"] = identity.uid
+            if identity.extra:
+                spec["extra"] = {name: list(values) for name, values in identity.extra}
+            status = await self._review(ACCESS_REVIEW, spec)
+            decision = status.get("allowed") is True and status.get("denied") is not True
+            self._decisions.put(key, decision)
+        return decision
+
+    async def close(self) -> None:
+        """Close the client of the Kubernetes API."""
+        await self.api.close()
+
+    async def _review(
+        self, review: tuple[str, str, str], spec: dict[str, Any]
+    ) -> Mapping[str, Any]:
+        """POST a review; its status. Raises ReviewFailed, logged once per outage."""
+        api_version, kind, plural = review
+        body = {"apiVersion": api_version, "kind": kind, "spec": spec}
+        path = f"/apis/{api_version}/{plural}"
+        try:
+            answer = await cluster.post_json(self.api, path, body, _request_timeout=self.timeout)
+        except ApiException as exc:
+            reason = f"the Kubernetes API answered {exc.status} {exc.reason}"
+            raise self._failed(kind, reason) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            reason = f"the Kubernetes API did not answer ({_reason(exc)})"
+            raise self._failed(kind, reason) from None
+        if self._failing:
+            self._failing = False
+            logger.info("Access reviews are answered again")
+        status = answer.get("status")
+        return status if isinstance(status, dict) else {}
+
+    def _failed(self, kind: str, reason: str) -> ReviewFailed:
+        if not self._failing:
+            self._failing = True
+            logger.warning("Cannot review API callers (a %s): %s", kind, reason)
+        return ReviewFailed(f"cannot check the caller's access: {reason}")
+
+
+class NoAuth:
+    """Everyone may read everything (``--auth none``, ``JOBARCHIVE_API_AUTH=none``)."""
+
+    async def authenticate(self, authorization: str | None) -> Identity:
+        """Everyone is the same anonymous caller."""
+        return ANONYMOUS
+
+    async def allowed(self, identity: Identity, verb: str, namespace: str) -> bool:
+        """Always."""
+        return True
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+async def access(mode: str) -> Access:
+    """The access control of a mode of ``config.API_AUTH_MODES``.
+
+    For ``kubernetes``, a client of the cluster the process runs in, else of the
+    current kubeconfig; NoCluster, saying why, when there is neither.
+    """
+    if mode == "none":
+        return NoAuth()
+    try:
+        return KubernetesAuth(await cluster.api_client())
+    except cluster.Unavailable as exc:
+        raise NoCluster(str(exc)) from None
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` header; Unauthenticated if none."""
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("a bearer token is required (Authorization: Bearer <token>)")
+    return token.strip()
+
+
+def reviewed_identity(status: Mapping[str, Any]) -> Identity:
+    """The user a TokenReview's status names; NOBODY unless it says authenticated."""
+    user = status.get("user")
+    if status.get("authenticated") is not True or not isinstance(user, dict):
+        return NOBODY
+    username = user.get("username")
+    if not isinstance(username, str) or not username:
+        return NOBODY
+    extra = user.get("extra")
+    if not isinstance(extra, dict):
+        extra = {}
+    return Identity(
+        username=username,
+        uid=str(user.get("uid") or ""),
+        groups=tuple(str(group) for group in user.get("groups") or ()),
+        extra=tuple(sorted((str(k), tuple(map(str, v or ()))) for k, v in extra.items())),
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an address to bind is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, TimeoutError):
+        return "no answer in time"
+    return str(error) or type(error).__name__
