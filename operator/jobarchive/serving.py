@@ -2,21 +2,83 @@
 
 What is served beside the archive is worth less than the archive: a port that
 cannot be bound is logged and costs that server, not the run.
+
+A client has ``header_timeout`` seconds from connecting, or from its previous
+answer, to send a whole request head (request line and headers); then it is
+disconnected, however many bytes it sent meanwhile. aiohttp's server has no
+header-read timeout of its own, and without one a client that sends its headers a
+byte at a time, or never ends them, keeps a connection and a task for as long as
+it likes. aiohttp's public ``keepalive_timeout`` gives that bound: since aiohttp
+3.14.4 its timer starts when a connection is made, and when it fires it closes a
+connection whose handler still waits for a complete request, whatever arrived
+meanwhile (it is not reset by data, only by an answer). The same setting closes a
+keep-alive connection left idle that long, which costs a client or a Prometheus
+scraper one reconnection; a request being answered is never cut by it. A
+timer of our own would need aiohttp's private request-handler internals.
+
+The request head's sizes are set here too rather than left to the version's
+defaults (aiohttp 3.9 allowed 32,768 headers): a request line or a header over
+8 KiB or more than ``MAX_HEADERS`` headers is answered 400 and the connection closed.
 """
 
 import logging
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 logger = logging.getLogger(__name__)
 
 
-async def listen(app: web.Application, host: str, port: int, what: str) -> web.AppRunner | None:
+class _MalformedRequestsInOneLine(logging.Filter):
+    """aiohttp logs every malformed request it refuses at ERROR with a traceback, whose
+    frames quote the request's bytes: a refusal is the client's error, so one line,
+    naming what was wrong, and no text of the request."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            record.msg, record.args = (
+                "Refused a malformed HTTP request (%s)",
+                (type(error).__name__,),
+            )
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info = record.exc_text = None
+        return True
+
+
+logging.getLogger("aiohttp.server").addFilter(_MalformedRequestsInOneLine())
+
+HEADER_TIMEOUT = 10.0
+# A request line (the path and query) and one header field, in bytes: aiohttp's own
+# default and the common proxies' 8 KiB, which a ServiceAccount's bearer token fits
+# several times over.
+MAX_LINE = 8190
+MAX_FIELD = 8190
+# Prometheus, curl and browsers send a dozen at most, proxies add a few.
+MAX_HEADERS = 64
+
+
+async def listen(
+    app: web.Application,
+    host: str,
+    port: int,
+    what: str,
+    header_timeout: float = HEADER_TIMEOUT,
+) -> web.AppRunner | None:
     """Serve ``app`` on host:port; None, logged, when the port cannot be bound.
 
-    The caller cleans the returned runner up.
+    A connection that has not sent a whole request head within ``header_timeout``
+    seconds of opening or of its previous answer is closed. The caller cleans the
+    returned runner up.
     """
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        keepalive_timeout=header_timeout,
+        max_line_size=MAX_LINE,
+        max_field_size=MAX_FIELD,
+        max_headers=MAX_HEADERS,
+    )
     await runner.setup()
     try:
         await web.TCPSite(runner, host=host, port=port).start()

@@ -1,0 +1,192 @@
+"""Clients that never finish their request head, over raw sockets to the API served
+through ``serving.listen`` (as the metrics are): each is disconnected once the header
+timeout has passed since it connected or was last answered, whether it sends nothing,
+half a head, or one byte after another for ever; the server keeps neither the
+connection nor its task. Requests that are whole are answered, even by a handler
+slower than that timeout, and heads over the size bounds are refused with a 400."""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from jobarchive import serving
+from jobarchive.reading import api, auth
+from testbed.ports import free_port
+from tests.support.waiting import eventually
+
+TIMEOUT = 1.0
+# How much later than the timeout a disconnection may come on a loaded machine.
+SLACK = 2.0
+OPENAPI = f"{api.PREFIX}/openapi.json"
+Serve = Callable[[web.Application], Awaitable[tuple[int, web.AppRunner]]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Serve]:
+    """Serves applications through ``listen`` with a short header timeout."""
+    runners: list[web.AppRunner] = []
+
+    async def start(app: web.Application) -> tuple[int, web.AppRunner]:
+        port = free_port()
+        runner = await serving.listen(app, "127.0.0.1", port, "a test app", TIMEOUT)
+        assert runner is not None
+        runners.append(runner)
+        return port, runner
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def served_api(serve: Serve) -> tuple[int, web.AppRunner]:
+    """The API (its OpenAPI document needs no database) and its runner."""
+    return await serve(api.Api(auth.NoAuth()).app())
+
+
+async def cut_off(port: int, head: bytes, trickle: bytes = b"") -> tuple[float, bytes]:
+    """Send ``head``, then ``trickle`` one byte every 50 ms; how many seconds after
+    connecting the server closed the connection, and what it sent before."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+
+    async def drip() -> None:
+        # The server closing the connection ends the writes with an error.
+        with contextlib.suppress(ConnectionError):
+            writer.write(head)
+            await writer.drain()
+            for byte in trickle:
+                await asyncio.sleep(0.05)
+                writer.write(bytes([byte]))
+                await writer.drain()
+
+    dripping = asyncio.create_task(drip())
+    received = b""
+    try:
+        async with asyncio.timeout(TIMEOUT + SLACK + 5):
+            with contextlib.suppress(ConnectionResetError):
+                # Until the end of the stream: the server's close.
+                while chunk := await reader.read(65536):
+                    received += chunk
+        return loop.time() - started, received
+    finally:
+        dripping.cancel()
+        writer.close()
+
+
+async def no_connections(runner: web.AppRunner) -> None:
+    """Wait until the server holds no connection (nor, so, a task for one)."""
+    server = runner.server
+    assert server is not None
+
+    async def none_left() -> bool:
+        return not server.connections
+
+    await eventually(none_left, within=SLACK)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        pytest.param(b"", id="nothing"),
+        pytest.param(b"GET /api/v1/openapi.js", id="half-a-request-line"),
+        pytest.param(
+            b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: x\r\nX-Slow: ", id="half-headers"
+        ),
+        pytest.param(b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: x\r\n", id="no-blank-line"),
+    ],
+)
+async def test_a_request_head_never_finished_is_cut_off_at_the_timeout(
+    served_api: tuple[int, web.AppRunner], head: bytes
+) -> None:
+    port, runner = served_api
+    elapsed, received = await cut_off(port, head)
+    assert received == b""
+    assert TIMEOUT * 0.9 <= elapsed <= TIMEOUT + SLACK, elapsed
+    await no_connections(runner)
+
+
+async def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off_at_the_timeout(
+    served_api: tuple[int, web.AppRunner],
+) -> None:
+    port, runner = served_api
+    # Bytes keep coming for ten times the timeout, each well within it of the last,
+    # and within the header size bound, so only the timeout can end it.
+    head = b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: x\r\nX-Slow: "
+    elapsed, received = await cut_off(port, head, b"a" * int(TIMEOUT * 10 / 0.05))
+    assert received == b""
+    assert TIMEOUT * 0.9 <= elapsed <= TIMEOUT + SLACK, elapsed
+    await no_connections(runner)
+
+
+async def test_after_an_answer_a_half_sent_next_request_is_cut_off(
+    served_api: tuple[int, web.AppRunner],
+) -> None:
+    port, runner = served_api
+    whole = f"GET {OPENAPI} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    elapsed, received = await cut_off(port, whole + b"GET /api/v1/jobs HTTP/1.1\r\nHo")
+    assert received.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b'"openapi": "3.0.3"' in received
+    assert TIMEOUT * 0.9 <= elapsed <= TIMEOUT + SLACK, elapsed
+    await no_connections(runner)
+
+
+async def test_whole_requests_are_answered_even_by_a_handler_slower_than_the_timeout(
+    serve: Serve, served_api: tuple[int, web.AppRunner]
+) -> None:
+    async def slow(_: web.Request) -> web.Response:
+        await asyncio.sleep(TIMEOUT * 2)
+        return web.Response(text="done")
+
+    slow_app = web.Application()
+    slow_app.router.add_get("/slow", slow)
+    slow_port, _ = await serve(slow_app)
+    api_port, _ = served_api
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"http://127.0.0.1:{api_port}{OPENAPI}") as response:
+            assert (response.status, (await response.json())["openapi"]) == (200, "3.0.3")
+        async with session.get(f"http://127.0.0.1:{slow_port}/slow") as response:
+            assert (response.status, await response.text()) == (200, "done")
+        # The keep-alive connection of the first answer has been idle past the
+        # timeout and closed by the server meanwhile: the session opens another.
+        async with session.get(f"http://127.0.0.1:{api_port}{OPENAPI}") as response:
+            assert response.status == 200
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        pytest.param(
+            f"GET {OPENAPI}?{'x' * serving.MAX_LINE} HTTP/1.1\r\nHost: x\r\n\r\n", id="line"
+        ),
+        pytest.param(
+            f"GET {OPENAPI} HTTP/1.1\r\nHost: x\r\nX-Big: {'x' * (serving.MAX_FIELD + 1)}\r\n\r\n",
+            id="field",
+        ),
+        pytest.param(
+            f"GET {OPENAPI} HTTP/1.1\r\nHost: x\r\n"
+            # With Host, one over the bound.
+            + "".join(f"X-{n}: 1\r\n" for n in range(serving.MAX_HEADERS))
+            + "\r\n",
+            id="headers",
+        ),
+    ],
+)
+async def test_a_request_head_over_the_size_bounds_is_refused_at_once(
+    served_api: tuple[int, web.AppRunner], head: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    port, runner = served_api
+    elapsed, received = await cut_off(port, head.encode())
+    assert received.split(b"\r\n")[0].endswith(b" 400 Bad Request"), received[:200]
+    assert elapsed < TIMEOUT * 0.9
+    await no_connections(runner)
+    # The refusal is logged in one line, quoting nothing of the request.
+    refusals = [r for r in caplog.records if r.name == "aiohttp.server"]
+    assert [r.levelname for r in refusals] == ["INFO"]
+    assert refusals[0].getMessage().startswith("Refused a malformed HTTP request (")
+    assert "X-1" not in caplog.text and "Traceback" not in caplog.text
