@@ -10,7 +10,8 @@ import asyncio
 import os
 import sys
 
-from bench import e2e_bench, query_bench, store_bench
+from bench import e2e_bench, query_bench, reads_bench, store_bench
+from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
 
 
@@ -26,11 +27,11 @@ def ratio(label: str, value: float, target: float, higher_is_better: bool = True
 
 
 async def main(args: argparse.Namespace) -> int:
-    with server_for_run(os.environ.get("JOBARCHIVE_TEST_MYSQL_URL")) as (server_url, _):
-        return await _measure(args, Databases(server_url))
+    with server_for_run(os.environ.get("JOBARCHIVE_TEST_MYSQL_URL")) as (server_url, server):
+        return await _measure(args, Databases(server_url), server.pid if server else None)
 
 
-async def _measure(args: argparse.Namespace, databases: Databases) -> int:
+async def _measure(args: argparse.Namespace, databases: Databases, server_pid: int | None) -> int:
     results: list[bool] = []
     try:
         if "store" in args.only:
@@ -57,6 +58,8 @@ async def _measure(args: argparse.Namespace, databases: Databases) -> int:
             cursor = timings["jobs: deep page by cursor"][0]
             offset = timings["baseline: deep page by OFFSET"][0]
             line("deep page: OFFSET p50 / cursor p50", f"{offset / cursor:.1f}x")
+        if "reads" in args.only:
+            results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
     finally:
         databases.drop_all()
     print("all targets met" if all(results) else "some targets missed")
@@ -68,8 +71,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         nargs="+",
-        default=["store", "e2e", "queries"],
-        choices=["store", "e2e", "queries"],
+        default=["store", "e2e", "queries", "reads"],
+        choices=["store", "e2e", "queries", "reads"],
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
@@ -78,6 +81,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--query-jobs", type=int, default=100_000)
     parser.add_argument("--query-pods", type=int, default=10, help="pods (and Events) per job")
+    parser.add_argument("--reads-jobs", type=int, default=20_000, help="jobs archived")
+    parser.add_argument("--reads-pods", type=int, default=10, help="pods (and Events) per job")
+    parser.add_argument("--reads-record", type=int, default=500, help="pods per burst")
+    parser.add_argument("--reads-rounds", type=int, default=5, help="bursts, idle and flooded")
+    parser.add_argument("--reads-clients", type=int, default=30, help="requests in flight")
+    parser.add_argument(
+        "--reads-concurrency",
+        type=int,
+        default=DEFAULTS.api_concurrency,
+        help="JOBARCHIVE_API_CONCURRENCY",
+    )
     return parser.parse_args(argv)
 
 

@@ -16,6 +16,7 @@ from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, JobQuery
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job
+from jobarchive.storage.reads import ReadPool
 from testbed import bulk
 
 REPEAT = 60
@@ -48,7 +49,7 @@ async def _offset_page(depth: int) -> list[Any]:
 
 async def run(url: str, jobs: int, pods_per_job: int) -> dict[str, tuple[float, float]]:
     """Fill a database, then time each query; returns name -> (p50 ms, p99 ms)."""
-    await db.open_database(url, encryption=DbTls())
+    await db.open_database(url, encryption=DbTls(), read_pool=ReadPool(url))
     try:
         started = time.perf_counter()
         await bulk.fill(jobs, pods_per_job)

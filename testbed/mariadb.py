@@ -222,6 +222,26 @@ class Databases:
 
 
 @contextlib.contextmanager
+def read_only_account(database_url: str) -> Iterator[str]:
+    """A new account, of a random name and password, that may only SELECT from the
+    database of ``database_url``; yields that database's URL under it, and drops the
+    account at the end."""
+    parts = urlsplit(database_url)
+    server_url = database_url.rsplit("/", 1)[0]
+    database = parts.path.strip("/")
+    user = f"reader_{uuid.uuid4().hex[:10]}"
+    password = uuid.uuid4().hex
+    with connect(server_url) as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'")
+        cursor.execute(f"GRANT SELECT ON `{database}`.* TO '{user}'@'%'")
+    try:
+        yield f"mysql://{user}:{password}@{parts.hostname}:{parts.port or 3306}/{database}"
+    finally:
+        with connect(server_url) as conn, conn.cursor() as cursor:
+            cursor.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+
+
+@contextlib.contextmanager
 def server_for_run(external_url: str | None) -> Iterator[tuple[str, MariaDBServer | None]]:
     """The server a test run or benchmark uses: the external one named, else a private
     one started here and removed at the end. Yields its URL and the private server."""

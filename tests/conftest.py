@@ -19,6 +19,7 @@ import pytest
 from jobarchive.config import DbTls
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage import database as db
+from jobarchive.storage.reads import ReadPool
 from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
 from testbed.mariadb import Databases, MariaDBServer, MariaDBUnavailable, server_for_run
 from testbed.operator import OperatorProcess, write_kubeconfig
@@ -83,8 +84,9 @@ def db_url(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> str:
 
 @pytest.fixture
 async def database(db_url: str) -> AsyncIterator[str]:
-    """An open, empty database: the schema created, every table emptied."""
-    await db.open_database(db_url, encryption=DbTls())
+    """An open, empty database: the schema created, every table emptied; its read side
+    open too, for the queries."""
+    await db.open_database(db_url, encryption=DbTls(), read_pool=ReadPool(db_url))
     conn = db.connection()
     for table in ("job_info", "replica_info", "event_info"):
         await conn.execute_script(f"DELETE FROM {table}")
@@ -130,8 +132,9 @@ def e2e_db_url(mysql_databases: Databases) -> str:
 
 @pytest.fixture
 async def archive(e2e_db_url: str) -> AsyncIterator[str]:
-    """The test's own Tortoise connection to the operator's database, for assertions."""
-    await db.open_database(e2e_db_url, encryption=DbTls())
+    """The test's own Tortoise connection to the operator's database, for assertions
+    (its read side too, for the queries)."""
+    await db.open_database(e2e_db_url, encryption=DbTls(), read_pool=ReadPool(e2e_db_url))
     yield e2e_db_url
     await db.close_database()
 
@@ -145,6 +148,8 @@ def operator_env(e2e_db_url: str) -> dict[str, str | None]:
         "REGION": None,
         "MYSQL_HOST": None,
         "JOBARCHIVE_DB_URL_FILE": None,
+        "JOBARCHIVE_READ_DB_URL": None,
+        "JOBARCHIVE_READ_DB_URL_FILE": None,
         "JOBARCHIVE_DB_TLS": None,
         "JOBARCHIVE_DB_TLS_CA": None,
     }

@@ -27,6 +27,7 @@ from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, schema
+from jobarchive.storage.reads import ReadPool
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 
@@ -43,6 +44,22 @@ class Unusable(Exception):
 
 class Unhealthy(Exception):
     """Writes have failed or hung for longer than allowed; the message says which."""
+
+
+def read_pool(settings: Settings) -> ReadPool | None:
+    """The API's own connections, when it is served: JOBARCHIVE_API_CONCURRENCY of them,
+    to JOBARCHIVE_READ_DB_URL, statements stopped after JOBARCHIVE_API_TIMEOUT."""
+    if not settings.api_port:
+        return None
+    return ReadPool(settings.read_db_url, settings.api_concurrency, settings.api_timeout)
+
+
+def databases(settings: Settings) -> str:
+    """The database the operator opens, and the API's when it reads elsewhere, for a
+    message: passwords hidden."""
+    if read_pool(settings) is None or settings.read_db_url == settings.db_url:
+        return settings.db_url_redacted
+    return f"{settings.db_url_redacted} (API reads: {settings.read_db_url_redacted})"
 
 
 class Operator:
@@ -100,21 +117,25 @@ class Operator:
         self._keep(await metrics.serve(self.settings.metrics_port))
 
     async def open_database(self) -> None:
-        """Connect, create what the schema lacks, and load what attribution starts from."""
+        """Connect, create what the schema lacks, and load what attribution starts from.
+
+        When the API is served, its reads get a pool of their own (``read_pool``), so
+        that no flood of reads can take a connection the writer needs.
+        """
         try:
             # Lookups by handlers need connections beside the flushers' transactions.
             await db.open_database(
                 self.settings.db_url,
                 pool_size=self.settings.writers + 4,
                 encryption=self.settings.db_tls,
+                read_pool=read_pool(self.settings),
             )
             await self.recorder.load()
         except schema.NotAdopted as exc:
             raise Unusable(f"Cannot record into {self.settings.db_url_redacted}: {exc}") from None
         except failures.ERRORS as exc:
             raise DatabaseUnavailable(
-                f"Cannot open the database {self.settings.db_url_redacted}: "
-                f"{failures.describe(exc)}"
+                f"Cannot open the database {databases(self.settings)}: {failures.describe(exc)}"
             ) from None
 
     async def serve_api(self) -> None:
@@ -126,7 +147,11 @@ class Operator:
         if self.settings.api_port:
             access = await auth.access(self.settings.api_auth)
             runner = await api.serve(
-                self.settings.api_host, self.settings.api_port, access, self.settings.api_timeout
+                self.settings.api_host,
+                self.settings.api_port,
+                access,
+                self.settings.api_timeout,
+                self.settings.api_concurrency,
             )
             self._keep(runner)
 

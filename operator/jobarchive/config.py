@@ -71,6 +71,8 @@ BOUNDED: dict[str, Bounded] = {
     "retention_days": Bounded("JOBARCHIVE_RETENTION_DAYS", 0, 0, 100 * 365),
     "api_port": Bounded("JOBARCHIVE_API_PORT", 0, 0, 65535),
     "api_timeout": Bounded("JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
+    # The read side's connections, and so how many reads run at once.
+    "api_concurrency": Bounded("JOBARCHIVE_API_CONCURRENCY", 4, 1, 64),
 }
 
 # Who may read through the API: callers' tokens and access reviewed by Kubernetes
@@ -99,6 +101,8 @@ class Settings:
     """The operator's validated configuration; ``load`` is the only way to make one."""
 
     db_url: str
+    # Where the read side reads: JOBARCHIVE_READ_DB_URL, else the same as ``db_url``.
+    read_db_url: str
     db_tls: DbTls
     region: str | None
     kinds: KindRegistry
@@ -113,6 +117,7 @@ class Settings:
     retention_days: int
     api_port: int
     api_timeout: float
+    api_concurrency: int
     api_host: str
     api_auth: str
     # Labels a plain batch Job must carry to be recorded as a job; None: none are.
@@ -122,6 +127,11 @@ class Settings:
     def db_url_redacted(self) -> str:
         """The database URL with its password replaced, safe for logs."""
         return redact_url(self.db_url)
+
+    @property
+    def read_db_url_redacted(self) -> str:
+        """The read side's database URL with its password replaced, safe for logs."""
+        return redact_url(self.read_db_url)
 
 
 def redact_url(url: str) -> str:
@@ -170,6 +180,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
     """Read and validate the settings; raises ConfigError naming the bad variable."""
     env = os.environ if environ is None else environ
     db_url = _db_url(env)
+    read_db_url = _read_db_url(env, db_url)
     db_tls = _db_tls(env, db_url)
     region = env.get("REGION") or None
     extra: tuple[JobKind, ...] = ()
@@ -189,6 +200,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         numbers[field] = int(value) if bounded.per_unit == 1 else value
     return Settings(
         db_url=db_url,
+        read_db_url=read_db_url,
         db_tls=db_tls,
         region=region,
         kinds=kinds,
@@ -259,6 +271,33 @@ def _db_url(env: Mapping[str, str]) -> str:
     if env.get("MYSQL_HOST"):
         return _url_from_kubedl_variables(env)
     return DEFAULT_DB_URL
+
+
+def _read_db_url(env: Mapping[str, str], db_url: str) -> str:
+    """JOBARCHIVE_READ_DB_URL or the file JOBARCHIVE_READ_DB_URL_FILE names (never both),
+    else the database the operator writes to.
+
+    A replica, or the same database under a read-only account: the same kind of
+    database as the one written, since it must hold the same tables, and TLS
+    (JOBARCHIVE_DB_TLS) applies to both.
+    """
+    variable, file_variable = "JOBARCHIVE_READ_DB_URL", "JOBARCHIVE_READ_DB_URL_FILE"
+    if env.get(variable) and env.get(file_variable):
+        raise ConfigError(f"{variable} and {file_variable} are both set: keep one")
+    if env.get(variable):
+        url, source = env[variable], variable
+    elif env.get(file_variable):
+        url, source = read_url_file(env[file_variable], file_variable), file_variable
+    else:
+        return db_url
+    validate_db_url(url, source)
+    scheme, written = url.partition(":")[0].lower(), db_url.partition(":")[0].lower()
+    if scheme != written:
+        raise ConfigError(
+            f"{source}: a {scheme} database, while the archive is written to a {written} one: "
+            "reads must see the tables the operator writes"
+        )
+    return url
 
 
 def validate_db_url(url: str, source: str) -> None:

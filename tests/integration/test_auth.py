@@ -20,6 +20,7 @@ from jobarchive import cluster as kube
 from jobarchive.config import DbTls
 from jobarchive.reading import api, auth
 from jobarchive.storage import database as db
+from jobarchive.storage.reads import ReadPool
 from testbed.cluster import ACCESS_REVIEWS, TOKEN_REVIEWS, Cluster, Reviews
 from testbed.operator import write_kubeconfig
 from testbed.ports import free_port
@@ -33,7 +34,8 @@ ALICE, BOB, CAROL = "alice-token", "bob-token", "carol-token"
 @pytest.fixture
 async def jobs(tmp_path: pathlib.Path) -> AsyncIterator[dict[str, str]]:
     """An archive with one job in team-a and one in team-b: their uids by namespace."""
-    await db.open_database(f"sqlite://{tmp_path / 'archive.sqlite3'}", encryption=DbTls())
+    url = f"sqlite://{tmp_path / 'archive.sqlite3'}"
+    await db.open_database(url, encryption=DbTls(), read_pool=ReadPool(url))
     async with History() as history:
         mine = await history.job("mnist", namespace="team-a")
         pod = await history.pod(mine, "Worker", 0)

@@ -17,7 +17,15 @@ from tests.support.commands import jobarchive
 # Every character a URL reserves in its user information, and nothing a log says by chance.
 PASSWORD = "Qz8#Vx/Kj?W@m"
 ENCODED = urllib.parse.quote(PASSWORD, safe="")
-WAYS = ["JOBARCHIVE_DB_URL", "MYSQL_*", "--db-url", "--db-url-file", "JOBARCHIVE_DB_URL_FILE"]
+WAYS = [
+    "JOBARCHIVE_DB_URL",
+    "MYSQL_*",
+    "--db-url",
+    "--db-url-file",
+    "JOBARCHIVE_DB_URL_FILE",
+    "JOBARCHIVE_READ_DB_URL",
+    "JOBARCHIVE_READ_DB_URL_FILE",
+]
 UNENCODED = (
     "the user name or password holds an unencoded '/', '?', '#', '@', '[' or ']', so the URL "
     "does not say what was meant: percent-encode them ('/' %2F, '?' %3F, '#' %23, '@' %40, "
@@ -41,9 +49,12 @@ def empty(tmp_path: pathlib.Path) -> pathlib.Path:
 
 
 def given(way: str, url: str, folder: pathlib.Path) -> tuple[list[str], dict[str, str]]:
-    """The arguments and environment that give ``url`` to ``jobarchive`` one way."""
+    """The arguments and environment that give ``url`` to ``jobarchive`` one way (as the
+    URL it reads, beside a URL to write to without a password, for the read side's ways)."""
     file = folder / "db-url"
     file.write_text(url + "\n")
+    parts = urllib.parse.urlsplit(url)
+    written = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
     if way == "MYSQL_*":
         parts = urllib.parse.urlsplit(url)
         return [], {
@@ -58,6 +69,14 @@ def given(way: str, url: str, folder: pathlib.Path) -> tuple[list[str], dict[str
         "--db-url": (["--db-url", url], {}),
         "--db-url-file": (["--db-url-file", str(file)], {}),
         "JOBARCHIVE_DB_URL_FILE": ([], {"JOBARCHIVE_DB_URL_FILE": str(file)}),
+        "JOBARCHIVE_READ_DB_URL": (
+            [],
+            {"JOBARCHIVE_DB_URL": written, "JOBARCHIVE_READ_DB_URL": url},
+        ),
+        "JOBARCHIVE_READ_DB_URL_FILE": (
+            [],
+            {"JOBARCHIVE_DB_URL": written, "JOBARCHIVE_READ_DB_URL_FILE": str(file)},
+        ),
     }[way]
 
 

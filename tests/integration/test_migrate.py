@@ -238,3 +238,39 @@ async def test_the_operators_start_brings_an_earlier_jobarchives_rows_up_to_kube
         "= DATABASE() AND TABLE_NAME = 'job_info' AND COLUMN_NAME IN ('owner', 'tenant')",
     )
     assert sorted(nullable) == [("owner", "NO"), ("tenant", "NO")]
+
+
+async def test_the_start_gives_events_from_before_their_job_column_their_job(
+    mysql_databases: Databases,
+) -> None:
+    url = mysql_databases.create("jobarchive_events")
+    await db.open_database(url, encryption=DbTls())
+    await db.close_database()
+    job = (
+        "INSERT INTO job_info (name, namespace, job_id, version, status, kind, resources, "
+        "tenant, owner, deleted, is_in_etcd, gmt_created, gmt_modified) VALUES "
+        "('old', 'ml', 'uid-job', '7', 'Running', 'TFJob', '{}', '', '', 0, 1, %s, %s)"
+    )
+    pod = (
+        "INSERT INTO replica_info (name, namespace, pod_id, version, status, image, job_id, "
+        "replica_type, resources, deleted, is_in_etcd, gmt_created, gmt_modified) VALUES "
+        "('old-worker-0', 'ml', 'uid-pod', '8', 'Running', 'i', 'uid-job', 'worker', '{}', "
+        "0, 1, %s, %s)"
+    )
+    event = (
+        "INSERT INTO event_info (event_id, version, name, kind, type, obj_namespace, obj_name, "
+        "obj_uid, reason, message, count, gmt_created, gmt_modified, job_id) VALUES "
+        "(%s, '9', %s, 'Pod', 'Normal', 'ml', 'x', %s, 'Scheduled', 'm', 1, %s, %s, NULL)"
+    )
+    query(url, job, T0, T0)
+    query(url, pod, T0, T0)
+    for uid, subject in (("e-pod", "uid-pod"), ("e-job", "uid-job"), ("e-gone", "uid-unknown")):
+        query(url, event, uid, uid, subject, T0, T0)
+
+    await db.open_database(url, encryption=DbTls())
+    await db.close_database()
+    assert query(url, "SELECT event_id, job_id FROM event_info ORDER BY event_id") == [
+        ("e-gone", None),
+        ("e-job", "uid-job"),
+        ("e-pod", "uid-job"),
+    ]

@@ -11,6 +11,7 @@ from jobarchive.config import DbTls
 from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, JobQuery
 from jobarchive.storage import database as db
+from jobarchive.storage.reads import ReadPool
 from testbed import bulk
 from testbed.mariadb import Databases
 
@@ -25,7 +26,7 @@ def plans_url(mysql_databases: Databases) -> str:
 
 @pytest.fixture
 async def archive(plans_url: str) -> AsyncIterator[None]:
-    await db.open_database(plans_url, encryption=DbTls())
+    await db.open_database(plans_url, encryption=DbTls(), read_pool=ReadPool(plans_url))
     connection = db.connection()
     _, rows = await connection.execute_query("SELECT COUNT(*) AS n FROM job_info")
     if not rows[0]["n"]:

@@ -13,6 +13,8 @@ DATABASE_VARIABLES = frozenset(
     {
         "JOBARCHIVE_DB_URL",
         "JOBARCHIVE_DB_URL_FILE",
+        "JOBARCHIVE_READ_DB_URL",
+        "JOBARCHIVE_READ_DB_URL_FILE",
         "JOBARCHIVE_DB_TLS",
         "JOBARCHIVE_DB_TLS_CA",
         "MYSQL_HOST",

@@ -7,7 +7,15 @@ Errors are JSON, ``{"error": {"status": ..., "message": ...}}``: 400 for bad inp
 (unknown parameter, bad date, unknown status, bad cursor, page too large), 401
 without a valid bearer token, 403 when the caller may not read the namespace asked
 for (or all namespaces, when none is named), 404 for an unknown job, 503 when
-Kubernetes cannot review the caller, 504 when a query outlives ``timeout``.
+Kubernetes cannot review the caller or when every read connection stays busy for
+``QUEUE_WAIT`` (with ``Retry-After``), 504 when a query outlives ``timeout``.
+
+The queries run on the read side's own pool (``storage.reads``), at most
+``concurrency`` at once, its size: a request beyond them waits ``QUEUE_WAIT`` for
+one to finish, then is answered 503 rather than queued, so that a flood of requests
+costs their callers a retry, not the archive a growing queue of waiting
+statements. A request's queries share one deadline, which the database enforces
+(``reads.deadline``): a 504 leaves nothing running on the server.
 
 Who may read what is ``reading.auth``'s answer. A request names its namespace, or
 covers all of them; a job asked for by uid names none, so it is checked against
@@ -18,20 +26,29 @@ job that never was (404): the answer must not tell that it exists.
 import asyncio
 import dataclasses
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
 from multidict import MultiMapping
 
+from jobarchive.config import DEFAULTS
 from jobarchive.reading import auth, queries
 from jobarchive.serving import listen
+from jobarchive.storage import reads
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PREFIX = "/api/v1"
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_CONCURRENCY = DEFAULTS.api_concurrency
+# Seconds a request waits for a free read connection before it is answered 503.
+QUEUE_WAIT = 1.0
+# The database stops a statement at its request's deadline; this much later the
+# request is abandoned anyway, should an answer never come (a network that hangs).
+BACKSTOP = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +116,10 @@ def error(status: int, message: str, headers: Mapping[str, str] | None = None) -
 
 class Forbidden(Exception):
     """The caller may not read what the request asks for (403); the message says why."""
+
+
+class Busy(Exception):
+    """Every read connection stayed busy for ``QUEUE_WAIT`` (503, with Retry-After)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,11 +195,18 @@ Handler = Callable[[web.Request, Caller], Awaitable[Any]]
 
 
 class Api:
-    """The routes, bound to an access control and a query timeout."""
+    """The routes, bound to an access control, a query timeout and how many queries
+    may run at once (the read pool's size)."""
 
-    def __init__(self, access: auth.Access, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        access: auth.Access,
+        timeout: float = DEFAULT_TIMEOUT,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> None:
         self.access = access
         self.timeout = timeout
+        self._slots = asyncio.Semaphore(concurrency)
 
     def app(self) -> web.Application:
         """An aiohttp application serving the API; its cleanup closes the access control."""
@@ -207,10 +235,18 @@ class Api:
                 return error(403, str(exc))
             except auth.ReviewFailed as exc:
                 return error(503, str(exc))
+            except Busy:
+                return error(
+                    503,
+                    f"every read connection is busy; retry in {QUEUE_WAIT:g} s",
+                    {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"},
+                )
             except queries.BadQuery as exc:
                 return error(400, str(exc))
-            except TimeoutError:
-                return error(504, f"the query took longer than {self.timeout:g} s; narrow it")
+            except (reads.QueryTimeout, TimeoutError):
+                return error(
+                    504, f"the query took longer than {self.timeout:g} s and was stopped; narrow it"
+                )
             except Exception as exc:
                 # A bug or a database failure: the caller learns that much, the log the
                 # kind of error (its text may echo the request, so it is not logged).
@@ -227,22 +263,37 @@ class Api:
 
         return guarded
 
-    async def _within(self, query: Awaitable[T]) -> T:
-        """The query's result, or TimeoutError past the timeout (reviews are not counted)."""
-        async with asyncio.timeout(self.timeout):
-            return await query
+    async def _within(self, query: Callable[[], Awaitable[T]]) -> T:
+        """The query's result, run on a free read connection; Busy when none frees in
+        ``QUEUE_WAIT``, QueryTimeout past the timeout (reviews are not counted).
+
+        The query is given uncalled, so that a request turned away never makes it.
+        """
+        try:
+            async with asyncio.timeout(QUEUE_WAIT):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise Busy() from None
+        try:
+            with reads.deadline(self.timeout):
+                async with asyncio.timeout(self.timeout + BACKSTOP):
+                    return await query()
+        finally:
+            self._slots.release()
 
     async def _jobs(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, JOB_PARAMS + PAGE)
         await caller.require("list", values.get("namespace"))
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        page = await self._within(queries.list_jobs(queries.JobQuery(**values), limit, cursor))
+        page = await self._within(
+            lambda: queries.list_jobs(queries.JobQuery(**values), limit, cursor)
+        )
         return page.as_json()
 
     async def _job(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, DETAIL_PARAMS)
         uid = request.match_info["uid"]
-        detail = await self._within(queries.job_detail(uid, **values))
+        detail = await self._within(lambda: queries.job_detail(uid, **values))
         if detail is None or not await caller.may("get", detail["namespace"]):
             return error(404, f"no job with uid {queries.quoted(uid)}")
         return detail
@@ -251,7 +302,7 @@ class Api:
         values = parse(request.query, PAGE)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         await caller.require("get", namespace)
-        found = await self._within(queries.named_jobs(namespace, name, **values))
+        found = await self._within(lambda: queries.named_jobs(namespace, name, **values))
         if not found.items and not values:
             return error(404, f"no job {queries.quoted(namespace)}/{queries.quoted(name)}")
         return found.as_json()
@@ -260,14 +311,16 @@ class Api:
         values = parse(request.query, EVENT_PARAMS + PAGE)
         await caller.require("list", values.get("namespace"))
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        page = await self._within(queries.list_events(queries.EventQuery(**values), limit, cursor))
+        page = await self._within(
+            lambda: queries.list_events(queries.EventQuery(**values), limit, cursor)
+        )
         return page.as_json()
 
     async def _stats(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, STATS_PARAMS)
         await caller.require("list", None, "/stats", "name a namespace in /jobs or /events")
         by, since, until = values.get("by", "status"), values.get("since"), values.get("until")
-        return {"items": await self._within(queries.stats(by, since, until))}
+        return {"items": await self._within(lambda: queries.stats(by, since, until))}
 
 
 def _schema(param: Param) -> dict[str, Any]:
@@ -292,8 +345,11 @@ def openapi() -> dict[str, Any]:
             "400": {"description": "Bad input; the message says what to change."},
             "401": {"description": "No bearer token, or one Kubernetes does not accept."},
             "403": {"description": "The caller may not read the namespace, or all of them."},
-            "503": {"description": "Kubernetes could not review the caller."},
-            "504": {"description": "The query outlived the timeout."},
+            "503": {
+                "description": "Kubernetes could not review the caller, or every read "
+                "connection stayed busy (Retry-After says when to retry)."
+            },
+            "504": {"description": "The query outlived the timeout; the database stopped it."},
         }
         if path:
             responses["404"] = {"description": "No such job."}
@@ -329,9 +385,14 @@ async def _openapi(_: web.Request, __: Caller) -> Any:
 
 
 async def serve(
-    host: str, port: int, access: auth.Access, query_timeout: float = DEFAULT_TIMEOUT
+    host: str,
+    port: int,
+    access: auth.Access,
+    query_timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> web.AppRunner | None:
-    """Start serving the API; None, logged, when the port cannot be bound.
+    """Start serving the API, at most ``concurrency`` queries at once (the size of the
+    read pool, opened beforehand); None, logged, when the port cannot be bound.
 
     The runner's cleanup closes ``access``, also when the port cannot be bound.
     """
@@ -343,5 +404,8 @@ async def serve(
             port,
         )
     return await listen(
-        Api(access, query_timeout).app(), host, port, f"the read-only API at {PREFIX}"
+        Api(access, query_timeout, concurrency).app(),
+        host,
+        port,
+        f"the read-only API at {PREFIX}",
     )

@@ -13,6 +13,11 @@ unparseable date, an unknown status, a cursor from elsewhere, a database URL the
 operator would refuse) exits with status 2 and says what to change; a database
 that cannot be read exits with status 1 and names the cause in the driver's words,
 never with the password.
+
+The commands that read open the read side only, as the API does
+(``JOBARCHIVE_READ_DB_URL`` when set): its statements are stopped by the database
+after ``JOBARCHIVE_API_TIMEOUT`` seconds, which is one line too. ``prune`` and
+``migrate`` write, through the operator's own URL.
 """
 
 import asyncio
@@ -33,6 +38,7 @@ from jobarchive.maintenance import retention
 from jobarchive.reading import api, auth, queries
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, migration, schema
+from jobarchive.storage.reads import QueryTimeout, ReadPool
 
 T = TypeVar("T")
 OUTPUTS = click.Choice(["table", "json"])
@@ -46,20 +52,32 @@ class BadSetting(click.ClickException):
 
 def _settings(db_url: str | None) -> config.Settings:
     """The operator's settings, ``db_url`` (from the command line) taking the place of
-    JOBARCHIVE_DB_URL and JOBARCHIVE_DB_URL_FILE."""
+    JOBARCHIVE_DB_URL and JOBARCHIVE_DB_URL_FILE, and of the read side's URL: the
+    archive named on the command line is the one read."""
     environ = dict(os.environ)
     if db_url:
         environ["JOBARCHIVE_DB_URL"] = db_url
-        environ.pop("JOBARCHIVE_DB_URL_FILE", None)
+        for variable in (
+            "JOBARCHIVE_DB_URL_FILE",
+            "JOBARCHIVE_READ_DB_URL",
+            "JOBARCHIVE_READ_DB_URL_FILE",
+        ):
+            environ.pop(variable, None)
     try:
         return config.load(environ)
     except config.ConfigError as exc:
         raise BadSetting(str(exc)) from None
 
 
-def _archive(settings: config.Settings) -> str:
-    """The URL of the archive to read; for SQLite, once its file is known to exist."""
-    url = settings.db_url
+def _read_pool(settings: config.Settings, timeout: float | None = None) -> ReadPool:
+    """The read side, as the API's: JOBARCHIVE_READ_DB_URL, its pool size and timeout."""
+    return ReadPool(
+        _archive(settings.read_db_url), settings.api_concurrency, timeout or settings.api_timeout
+    )
+
+
+def _archive(url: str) -> str:
+    """The URL of an archive; for SQLite, once its file is known to exist."""
     path = db.sqlite_file(url)
     if path is not None and not path.is_file():
         raise click.ClickException(
@@ -74,20 +92,30 @@ def _unreadable(url: str, error: BaseException) -> click.ClickException:
     )
 
 
-def _run(db_url: str | None, work: Callable[[], Awaitable[T]], adopted: bool = True) -> T:
+def _run(
+    db_url: str | None,
+    work: Callable[[], Awaitable[T]],
+    adopted: bool = True,
+    writes: bool = False,
+) -> T:
     """Run ``work`` on the open archive; one line, never a traceback, when it cannot.
 
-    Unless ``adopted`` is false (``migrate``), a schema the reader cannot read yet is
-    refused with a line that says how to bring it up to date.
+    ``work`` reads through the read side unless it ``writes`` (then through the
+    operator's URL). Unless ``adopted`` is false (``migrate``), a schema the reader
+    cannot read yet is refused with a line that says how to bring it up to date.
     """
     settings = _settings(db_url)
-    url = _archive(settings)
+    read_pool = None if writes else _read_pool(settings)
+    url = _archive(settings.db_url) if read_pool is None else read_pool.url
 
     async def session() -> T:
         try:
-            await db.open_database(url, create=False, encryption=settings.db_tls)
+            if read_pool is None:
+                await db.open_database(url, create=False, encryption=settings.db_tls)
+            else:
+                await db.open_reader(read_pool, encryption=settings.db_tls)
             if adopted:
-                await schema.require_readable(db.connection())
+                await schema.require_readable(db.connection() if writes else db.reader())
             return await work()
         finally:
             await db.close_database()
@@ -96,6 +124,11 @@ def _run(db_url: str | None, work: Callable[[], Awaitable[T]], adopted: bool = T
         return asyncio.run(session())
     except queries.BadQuery as exc:
         raise click.UsageError(str(exc)) from None
+    except QueryTimeout:
+        raise click.ClickException(
+            f"the query ran longer than {settings.api_timeout:g} s (JOBARCHIVE_API_TIMEOUT) "
+            "and was stopped: narrow it, or allow it more time"
+        ) from None
     except schema.NotAdopted as exc:
         raise click.ClickException(str(exc)) from None
     except failures.ERRORS as exc:
@@ -408,7 +441,7 @@ def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> N
     if not keep:
         raise click.UsageError("--days is needed: JOBARCHIVE_RETENTION_DAYS keeps everything")
     before = retention.cutoff(keep)
-    pruned = _run(db_url, lambda: retention.prune(before, dry_run=dry_run))
+    pruned = _run(db_url, lambda: retention.prune(before, dry_run=dry_run), writes=True)
     counts = {"jobs": pruned.jobs, "pods": pruned.pods, "events": pruned.events}
     if output == "json":
         _print_json({**counts, "dry_run": dry_run, "finished_before": before.isoformat()})
@@ -436,7 +469,7 @@ def migrate(db_url: str | None, dry_run: bool) -> None:
     async def work() -> list[migration.Step]:
         return await migration.Migration(db.connection()).run(dry_run, report)
 
-    steps = _run(db_url, work, adopted=False)
+    steps = _run(db_url, work, adopted=False, writes=True)
     if not steps:
         click.echo("Nothing to migrate: the database has jobarchive's schema")
     elif dry_run:
@@ -471,19 +504,20 @@ def serve(
     cluster of the current kubeconfig says whose it is and which namespaces it may read.
     """
     settings = _settings(db_url)
-    url = _archive(settings)
+    read_pool = _read_pool(settings, timeout)
+    url = read_pool.url
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     async def run_forever() -> None:
         try:
-            await db.open_database(url, create=False, encryption=settings.db_tls)
+            await db.open_reader(read_pool, encryption=settings.db_tls)
             try:
                 access = await auth.access(auth_mode or settings.api_auth)
             except auth.NoCluster as exc:
                 raise click.ClickException(
                     f"--auth kubernetes: {exc}; or serve this machine only with --auth none"
                 ) from None
-            runner = await api.serve(host, port, access, timeout or settings.api_timeout)
+            runner = await api.serve(host, port, access, read_pool.timeout, read_pool.size)
             if runner is None:
                 raise click.ClickException(f"cannot listen on {host}:{port}")
             try:

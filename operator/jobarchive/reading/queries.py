@@ -9,6 +9,10 @@ what the other filters leave.
 
 Rows come out as plain dicts under the seed's JSON field names, timestamps as
 RFC 3339 strings in UTC.
+
+Every query runs on the read side's own connection (``storage.database.reader``,
+which ``_read`` and ``_reader`` name once for all of them): never on the writer's, so
+that no read, however slow or many, takes a connection the writer needs.
 """
 
 import base64
@@ -18,17 +22,21 @@ import dataclasses
 import datetime
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
+from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 from tortoise.functions import Count
+from tortoise.models import Model
 from tortoise.queryset import QuerySet
 
 from jobarchive import config
 from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS
 from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
-from jobarchive.storage import dialects
+from jobarchive.storage import database, dialects
 from jobarchive.storage.models import Event, Job, Pod
+
+M = TypeVar("M", bound=Model)
 
 JOB_STATUSES = (
     "Created",
@@ -44,6 +52,16 @@ EVENT_TYPES = ("Normal", "Warning")
 MAX_PAGE = 500
 DEFAULT_PAGE = 50
 STATS_GROUPS = ("status", "kind", "owner", "namespace", "tenant")
+
+
+def _reader() -> BaseDBAsyncClient:
+    """The connection every read runs on."""
+    return database.reader()
+
+
+def _read(model: type[M]) -> "QuerySet[M]":
+    """Every row of ``model``, read through the read side's connection."""
+    return model.all(using_db=_reader())
 
 
 class BadQuery(ValueError):
@@ -364,7 +382,7 @@ async def event_page_sql(
 
 def _job_filters(query: JobQuery) -> "QuerySet[Job]":
     _refuse_scans(query)
-    found = Job.all()
+    found = _read(Job)
     exact = {
         "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
         "kind": one_of("kind", query.kind, known_job_kinds()),
@@ -393,7 +411,7 @@ def _prefix_range(found: "QuerySet[Job]", prefix: str) -> "QuerySet[Job]":
     """The names that can start with ``prefix``, as a range an index can read: Tortoise
     spells a prefix as ``CAST(name AS CHAR) LIKE``, which no index serves. The LIKE
     stays, for its exact meaning; the range only narrows what it reads."""
-    bounds = dialects.of(Job._meta.db).prefix_range(prefix)
+    bounds = dialects.of(_reader()).prefix_range(prefix)
     if bounds is None:
         return found
     low, high = bounds
@@ -417,7 +435,7 @@ async def _hinted(found: "QuerySet[Job]", query: JobQuery) -> "QuerySet[Job]":
         columns = ("gmt_finished",)
     else:
         return found
-    conn = Job._meta.db
+    conn = _reader()
     name = (await dialects.of(conn).index_names(conn, Job._meta.db_table)).get(columns)
     return found.force_index(name) if name else found
 
@@ -454,7 +472,7 @@ async def find_jobs(reference: str) -> list[dict[str, Any]]:
     if "/" in reference:
         namespace, _, name = reference.partition("/")
         return (await named_jobs(namespace, name)).items
-    found = await Job.filter(job_id=fits("uid", reference, UID_LENGTH))
+    found = await _read(Job).filter(job_id=fits("uid", reference, UID_LENGTH))
     now = datetime.datetime.now(datetime.UTC)
     return [job_json(job, now) for job in found]
 
@@ -463,7 +481,7 @@ async def named_jobs(
     namespace: str, name: str, limit: int | None = None, cursor: str | None = None
 ) -> Page:
     """Every job recorded under one name (each recreation has its own uid), newest first."""
-    query = Job.filter(
+    query = _read(Job).filter(
         namespace=fits("namespace", namespace, NAMESPACE_LENGTH),
         name=fits("name", name, NAME_LENGTH),
     )
@@ -476,7 +494,8 @@ async def replica_summary(job_uid: str) -> dict[str, dict[str, int]]:
     """Per replica type: how many pods are active, succeeded, failed, stopped; counted
     by the database, so a job of any size costs one small answer."""
     rows = (
-        await Pod.filter(job_id=job_uid)
+        await _read(Pod)
+        .filter(job_id=job_uid)
         .group_by("replica_type", "status", "is_in_etcd")
         .annotate(pods=Count("id"))
         .values("replica_type", "status", "is_in_etcd", "pods")
@@ -501,7 +520,7 @@ async def replica_summary(job_uid: str) -> dict[str, dict[str, int]]:
 
 async def job_pods(job_uid: str, limit: int | None = None, cursor: str | None = None) -> Page:
     """A job's pods in the order they were recorded, one page."""
-    query = Pod.filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    query = _read(Pod).filter(job_id=fits("uid", job_uid, UID_LENGTH))
     rows, after = await _page(query, "gmt_created", page_size(limit), cursor, "pods", True)
     return Page([pod_json(row) for row in rows], after)
 
@@ -510,7 +529,7 @@ async def job_events(job_uid: str, limit: int | None = None, cursor: str | None 
     """The Events about a job, its pods and its intermediate objects, oldest last
     occurrence first, one page. (Events recorded before ``event_info.job_id`` existed
     are reached after ``jobarchive migrate``, which fills it.)"""
-    query = Event.filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    query = _read(Event).filter(job_id=fits("uid", job_uid, UID_LENGTH))
     rows, after = await _page(query, "last_timestamp", page_size(limit), cursor, "job-events", True)
     return Page([event_json(row) for row in rows], after)
 
@@ -528,7 +547,7 @@ async def job_detail(
     Bounded whatever the job's size: a 20,000-pod job answers ``limit`` pods and
     Events; the rest are read page by page (``job_pods``, ``job_events``).
     """
-    job = await Job.get_or_none(job_id=fits("uid", job_uid, UID_LENGTH))
+    job = await _read(Job).get_or_none(job_id=fits("uid", job_uid, UID_LENGTH))
     if job is None:
         return None
     pods = await job_pods(job_uid, limit, pods_cursor)
@@ -574,7 +593,8 @@ def _event_filters(query: EventQuery) -> "QuerySet[Event]":
         "last_timestamp__gte": query.since,
         "last_timestamp__lt": query.until,
     }
-    return Event.filter(**{field: value for field, value in exact.items() if value is not None})
+    found = _read(Event)
+    return found.filter(**{field: value for field, value in exact.items() if value is not None})
 
 
 def known_object_kinds() -> tuple[str, ...]:
@@ -591,7 +611,7 @@ async def stats(
     ones took: count, finished, average and longest duration in seconds."""
     if group_by not in STATS_GROUPS:
         raise BadQuery(f"by: {group_by!r} is not one of {', '.join(STATS_GROUPS)}")
-    connection = Job._meta.db
+    connection = _reader()
     dialect = dialects.of(connection)
     where, params = [], []
     for clause, value in (("gmt_created >= ", since), ("gmt_created < ", until)):

@@ -10,6 +10,10 @@ importable.
 Opening is also where the password is registered for redaction (``logs.redact``),
 before Tortoise, which logs its connection settings at DEBUG, ever sees it; and
 where a session that should be encrypted is proven to be (``tls``).
+
+The read side has a connection of its own (``storage.reads``): the operator opens it
+beside the writer's when it serves the API, ``jobarchive serve`` and the CLI's reads
+open it alone (``open_reader``), and every query of ``reading`` runs on ``reader()``.
 """
 
 import logging
@@ -23,31 +27,64 @@ from tortoise.backends.base.config_generator import expand_db_url
 
 from jobarchive import logs
 from jobarchive.config import DbTls, redact_url, url_secrets
-from jobarchive.storage import dialects, failures, migration, schema, tls
+from jobarchive.storage import dialects, failures, migration, reads, schema, tls
 from jobarchive.storage.models import Job
+from jobarchive.storage.reads import ReadPool
 
 logger = logging.getLogger(__name__)
 
 MODELS_MODULE = "jobarchive.storage.models"
 
 
-def tortoise_config(db_url: str, pool_size: int, encryption: DbTls) -> dict[str, Any]:
-    """The Tortoise configuration for a database URL (UTC everywhere, utf8mb4 on MySQL)."""
-    connection = expand_db_url(db_url)
+def tortoise_config(
+    db_url: str, pool_size: int, encryption: DbTls, read_pool: ReadPool | None = None
+) -> dict[str, Any]:
+    """The Tortoise configuration for a database URL (UTC everywhere, utf8mb4 on MySQL),
+    with the read side's connection too when ``read_pool`` is given."""
+    name, connection = _connection(db_url, pool_size, encryption)
+    connections = {name: connection}
+    if read_pool is not None:
+        connections.update([_read_connection(read_pool, encryption)])
+    return _config(connections, default=name)
+
+
+def reader_config(read_pool: ReadPool, encryption: DbTls) -> dict[str, Any]:
+    """The Tortoise configuration of the read side alone."""
+    name, connection = _read_connection(read_pool, encryption)
+    return _config({name: connection}, default=name)
+
+
+def _connection(url: str, pool_size: int, encryption: DbTls) -> tuple[str, dict[str, Any]]:
+    """A connection's name and settings."""
+    connection = expand_db_url(url)
     dialect = dialects.for_engine(connection["engine"])
     # The connection is named after its engine: one process that opens MySQL and then
     # SQLite (the tests) must not find MySQL's placeholders in SQLite's statements.
     dialect.configure(connection["credentials"], pool_size, encryption)
+    return dialect.name, connection
+
+
+def _read_connection(read_pool: ReadPool, encryption: DbTls) -> tuple[str, dict[str, Any]]:
+    name, connection = _connection(read_pool.url, read_pool.size, encryption)
+    return name + reads.SUFFIX, reads.engine_info(connection, read_pool)
+
+
+def _config(connections: dict[str, Any], default: str) -> dict[str, Any]:
     return {
-        "connections": {dialect.name: connection},
-        "apps": {"jobarchive": {"models": [MODELS_MODULE], "default_connection": dialect.name}},
+        "connections": connections,
+        "apps": {"jobarchive": {"models": [MODELS_MODULE], "default_connection": default}},
         "use_tz": True,
         "timezone": "UTC",
     }
 
 
 async def open_database(
-    db_url: str, pool_size: int = 5, create: bool = True, *, encryption: DbTls
+    db_url: str,
+    pool_size: int = 5,
+    create: bool = True,
+    *,
+    encryption: DbTls,
+    read_pool: ReadPool | None = None,
 ) -> None:
     """Connect, and unless ``create`` is false (readers, which may lack the privilege),
     create the tables, columns and indexes that do not exist yet.
@@ -56,20 +93,46 @@ async def open_database(
     transactions, since Tortoise waits forever for a free connection. ``encryption``
     has no default, so that no caller can drop the TLS the settings ask for; with TLS
     on, the database connects here and raises ``tls.NotEncrypted`` in clear text.
+    With ``read_pool``, the read side's own connection is opened too (and checked).
     """
     logs.redact(url_secrets(db_url))
-    config = tortoise_config(db_url, pool_size, encryption)
+    if read_pool is not None:
+        logs.redact(url_secrets(read_pool.url))
+    config = tortoise_config(db_url, pool_size, encryption, read_pool)
     await Tortoise.init(config=config, _enable_global_fallback=True)
-    dialect = dialects.of(connection())
-    how = f"{dialect.name} via {dialect.driver()}"
-    if encryption.on:
-        cipher = await tls.require_encrypted(connection(), encryption)
-        how += f", TLS {encryption.mode}: {cipher}"
-    logger.info("Database %s (%s)", redact_url(db_url), how)
+    await _announce("Database", connection(), db_url, encryption)
+    if read_pool is not None:
+        await _announce("Reading from", reader(), read_pool.url, encryption, read_pool)
     if create:
         added = await schema.ensure_schema(connection())
         for step in await migration.upgrade(connection(), added):
             logger.info("Upgraded %s", step.describe(dry_run=False))
+
+
+async def open_reader(read_pool: ReadPool, *, encryption: DbTls) -> None:
+    """Open the read side alone (``jobarchive serve``, the CLI's reads): nothing is
+    created, and ``connection()`` is the read connection too."""
+    logs.redact(url_secrets(read_pool.url))
+    await Tortoise.init(config=reader_config(read_pool, encryption), _enable_global_fallback=True)
+    await _announce("Reading from", reader(), read_pool.url, encryption, read_pool)
+
+
+async def _announce(
+    what: str,
+    conn: BaseDBAsyncClient,
+    url: str,
+    encryption: DbTls,
+    read_pool: ReadPool | None = None,
+) -> None:
+    """Log the database and how it is reached, once its encryption is proven if asked for."""
+    dialect = dialects.of(conn)
+    how = f"{dialect.name} via {dialect.driver()}"
+    if read_pool is not None:
+        how += f", {read_pool.size} connections, statements stopped after {read_pool.timeout:g} s"
+    if encryption.on:
+        cipher = await tls.require_encrypted(conn, encryption)
+        how += f", TLS {encryption.mode}: {cipher}"
+    logger.info("%s %s (%s)", what, redact_url(url), how)
 
 
 def sqlite_file(db_url: str) -> pathlib.Path | None:
@@ -113,3 +176,16 @@ def connection() -> BaseDBAsyncClient:
     """The connection (pool) the store writes through."""
     client: BaseDBAsyncClient = connections.get(Job._meta.default_connection or "")
     return client
+
+
+class ReadSideClosed(Exception):
+    """A read was asked for, but the read side was not opened (``read_pool``)."""
+
+
+def reader() -> BaseDBAsyncClient:
+    """The read side's connection (pool): every query of ``reading`` runs on it."""
+    for name in connections.db_config:
+        if name.endswith(reads.SUFFIX):
+            client: BaseDBAsyncClient = connections.get(name)
+            return client
+    raise ReadSideClosed("the read side's connection was not opened")

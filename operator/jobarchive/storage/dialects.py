@@ -4,7 +4,8 @@ The rest of the package picks a ``Dialect`` for its connection (``of``) and neve
 asks which database it talks to. A dialect knows how its engine is configured, how
 it quotes names and marks parameters, how it upserts and counts the rows the
 stale-write guard kept, how a write transaction is run, how its schema is
-introspected, and how it computes a duration.
+introspected, how it computes a duration, and how a SELECT carries the time limit
+the server stops it at.
 
 The upserts are hand-written because Tortoise's ``bulk_create(update_fields=...)``
 emits MySQL 8 syntax that MariaDB rejects, and because the stale-write guard must
@@ -21,6 +22,7 @@ import dataclasses
 import datetime
 import functools
 import importlib.util
+import math
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -132,6 +134,11 @@ class Dialect(abc.ABC):
     @abc.abstractmethod
     def seconds_between(self, start: str, end: str) -> str:
         """An SQL expression: the seconds from column ``start`` to column ``end``."""
+
+    @abc.abstractmethod
+    def bounded(self, sql: str, seconds: float) -> str:
+        """A SELECT carrying a time limit the database stops it at, ``seconds`` after it
+        starts (other statements unchanged); unchanged where the engine has no limit."""
 
     def _params(self, table: Table, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
         return [self.value(row[column]) for row in rows for column in table.columns]
@@ -249,40 +256,31 @@ class MySQL(Dialect):
 
     async def indexes(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
         """From information_schema, columns in their order in the index."""
-        _, rows = await conn.execute_query(
-            "SELECT INDEX_NAME AS name, COLUMN_NAME AS col FROM information_schema.STATISTICS "
-            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX",
-            [table],
-        )
-        columns: dict[str, tuple[str, ...]] = {}
-        for row in rows:
-            columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
-        return set(columns.values())
+        return set((await self._index_columns(conn, table)).values())
 
     async def index_names(self, conn: BaseDBAsyncClient, table: str) -> dict[tuple[str, ...], str]:
         """From information_schema, columns in their order in the index."""
-        _, rows = await conn.execute_query(
-            "SELECT INDEX_NAME AS name, COLUMN_NAME AS col FROM information_schema.STATISTICS "
-            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX",
-            [table],
-        )
-        columns: dict[str, tuple[str, ...]] = {}
-        for row in rows:
-            columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
-        return {cols: name for name, cols in columns.items()}
+        return {cols: name for name, cols in (await self._index_columns(conn, table)).items()}
 
     async def unique_keys(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
         """From information_schema: indexes with NON_UNIQUE = 0."""
+        return set((await self._index_columns(conn, table, unique=True)).values())
+
+    async def _index_columns(
+        self, conn: BaseDBAsyncClient, table: str, unique: bool = False
+    ) -> dict[str, tuple[str, ...]]:
+        """Each index by name, with its columns in their order in it."""
         _, rows = await conn.execute_query(
             "SELECT INDEX_NAME AS name, COLUMN_NAME AS col FROM information_schema.STATISTICS "
-            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
-            "ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s"
+            + (" AND NON_UNIQUE = 0" if unique else "")
+            + " ORDER BY INDEX_NAME, SEQ_IN_INDEX",
             [table],
         )
         columns: dict[str, tuple[str, ...]] = {}
         for row in rows:
             columns[row["name"]] = (*columns.get(row["name"], ()), row["col"])
-        return set(columns.values())
+        return columns
 
     async def column_types(self, conn: BaseDBAsyncClient, table: str) -> dict[str, Column]:
         """From information_schema: the type, its length (characters, or a datetime's
@@ -344,6 +342,21 @@ class MySQL(Dialect):
     def seconds_between(self, start: str, end: str) -> str:
         """TIMESTAMPDIFF in whole seconds."""
         return f"TIMESTAMPDIFF(SECOND, {start}, {end})"
+
+    def bounded(self, sql: str, seconds: float) -> str:
+        """Both servers' limits, each hidden from the other, so that no server needs
+        telling apart: MariaDB's ``SET STATEMENT max_statement_time=<seconds> FOR``
+        inside a MariaDB-only executable comment (``/*M!...*/``, a plain comment to
+        MySQL), and MySQL's optimizer hint ``MAX_EXECUTION_TIME(<milliseconds>)``,
+        which bounds SELECTs only, and which MariaDB before 12 reads as a comment and
+        later versions as the same limit."""
+        if sql[:6].upper() != "SELECT":
+            return sql
+        milliseconds = max(1, math.ceil(seconds * 1000))
+        return (
+            f"/*M!100102 SET STATEMENT max_statement_time={milliseconds / 1000:.3f} FOR*/ "
+            f"SELECT /*+ MAX_EXECUTION_TIME({milliseconds}) */{sql[6:]}"
+        )
 
 
 async def _execute_raw(raw: Any, sql: str, params: list[Any]) -> tuple[int, list[dict[str, Any]]]:
@@ -414,12 +427,7 @@ class SQLite(Dialect):
 
     async def indexes(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
         """From PRAGMA index_list and index_info."""
-        found = set()
-        for index in await conn.execute_query_dict(f"PRAGMA index_list({self.quote(table)})"):
-            info = await conn.execute_query_dict(f"PRAGMA index_info({self.quote(index['name'])})")
-            ordered = sorted(info, key=lambda column: column["seqno"])
-            found.add(tuple(str(column["name"]) for column in ordered))
-        return found
+        return await self._index_columns(conn, table)
 
     async def index_names(self, conn: BaseDBAsyncClient, table: str) -> dict[tuple[str, ...], str]:
         """None: SQLite takes no index hints (Tortoise leaves them out for it)."""
@@ -427,9 +435,15 @@ class SQLite(Dialect):
 
     async def unique_keys(self, conn: BaseDBAsyncClient, table: str) -> set[tuple[str, ...]]:
         """From PRAGMA index_list (its ``unique`` flag) and index_info."""
+        return await self._index_columns(conn, table, unique=True)
+
+    async def _index_columns(
+        self, conn: BaseDBAsyncClient, table: str, unique: bool = False
+    ) -> set[tuple[str, ...]]:
+        """The column lists of a table's indexes (its unique ones only, if asked)."""
         found = set()
         for index in await conn.execute_query_dict(f"PRAGMA index_list({self.quote(table)})"):
-            if not index["unique"]:
+            if unique and not index["unique"]:
                 continue
             info = await conn.execute_query_dict(f"PRAGMA index_info({self.quote(index['name'])})")
             ordered = sorted(info, key=lambda column: column["seqno"])
@@ -459,6 +473,11 @@ class SQLite(Dialect):
     def seconds_between(self, start: str, end: str) -> str:
         """The difference of Julian days, in (fractional) seconds."""
         return f"(julianday({end}) - julianday({start})) * 86400.0"
+
+    def bounded(self, sql: str, seconds: float) -> str:
+        """Unchanged: SQLite has no limit of its own; ``storage.reads`` interrupts a
+        statement at its deadline instead."""
+        return sql
 
 
 MYSQL = MySQL()

@@ -1,5 +1,6 @@
 """What a database error means for the write that met it: run it again, wait for the
-database, or give up on the rows.
+database, or give up on the rows; and for a read, whether the database stopped it
+for running out of time.
 
 Tortoise wraps driver errors, in ``args`` or as the cause, so the whole chain is
 searched. MySQL's errors are recognised by their codes, named after PyMySQL's
@@ -15,6 +16,10 @@ from tortoise.exceptions import DBConnectionError
 
 # MariaDB's ER_CONNECTION_KILLED: PyMySQL's ER lists MySQL's codes, not MariaDB's own.
 MARIADB_CONNECTION_KILLED = 1927
+
+# A statement the server stopped at its time limit: MariaDB's ER_STATEMENT_TIMEOUT
+# (max_statement_time) and MySQL's ER_QUERY_TIMEOUT (MAX_EXECUTION_TIME).
+STATEMENT_TIMEOUT_ERRORS = frozenset({1969, 3024})
 
 # InnoDB rolls back one of two transactions that lock the same index gaps in opposite
 # orders, or one that waited too long for a lock; done again, it succeeds.
@@ -54,6 +59,11 @@ def _code(error: BaseException) -> int | None:
 def is_retryable(error: BaseException) -> bool:
     """Whether a failed transaction may simply be run again (a deadlock, a lock timeout)."""
     return any(_code(cause) in RETRYABLE_ERRORS for cause in causes(error))
+
+
+def is_statement_timeout(error: BaseException) -> bool:
+    """Whether the server stopped the statement for running past its time limit."""
+    return any(_code(cause) in STATEMENT_TIMEOUT_ERRORS for cause in causes(error))
 
 
 def is_unavailable(error: BaseException) -> bool:

@@ -32,7 +32,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.storage import dialects, schema
 from jobarchive.storage.dialects import Column, Dialect
-from jobarchive.storage.models import TABLES, Job, Stamped, utcnow
+from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, utcnow
 
 BATCH = 500
 # jobarchive's finish columns of a job: the seed's and KubeDL >= 0.4's, kept equal.
@@ -258,6 +258,53 @@ class Rows(_Part):
         return [Step(table, what, count)]
 
 
+class Links(_Part):
+    """The links between rows a newer schema keeps: the job of an Event."""
+
+    async def event_jobs(self, model: type[Stamped], dry_run: bool) -> list[Step]:
+        """Give Events recorded before ``event_info.job_id`` existed their job: the job of
+        the pod they are about, or the job itself. A job's timeline is read by job_id."""
+        table = model._meta.db_table
+        if model is not Event or "job_id" not in await self.dialect.columns(self.conn, table):
+            return []
+        quote, mark = self.dialect.quote, self.dialect.placeholder
+        pod_job = (
+            f"(SELECT p.{quote('job_id')} FROM {quote(Pod._meta.db_table)} p "
+            f"WHERE p.{quote('pod_id')} = {quote(table)}.{quote('obj_uid')})"
+        )
+        a_job = (
+            f"(SELECT j.{quote('job_id')} FROM {quote(Job._meta.db_table)} j "
+            f"WHERE j.{quote('job_id')} = {quote(table)}.{quote('obj_uid')})"
+        )
+        unset = f"{quote('job_id')} IS NULL"
+        counted = await self.conn.execute_query_dict(
+            f"SELECT COUNT(*) AS n FROM {quote(table)} WHERE {unset} "
+            f"AND COALESCE({pod_job}, {a_job}) IS NOT NULL"
+        )
+        count = int(counted[0]["n"])
+        if count and not dry_run:
+            # By id, once over: an Event whose subject is unknown stays without a job.
+            after = 0
+            select = (
+                f"SELECT {quote('id')} AS id FROM {quote(table)} WHERE {unset} "
+                f"AND {quote('id')} > {mark} ORDER BY {quote('id')} LIMIT {self.batch}"
+            )
+            while ids := [row["id"] for row in await self.conn.execute_query_dict(select, [after])]:
+                after = ids[-1]
+                async with self.dialect.transaction(self.conn) as execute:
+                    await execute(
+                        f"UPDATE {quote(table)} SET {quote('job_id')} = "
+                        f"COALESCE({pod_job}, {a_job}) WHERE {quote('id')} IN "
+                        f"({', '.join([mark] * len(ids))})",
+                        ids,
+                    )
+        return (
+            [Step(table, "fill job_id of Events recorded before it existed", count)]
+            if count
+            else []
+        )
+
+
 class Columns(_Part):
     """The schema steps: missing columns, text and column types, the unique key."""
 
@@ -311,7 +358,8 @@ async def upgrade(conn: BaseDBAsyncClient, added: Sequence[str]) -> list[Step]:
 
     A column still nullable where the schema now says NOT NULL (``owner`` and
     ``tenant`` were) gets its NULLs filled and its rule tightened; a finish column
-    just added is filled from the other. Only the schema is read to find out, so a
+    just added is filled from the other; Events from before ``event_info.job_id``
+    get their job. Only the schema and an index range are read to find out, so a
     start with nothing to do scans no table.
     """
     rows, columns = Rows(conn, BATCH), Columns(conn, BATCH)
@@ -328,6 +376,8 @@ async def upgrade(conn: BaseDBAsyncClient, added: Sequence[str]) -> list[Step]:
             steps += await columns.types(model, dry_run=False)
     if any(f"{Job._meta.db_table}.{column}" in added for column in FINISH_COLUMNS):
         steps += await rows.finish_times(Job, dry_run=False)
+    # Cheap when there is nothing to do: NULL job_ids are a range of their index.
+    steps += await Links(conn, BATCH).event_jobs(Event, dry_run=False)
     return steps
 
 
@@ -338,6 +388,7 @@ class Migration:
         self.conn = conn
         self.dialect: Dialect = dialects.of(conn)
         self.rows = Rows(conn, batch)
+        self.links = Links(conn, batch)
         self.columns = Columns(conn, batch)
 
     async def run(self, dry_run: bool, report: Report) -> list[Step]:
@@ -352,6 +403,7 @@ class Migration:
                 self.rows.duplicates,
                 self.rows.nulls,
                 self.rows.finish_times,
+                self.links.event_jobs,
                 self.columns.types,
                 self.columns.unique_key,
             ):

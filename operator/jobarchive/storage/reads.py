@@ -1,0 +1,180 @@
+"""The read side's own connections, apart from the writer's, and the time a statement
+on them may run.
+
+Reads and writes share nothing but the server. The read side has a Tortoise
+connection of its own, named ``<engine>_read`` (Tortoise caches compiled queries by
+connection name), with a pool of ``ReadPool.size`` connections, on the database the
+operator writes or on a replica, under the same account or a read-only one. However
+many reads arrive, they wait for each other, never for the writer's connections,
+and the writer never waits for theirs.
+
+A read that runs out of time is stopped *by the database*. A client that only stops
+waiting leaves its statement running on the server, holding a thread and a
+connection there, while its pool opens another connection for the next request: a
+flood of slow requests then piles statements up on the server far beyond the pool.
+So each statement on this connection carries its own limit (``Dialect.bounded``):
+the time its request has left (``deadline``), or without one the pool's timeout.
+The limit travels with the statement rather than with the session (an
+``init_command``) because it is what the request has left, not a fixed time: a
+request of several statements that runs out of time during its third has that
+third stopped at its deadline, not a whole timeout later. On MariaDB and MySQL the
+server stops the statement, its connection stays usable and returns to the pool;
+the flavour of the server is never asked (``dialects.MySQL.bounded`` says how).
+SQLite has no server: at the deadline the statement is interrupted
+(``sqlite3_interrupt``, through aiosqlite), which frees the connection.
+
+Either way a statement stopped for time raises ``QueryTimeout``, which the API
+answers 504 and the CLI in one line. This module is also the Tortoise engine of
+the read connection (``get_client_class``).
+"""
+
+import asyncio
+import contextlib
+import contextvars
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from tortoise.backends.base.client import BaseDBAsyncClient
+from tortoise.backends.mysql.client import MySQLClient
+from tortoise.backends.sqlite.client import SqliteClient
+from tortoise.exceptions import OperationalError
+
+from jobarchive.config import DEFAULTS
+from jobarchive.storage import dialects, errors
+
+# Appended to the dialect's name: the read connection's name in Tortoise's config.
+SUFFIX = "_read"
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "jobarchive_read_deadline", default=None
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadPool:
+    """The read side's connections: where, how many, and how long a statement may run."""
+
+    url: str
+    size: int = DEFAULTS.api_concurrency
+    # Seconds a statement may run when no ``deadline`` is set.
+    timeout: float = DEFAULTS.api_timeout
+
+
+class QueryTimeout(Exception):
+    """A read ran out of time and was stopped, by the server or by interruption."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Every read statement sent within the block is stopped ``seconds`` from now."""
+    token = _DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def seconds_left(default: float) -> float:
+    """What the current deadline leaves, or ``default`` without one; QueryTimeout when
+    nothing is left, so that no statement is sent only to be stopped."""
+    until = _DEADLINE.get()
+    left = default if until is None else until - time.monotonic()
+    if left <= 0:
+        raise QueryTimeout("no time left")
+    return left
+
+
+def engine_info(connection: dict[str, Any], pool: ReadPool) -> dict[str, Any]:
+    """Tortoise's settings of a connection (``expand_db_url``'s), made a read connection."""
+    # Tortoise keeps nothing of a connection's settings but its engine and credentials:
+    # the engine's own module goes with the credentials, for ``get_client_class``.
+    credentials = {
+        **connection["credentials"],
+        "statement_timeout": pool.timeout,
+        "backend": connection["engine"],
+    }
+    return {"engine": __name__, "credentials": credentials}
+
+
+class MySQLReader(MySQLClient):
+    """Tortoise's MySQL client, each SELECT bounded by the server."""
+
+    def __init__(self, *, statement_timeout: float, backend: str, **kwargs: Any) -> None:
+        # ``backend`` chose this class (``get_client_class``), and is no driver option.
+        super().__init__(**kwargs)
+        self.statement_timeout = statement_timeout
+
+    async def execute_query(
+        self, query: str, values: list[Any] | None = None
+    ) -> tuple[int, list[dict[Any, Any]]]:
+        """The statement with the time it has left; QueryTimeout if the server stopped it."""
+        bounded = dialects.MYSQL.bounded(query, seconds_left(self.statement_timeout))
+        try:
+            found: tuple[int, list[dict[Any, Any]]] = await super().execute_query(bounded, values)
+        except OperationalError as exc:
+            if errors.is_statement_timeout(exc):
+                raise QueryTimeout("stopped by the server at its time limit") from None
+            raise
+        return found
+
+
+class SQLiteReader(SqliteClient):
+    """Tortoise's SQLite client, each statement interrupted at its deadline."""
+
+    def __init__(
+        self, file_path: str, *, statement_timeout: float, backend: str, **kwargs: Any
+    ) -> None:
+        # ``backend`` chose this class (``get_client_class``), and is no PRAGMA.
+        super().__init__(file_path, **kwargs)
+        self.statement_timeout = statement_timeout
+
+    async def execute_query(
+        self, query: str, values: list[Any] | None = None
+    ) -> tuple[int, Sequence[dict[Any, Any]]]:
+        """The statement, interrupted if it outlives its deadline."""
+        async with self._bounded():
+            found: tuple[int, Sequence[dict[Any, Any]]] = await super().execute_query(query, values)
+            return found
+
+    async def execute_query_dict(
+        self, query: str, values: list[Any] | None = None
+    ) -> list[dict[Any, Any]]:
+        """The statement, interrupted if it outlives its deadline."""
+        async with self._bounded():
+            found: list[dict[Any, Any]] = await super().execute_query_dict(query, values)
+            return found
+
+    @contextlib.asynccontextmanager
+    async def _bounded(self) -> AsyncIterator[None]:
+        """QueryTimeout at the deadline, the statement interrupted.
+
+        aiosqlite runs the statement in a thread that a cancelled await leaves running,
+        and every later statement queues behind it there. The interruption comes
+        before this task yields again, so the statement running is still this one:
+        the connection's lock, released on the way out, is taken by the next statement
+        only at the loop's next turn.
+        """
+        try:
+            async with asyncio.timeout(seconds_left(self.statement_timeout)):
+                yield
+        except TimeoutError:
+            await self._interrupt()
+            raise QueryTimeout("interrupted") from None
+        except asyncio.CancelledError:
+            await self._interrupt()
+            raise
+
+    async def _interrupt(self) -> None:
+        if self._connection is not None:
+            await self._connection.interrupt()
+
+
+def get_client_class(db_info: dict[str, Any]) -> type[BaseDBAsyncClient]:
+    """Tortoise's hook for an engine module: the reader for the URL's own engine."""
+    readers: dict[str, type[BaseDBAsyncClient]] = {
+        dialects.MYSQL.engine: MySQLReader,
+        dialects.SQLITE.engine: SQLiteReader,
+    }
+    return readers[db_info["credentials"]["backend"]]
