@@ -152,6 +152,7 @@ class Operator:
                 access,
                 self.settings.api_timeout,
                 self.settings.api_concurrency,
+                narrowed=self.writer.recording,
             )
             self._keep(runner)
 

@@ -11,7 +11,8 @@ Kubernetes cannot review the caller or when every read connection stays busy for
 ``QUEUE_WAIT`` (with ``Retry-After``), 504 when a query outlives ``timeout``.
 
 The queries run on the read side's own pool (``storage.reads``), at most
-``concurrency`` at once, its size: a request beyond them waits ``QUEUE_WAIT`` for
+``concurrency`` at once, its size, and one at a time while the operator records
+(``reading.gate``): a request beyond them waits ``QUEUE_WAIT`` for
 one to finish, then is answered 503 rather than queued, so that a flood of requests
 costs their callers a retry, not the archive a growing queue of waiting
 statements. A request's queries share one deadline, which the database enforces
@@ -34,7 +35,8 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from jobarchive.config import DEFAULTS
-from jobarchive.reading import auth, queries
+from jobarchive.reading import auth, gate, queries
+from jobarchive.reading.gate import Gate
 from jobarchive.serving import listen
 from jobarchive.storage import reads
 
@@ -118,10 +120,6 @@ class Forbidden(Exception):
     """The caller may not read what the request asks for (403); the message says why."""
 
 
-class Busy(Exception):
-    """Every read connection stayed busy for ``QUEUE_WAIT`` (503, with Retry-After)."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Caller:
     """Who made a request, and the access control that knows what they may read."""
@@ -203,10 +201,11 @@ class Api:
         access: auth.Access,
         timeout: float = DEFAULT_TIMEOUT,
         concurrency: int = DEFAULT_CONCURRENCY,
+        narrowed: Callable[[], bool] | None = None,
     ) -> None:
         self.access = access
         self.timeout = timeout
-        self._slots = asyncio.Semaphore(concurrency)
+        self.gate = Gate(concurrency, narrowed)
 
     def app(self) -> web.Application:
         """An aiohttp application serving the API; its cleanup closes the access control."""
@@ -235,7 +234,7 @@ class Api:
                 return error(403, str(exc))
             except auth.ReviewFailed as exc:
                 return error(503, str(exc))
-            except Busy:
+            except gate.Busy:
                 return error(
                     503,
                     f"every read connection is busy; retry in {QUEUE_WAIT:g} s",
@@ -269,17 +268,10 @@ class Api:
 
         The query is given uncalled, so that a request turned away never makes it.
         """
-        try:
-            async with asyncio.timeout(QUEUE_WAIT):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise Busy() from None
-        try:
+        async with self.gate.turn(QUEUE_WAIT):
             with reads.deadline(self.timeout):
                 async with asyncio.timeout(self.timeout + BACKSTOP):
                     return await query()
-        finally:
-            self._slots.release()
 
     async def _jobs(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, JOB_PARAMS + PAGE)
@@ -390,9 +382,11 @@ async def serve(
     access: auth.Access,
     query_timeout: float = DEFAULT_TIMEOUT,
     concurrency: int = DEFAULT_CONCURRENCY,
+    narrowed: Callable[[], bool] | None = None,
 ) -> web.AppRunner | None:
     """Start serving the API, at most ``concurrency`` queries at once (the size of the
-    read pool, opened beforehand); None, logged, when the port cannot be bound.
+    read pool, opened beforehand), one while ``narrowed()`` holds (``reading.gate``);
+    None, logged, when the port cannot be bound.
 
     The runner's cleanup closes ``access``, also when the port cannot be bound.
     """
@@ -404,7 +398,7 @@ async def serve(
             port,
         )
     return await listen(
-        Api(access, query_timeout, concurrency).app(),
+        Api(access, query_timeout, concurrency, narrowed).app(),
         host,
         port,
         f"the read-only API at {PREFIX}",

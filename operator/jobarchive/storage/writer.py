@@ -24,6 +24,7 @@ pod) keeps the newest, and the store's guard settles the rest.
 import asyncio
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -119,11 +120,21 @@ class Writer:
         self._tasks: list[asyncio.Task[None]] = []
         self.outage = Outage()
         self._in_flight: dict[int, float] = {}
+        self._last_row = -math.inf
 
     @property
     def depth(self) -> int:
         """Rows waiting for a flusher."""
         return self._queue.qsize()
+
+    def recording(self, within: float = 1.0) -> bool:
+        """Whether rows are queued or committing, or one came in the last ``within`` s.
+
+        The read side narrows to one query at a time while this holds: the gaps
+        between a handler's rows are too short to count as quiet.
+        """
+        busy = bool(self._in_flight) or not self._queue.empty()
+        return busy or time.monotonic() - self._last_row < within
 
     def start(self) -> None:
         """Start the flushers; call from within the running event loop."""
@@ -154,6 +165,7 @@ class Writer:
         the lag metric.
         """
         loop = asyncio.get_running_loop()
+        self._last_row = time.monotonic()
         futures = []
         for index, row in enumerate(rows):
             future: asyncio.Future[None] = loop.create_future()
