@@ -16,11 +16,20 @@ keep-alive connection left idle that long, which costs a client or a Prometheus
 scraper one reconnection; a request being answered is never cut by it. A
 timer of our own would need aiohttp's private request-handler internals.
 
+An answer has ``SEND_TIMEOUT`` seconds to be sent (``send``). aiohttp writes an
+answer after its handler returns and waits for the client to take it with no
+deadline: a client that asks and never reads keeps the answer's bytes, a task and
+a connection for as long as it likes once the answer outgrows the kernel's socket
+buffers (about 3 MB on loopback). Sent by the handler within a deadline, such a
+client has its connection closed, as has one that vanishes halfway, in one line
+instead of aiohttp's traceback.
+
 The request head's sizes are set here too rather than left to the version's
 defaults (aiohttp 3.9 allowed 32,768 headers): a request line or a header over
 8 KiB or more than ``MAX_HEADERS`` headers is answered 400 and the connection closed.
 """
 
+import asyncio
 import logging
 
 from aiohttp import web
@@ -56,6 +65,8 @@ MAX_LINE = 8190
 MAX_FIELD = 8190
 # Prometheus, curl and browsers send a dozen at most, proxies add a few.
 MAX_HEADERS = 64
+# Seconds to send an answer: a few MB over a slow link.
+SEND_TIMEOUT = 30.0
 
 
 async def listen(
@@ -88,3 +99,22 @@ async def listen(
         return None
     logger.info("Serving %s on %s:%d", what, host, port)
     return runner
+
+
+async def send(
+    request: web.Request, response: web.Response, within: float = SEND_TIMEOUT
+) -> web.Response:
+    """Send ``response`` whole before returning it; a client that has not taken it
+    within ``within`` seconds, or that went away, has its connection closed."""
+    try:
+        async with asyncio.timeout(within):
+            await response.prepare(request)
+            await response.write_eof()
+    except (TimeoutError, ConnectionError) as exc:
+        if request.transport is not None:
+            request.transport.abort()
+        logger.info(
+            "Closed a connection that did not take its answer (%s)",
+            f"not read within {within:g} s" if isinstance(exc, TimeoutError) else "gone",
+        )
+    return response

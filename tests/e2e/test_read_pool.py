@@ -1,9 +1,12 @@
 """The operator serving the API reads through a pool of its own: a flood of reads that
 holds every read connection leaves the writer committing, and the reads may go through
 another account (JOBARCHIVE_READ_DB_URL, here one that may only SELECT) while the
-operator writes through its own."""
+operator writes through its own. A read database that cannot be reached costs the
+API its answers (503), never the operator its start, even when it must prove its TLS."""
 
 import asyncio
+import json
+import pathlib
 import time
 import urllib.parse
 from typing import Any
@@ -16,6 +19,8 @@ from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, resource_of
 from testbed.mariadb import MariaDBServer, read_only_account
 from testbed.ports import free_port
+from tests.support.certificates import TlsServer
+from tests.support.commands import jobarchive
 from tests.support.operators import OperatorFactory
 from tests.support.sessions import locked, running, sessions_by_user
 from tests.support.waiting import eventually
@@ -123,3 +128,40 @@ async def test_reads_go_through_a_read_only_account_while_the_operator_writes_th
         log = operator.log()
         assert f"Reading from mysql://{reader.username}:***@" in log
         assert str(reader.password) not in log
+
+
+async def test_an_unreachable_read_database_costs_the_api_its_answers_not_the_start(
+    cluster: Cluster, start_operator: OperatorFactory, tls_server: TlsServer, tmp_path: pathlib.Path
+) -> None:
+    port = free_port()
+    nowhere = f"mysql://reader:secret@127.0.0.1:{free_port()}/tls_archive"
+    operator = await start_operator(
+        **api_env(port, JOBARCHIVE_READ_DB_URL=nowhere),
+        JOBARCHIVE_DB_URL=tls_server.url(),
+        JOBARCHIVE_DB_TLS="required",
+    )
+    await cluster.wait_watching([PODS, EVENTS, TFJOBS])
+    namespace = "unreachable-reads"
+    created = await cluster.create(
+        TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name="recorded", namespace=namespace)
+    )
+    env = {"JOBARCHIVE_DB_URL": tls_server.url(), "JOBARCHIVE_DB_TLS": "required"}
+
+    async def recorded() -> list[Any]:
+        listed = await asyncio.to_thread(
+            jobarchive, "jobs", "--namespace", namespace, "--output", "json", cwd=tmp_path, env=env
+        )
+        assert listed.returncode == 0, listed.stderr
+        items: list[Any] = json.loads(listed.stdout)["items"]
+        return items
+
+    [row] = await eventually(recorded, within=30.0)
+    assert row["job_id"] == created["metadata"]["uid"]
+    async with aiohttp.ClientSession() as session:
+        status, body = await get(session, f"http://127.0.0.1:{port}/api/v1/jobs?namespace=x")
+    assert status == 503
+    assert body["error"]["message"] == "the archive's database cannot be reached; retry later"
+    log = operator.log()
+    assert "TLS required: proven at its first read" in log
+    assert "The API's database cannot be reached: Can't connect to MySQL server" in log
+    assert "secret" not in log and "Traceback" not in log

@@ -3,10 +3,14 @@ through ``serving.listen`` (as the metrics are): each is disconnected once the h
 timeout has passed since it connected or was last answered, whether it sends nothing,
 half a head, or one byte after another for ever; the server keeps neither the
 connection nor its task. Requests that are whole are answered, even by a handler
-slower than that timeout, and heads over the size bounds are refused with a 400."""
+slower than that timeout, and heads over the size bounds are refused with a 400.
+A client that asks and never reads its answer, or leaves halfway, has its connection
+closed once the send timeout has passed, in one log line."""
 
 import asyncio
 import contextlib
+import logging
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
@@ -190,3 +194,77 @@ async def test_a_request_head_over_the_size_bounds_is_refused_at_once(
     assert [r.levelname for r in refusals] == ["INFO"]
     assert refusals[0].getMessage().startswith("Refused a malformed HTTP request (")
     assert "X-1" not in caplog.text and "Traceback" not in caplog.text
+
+
+# Larger than what the kernel's socket buffers take on loopback, so that only a reader
+# can take it all.
+LARGE = 16_000_000
+
+
+@pytest.fixture
+async def large_answers(serve: Serve) -> tuple[int, web.AppRunner, list[str]]:
+    """An app whose one route sends LARGE bytes through ``serving.send`` within TIMEOUT;
+    and what became of each answer."""
+    outcomes: list[str] = []
+
+    async def large(request: web.Request) -> web.Response:
+        sent = await serving.send(request, web.Response(body=b"x" * LARGE), within=TIMEOUT)
+        outcomes.append("returned")
+        return sent
+
+    app = web.Application()
+    app.router.add_get("/large", large)
+    port, runner = await serve(app)
+    return port, runner, outcomes
+
+
+async def asking_socket(port: int) -> socket.socket:
+    """A connection with a small receive buffer that has sent a whole request."""
+    loop = asyncio.get_running_loop()
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await loop.sock_connect(sock, ("127.0.0.1", port))
+    await loop.sock_sendall(sock, b"GET /large HTTP/1.1\r\nHost: x\r\n\r\n")
+    return sock
+
+
+async def test_a_client_that_never_reads_its_answer_is_cut_off_at_the_send_timeout(
+    large_answers: tuple[int, web.AppRunner, list[str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    port, runner, outcomes = large_answers
+    caplog.set_level(logging.INFO, logger="jobarchive")
+    sock = await asking_socket(port)
+    try:
+        started = asyncio.get_running_loop().time()
+
+        async def handler_done() -> bool:
+            return outcomes == ["returned"]
+
+        await eventually(handler_done, within=TIMEOUT + SLACK)
+        assert asyncio.get_running_loop().time() - started >= TIMEOUT * 0.9
+        await no_connections(runner)
+    finally:
+        sock.close()
+    assert "Closed a connection that did not take its answer (not read within 1 s)" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+async def test_a_client_that_leaves_halfway_costs_one_line(
+    large_answers: tuple[int, web.AppRunner, list[str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    port, runner, outcomes = large_answers
+    caplog.set_level(logging.INFO)
+    sock = await asking_socket(port)
+    await asyncio.get_running_loop().sock_recv(sock, 4096)
+    # A reset rather than an orderly close: what a killed client leaves.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    sock.close()
+
+    async def handler_done() -> bool:
+        return outcomes == ["returned"]
+
+    await eventually(handler_done, within=SLACK)
+    await no_connections(runner)
+    assert "Closed a connection that did not take its answer (gone)" in caplog.text
+    assert "Traceback" not in caplog.text and "Error handling request" not in caplog.text

@@ -37,8 +37,8 @@ from multidict import MultiMapping
 from jobarchive.config import DEFAULTS
 from jobarchive.reading import auth, gate, queries
 from jobarchive.reading.gate import Gate
-from jobarchive.serving import listen
-from jobarchive.storage import reads
+from jobarchive.serving import SEND_TIMEOUT, listen, send
+from jobarchive.storage import errors, failures, reads
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -202,9 +202,11 @@ class Api:
         timeout: float = DEFAULT_TIMEOUT,
         concurrency: int = DEFAULT_CONCURRENCY,
         narrowed: Callable[[], bool] | None = None,
+        send_timeout: float = SEND_TIMEOUT,
     ) -> None:
         self.access = access
         self.timeout = timeout
+        self.send_timeout = send_timeout
         self.gate = Gate(concurrency, narrowed)
 
     def app(self) -> web.Application:
@@ -225,42 +227,61 @@ class Api:
 
     def _guarded(self, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def guarded(request: web.Request) -> web.Response:
-            try:
-                identity = await self.access.authenticate(request.headers.get("Authorization"))
-                result = await handler(request, Caller(identity, self.access))
-            except auth.Unauthenticated as exc:
-                return error(401, str(exc), {"WWW-Authenticate": "Bearer"})
-            except Forbidden as exc:
-                return error(403, str(exc))
-            except auth.ReviewFailed as exc:
-                return error(503, str(exc))
-            except gate.Busy:
-                return error(
-                    503,
-                    f"every read connection is busy; retry in {QUEUE_WAIT:g} s",
-                    {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"},
-                )
-            except queries.BadQuery as exc:
-                return error(400, str(exc))
-            except (reads.QueryTimeout, TimeoutError):
-                return error(
-                    504, f"the query took longer than {self.timeout:g} s and was stopped; narrow it"
-                )
-            except Exception as exc:
-                # A bug or a database failure: the caller learns that much, the log the
-                # kind of error (its text may echo the request, so it is not logged).
-                logger.error(
-                    "%s %s failed: %s",
-                    request.method,
-                    request.path_qs[:200].encode("unicode_escape").decode(),
-                    type(exc).__name__,
-                )
-                return error(500, "the archive could not answer; the error is logged")
-            if isinstance(result, web.Response):
-                return result
-            return web.json_response(result)
+            # Sent here, within a deadline, rather than by aiohttp after the handler, which
+            # would wait for ever on a client that never reads its answer.
+            return await send(request, await self._answer(request, handler), self.send_timeout)
 
         return guarded
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.Response:
+        """The handler's answer, or the error it ran into as JSON."""
+        try:
+            identity = await self.access.authenticate(request.headers.get("Authorization"))
+            result = await handler(request, Caller(identity, self.access))
+        except auth.Unauthenticated as exc:
+            return error(401, str(exc), {"WWW-Authenticate": "Bearer"})
+        except Forbidden as exc:
+            return error(403, str(exc))
+        except auth.ReviewFailed as exc:
+            return error(503, str(exc))
+        except gate.Busy:
+            return error(
+                503,
+                f"every read connection is busy; retry in {QUEUE_WAIT:g} s",
+                {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"},
+            )
+        except queries.BadQuery as exc:
+            return error(400, str(exc))
+        except (reads.QueryTimeout, TimeoutError):
+            return error(
+                504, f"the query took longer than {self.timeout:g} s and was stopped; narrow it"
+            )
+        except failures.ERRORS as exc:
+            if not errors.is_unavailable(exc):
+                return self._failed(request, exc)
+            logger.warning("The API's database cannot be reached: %s", failures.describe(exc))
+            return error(
+                503,
+                "the archive's database cannot be reached; retry later",
+                {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"},
+            )
+        except Exception as exc:
+            return self._failed(request, exc)
+        if isinstance(result, web.Response):
+            return result
+        return web.json_response(result)
+
+    @staticmethod
+    def _failed(request: web.Request, exc: BaseException) -> web.Response:
+        """A bug's or a refused statement's answer: the caller learns that much, the log
+        the kind of error (its text may echo the request, so it is not logged)."""
+        logger.error(
+            "%s %s failed: %s",
+            request.method,
+            request.path_qs[:200].encode("unicode_escape").decode(),
+            type(exc).__name__,
+        )
+        return error(500, "the archive could not answer; the error is logged")
 
     async def _within(self, query: Callable[[], Awaitable[T]]) -> T:
         """The query's result, run on a free read connection; Busy when none frees in

@@ -66,7 +66,7 @@ def _connection(url: str, pool_size: int, encryption: DbTls) -> tuple[str, dict[
 
 def _read_connection(read_pool: ReadPool, encryption: DbTls) -> tuple[str, dict[str, Any]]:
     name, connection = _connection(read_pool.url, read_pool.size, encryption)
-    return name + reads.SUFFIX, reads.engine_info(connection, read_pool)
+    return name + reads.SUFFIX, reads.engine_info(connection, read_pool, encryption)
 
 
 def _config(connections: dict[str, Any], default: str) -> dict[str, Any]:
@@ -93,7 +93,8 @@ async def open_database(
     transactions, since Tortoise waits forever for a free connection. ``encryption``
     has no default, so that no caller can drop the TLS the settings ask for; with TLS
     on, the database connects here and raises ``tls.NotEncrypted`` in clear text.
-    With ``read_pool``, the read side's own connection is opened too (and checked).
+    With ``read_pool``, the read side's own connection is configured too, and proves
+    its encryption at its first read (``storage.reads``).
     """
     logs.redact(url_secrets(db_url))
     if read_pool is not None:
@@ -102,7 +103,7 @@ async def open_database(
     await Tortoise.init(config=config, _enable_global_fallback=True)
     await _announce("Database", connection(), db_url, encryption)
     if read_pool is not None:
-        await _announce("Reading from", reader(), read_pool.url, encryption, read_pool)
+        await _announce("Reading from", reader(), read_pool.url, encryption, read_pool, now=False)
     if create:
         added = await schema.ensure_schema(connection())
         for step in await migration.upgrade(connection(), added):
@@ -123,14 +124,21 @@ async def _announce(
     url: str,
     encryption: DbTls,
     read_pool: ReadPool | None = None,
+    now: bool = True,
 ) -> None:
-    """Log the database and how it is reached, once its encryption is proven if asked for."""
+    """Log the database and how it is reached, once its encryption is proven if asked
+    for and ``now``; else it is proven at its first statement."""
     dialect = dialects.of(conn)
     how = f"{dialect.name} via {dialect.driver()}"
     if read_pool is not None:
         how += f", {read_pool.size} connections, statements stopped after {read_pool.timeout:g} s"
-    if encryption.on:
-        cipher = await tls.require_encrypted(conn, encryption)
+    if encryption.on and not now:
+        how += f", TLS {encryption.mode}: proven at its first read"
+    elif encryption.on:
+        if isinstance(conn, reads.MySQLReader):
+            cipher = await conn.encrypted()
+        else:
+            cipher = await tls.require_encrypted(conn, encryption)
         how += f", TLS {encryption.mode}: {cipher}"
     logger.info("%s %s (%s)", what, redact_url(url), how)
 

@@ -24,8 +24,15 @@ SQLite has no server: at the deadline the statement is interrupted
 (``sqlite3_interrupt``, through aiosqlite), which frees the connection.
 
 Either way a statement stopped for time raises ``QueryTimeout``, which the API
-answers 504 and the CLI in one line. This module is also the Tortoise engine of
-the read connection (``get_client_class``).
+answers 504 and the CLI in one line.
+
+With TLS asked for, the read connection proves its encryption (``tls``) before its
+first statement rather than when it is opened: the operator opens it beside the
+writer's, and a replica that cannot be reached at that moment must cost the API its
+answers (503), not the operator its start. ``jobarchive serve`` and the CLI prove it
+at once (``MySQLReader.encrypted``), as they have nothing else to do.
+
+This module is also the Tortoise engine of the read connection (``get_client_class``).
 """
 
 import asyncio
@@ -41,14 +48,18 @@ from tortoise.backends.mysql.client import MySQLClient
 from tortoise.backends.sqlite.client import SqliteClient
 from tortoise.exceptions import OperationalError
 
-from jobarchive.config import DEFAULTS
-from jobarchive.storage import dialects, errors
+from jobarchive.config import DEFAULTS, DbTls
+from jobarchive.storage import dialects, errors, tls
 
 # Appended to the dialect's name: the read connection's name in Tortoise's config.
 SUFFIX = "_read"
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "jobarchive_read_deadline", default=None
+)
+
+_PROVING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "jobarchive_read_proving_tls", default=False
 )
 
 
@@ -86,7 +97,7 @@ def seconds_left(default: float) -> float:
     return left
 
 
-def engine_info(connection: dict[str, Any], pool: ReadPool) -> dict[str, Any]:
+def engine_info(connection: dict[str, Any], pool: ReadPool, encryption: DbTls) -> dict[str, Any]:
     """Tortoise's settings of a connection (``expand_db_url``'s), made a read connection."""
     # Tortoise keeps nothing of a connection's settings but its engine and credentials:
     # the engine's own module goes with the credentials, for ``get_client_class``.
@@ -95,21 +106,41 @@ def engine_info(connection: dict[str, Any], pool: ReadPool) -> dict[str, Any]:
         "statement_timeout": pool.timeout,
         "backend": connection["engine"],
     }
+    if connection["engine"] == dialects.MYSQL.engine:
+        credentials["encryption"] = encryption
     return {"engine": __name__, "credentials": credentials}
 
 
 class MySQLReader(MySQLClient):
     """Tortoise's MySQL client, each SELECT bounded by the server."""
 
-    def __init__(self, *, statement_timeout: float, backend: str, **kwargs: Any) -> None:
+    def __init__(
+        self, *, statement_timeout: float, backend: str, encryption: DbTls, **kwargs: Any
+    ) -> None:
         # ``backend`` chose this class (``get_client_class``), and is no driver option.
         super().__init__(**kwargs)
         self.statement_timeout = statement_timeout
+        self.encryption = encryption
+        self._cipher: str | None = None
+
+    async def encrypted(self) -> str:
+        """The session's TLS cipher, asked once; tls.NotEncrypted in clear text."""
+        if self._cipher is None:
+            # The question is a statement too, which must not ask first; statements of
+            # other tasks meanwhile wait for their own proof.
+            token = _PROVING.set(True)
+            try:
+                self._cipher = await tls.require_encrypted(self, self.encryption)
+            finally:
+                _PROVING.reset(token)
+        return self._cipher
 
     async def execute_query(
         self, query: str, values: list[Any] | None = None
     ) -> tuple[int, list[dict[Any, Any]]]:
         """The statement with the time it has left; QueryTimeout if the server stopped it."""
+        if self.encryption.on and self._cipher is None and not _PROVING.get():
+            await self.encrypted()
         bounded = dialects.MYSQL.bounded(query, seconds_left(self.statement_timeout))
         try:
             found: tuple[int, list[dict[Any, Any]]] = await super().execute_query(bounded, values)
