@@ -20,7 +20,7 @@ from jobarchive import metrics
 from jobarchive.config import Settings
 from jobarchive.kinds import BATCH_JOB
 from jobarchive.maintenance import retention
-from jobarchive.maintenance.peering import Peering
+from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
 from jobarchive.reading import api, auth
 from jobarchive.recording.attribution import Attribution
@@ -74,6 +74,7 @@ class Operator:
             max_delay=settings.batch_delay,
             queue_size=settings.queue_size,
             flushers=settings.writers,
+            stop_timeout=settings.stop_timeout,
         )
         self.recorder = Recorder(settings, self.store, self.writer, Attribution())
         # Opted-in batch Jobs are jobs too, and must be listed with the others, lest
@@ -157,17 +158,19 @@ class Operator:
             self._keep(runner)
 
     def start_maintenance(self, peering: Peering) -> None:
-        """Reconcile with the cluster and prune old jobs, as far as the settings ask."""
+        """Reconcile with the cluster and prune old jobs, as far as the settings ask, on
+        the active replica only: whenever either runs, the peering object is read every
+        ``JOBARCHIVE_PEERING_LIFETIME`` seconds to tell (``Activity``)."""
+        if not (self.settings.resync_interval or self.settings.retention_days):
+            return
+        activity = Activity(peering)
+        self._background.add(asyncio.create_task(activity.watch(self.settings.peering_lifetime)))
         if self.settings.resync_interval:
-            reconciling = self.reconciler.run_forever(
-                self.settings.resync_interval, peering, self.settings.peering_lifetime
-            )
+            reconciling = self.reconciler.run_forever(self.settings.resync_interval, activity)
             self._background.add(asyncio.create_task(reconciling))
         if self.settings.retention_days:
             pruning = retention.prune_forever(
-                self.settings.retention_days,
-                retention.PRUNE_INTERVAL,
-                standing_by=lambda: self.reconciler.active is False,
+                self.settings.retention_days, retention.PRUNE_INTERVAL, activity
             )
             self._background.add(asyncio.create_task(pruning))
 

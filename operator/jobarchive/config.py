@@ -64,6 +64,8 @@ BOUNDED: dict[str, Bounded] = {
     "batch_delay": Bounded("JOBARCHIVE_BATCH_DELAY_MS", 5, 0, 1000, per_unit=1000),
     "queue_size": Bounded("JOBARCHIVE_QUEUE_SIZE", 10_000, 1, 10_000_000),
     "writers": Bounded("JOBARCHIVE_WRITERS", 2, 1, 16),
+    # How long stopping waits for queued rows to be committed; Kopf re-lists the rest.
+    "stop_timeout": Bounded("JOBARCHIVE_STOP_TIMEOUT", 10, 1, 3600),
     "resync_interval": Bounded("JOBARCHIVE_RESYNC_INTERVAL", 600, 0, 7 * 24 * 3600),
     "unhealthy_after": Bounded("JOBARCHIVE_UNHEALTHY_AFTER", 300, 1, 24 * 3600),
     "metrics_port": Bounded("JOBARCHIVE_METRICS_PORT", 8000, 0, 65535),
@@ -73,6 +75,9 @@ BOUNDED: dict[str, Bounded] = {
     "api_timeout": Bounded("JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
     # The read side's connections, and so how many reads run at once.
     "api_concurrency": Bounded("JOBARCHIVE_API_CONCURRENCY", 4, 1, 64),
+    # What waits for its job or pod (attribution): at most this many objects and bytes.
+    "waiting_max": Bounded("JOBARCHIVE_WAITING_MAX", 50_000, 100, 10_000_000),
+    "waiting_bytes": Bounded("JOBARCHIVE_WAITING_BYTES", 64 * 2**20, 2**20, 2**32),
 }
 
 # Who may read through the API: callers' tokens and access reviewed by Kubernetes
@@ -110,6 +115,7 @@ class Settings:
     batch_delay: float
     queue_size: int
     writers: int
+    stop_timeout: float
     resync_interval: float
     unhealthy_after: float
     metrics_port: int
@@ -118,6 +124,8 @@ class Settings:
     api_port: int
     api_timeout: float
     api_concurrency: int
+    waiting_max: int
+    waiting_bytes: int
     api_host: str
     api_auth: str
     # Labels a plain batch Job must carry to be recorded as a job; None: none are.

@@ -11,10 +11,13 @@ Outcomes of ``jobarchive_objects_total``:
 - ``stored``: a row version was committed (reconciliation's gone-marks included);
 - ``skipped_stale``: the stored row was newer (the guard kept it), or a newer
   version of the same object was committed in the same batch;
-- ``skipped_unrelated``: a pod or Event that belongs to no tracked job;
-- ``invalid``: the object could not be converted (logged with its name);
+- ``skipped_unrelated``: a pod or Event that belongs to no tracked job, or names one
+  of another namespace;
+- ``invalid``: the object could not be converted or attributed (logged with its name);
 - ``refused``: the database refused the row (logged with its name);
-- ``expired``: a pod or Event waited for its job or pod longer than the TTL.
+- ``expired``: a pod or Event waited for its job or pod longer than the TTL;
+- ``dropped``: a pod or Event was waiting when the waiting set reached its bounds
+  (count or bytes), the oldest first (logged with its name).
 """
 
 from collections.abc import Callable

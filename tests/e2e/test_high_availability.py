@@ -1,14 +1,18 @@
 """Two replicas under Kopf's peering: one records, the other stands by and takes over
-when the first dies, losing nothing and storing nothing twice. Both are scraped for
-their metrics along the way."""
+when the first dies, losing nothing and storing nothing twice, and reconciling at once
+even when its first try fails. Both are scraped for their metrics along the way. A
+replica that only prunes (reconciliation off) stands by for a live peer too."""
 
+import datetime
 import signal
 import time
 
+import kmock
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
-from jobarchive.storage.models import Event, Pod
+from jobarchive.storage.models import Event, Job, Pod
+from jobarchive.storage.store import Store
 from testbed import objects as o
 from testbed.cluster import (
     EVENTS,
@@ -20,6 +24,7 @@ from testbed.cluster import (
     resource_of,
 )
 from testbed.operator import OperatorProcess
+from tests.support import rows
 from tests.support.operators import OperatorFactory
 from tests.support.waiting import eventually
 
@@ -40,6 +45,25 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 async def logged(process: OperatorProcess, text: str) -> bool:
     return text in process.log()
+
+
+class FailOnce:
+    """The reconciliation's next paged listing of pods answers 500, as an API server
+    whose etcd is away; Kopf lists unpaged, and later listings are answered as usual."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.failed = False
+        pods = kmock.resource(PODS.group, PODS.version, PODS.plural)
+        (
+            cluster.emulator[kmock.action.LIST, pods, kmock.params(limit="500")].override
+            << self._answer
+        )
+
+    def _answer(self) -> None:
+        # Answering nothing hands the request on to the next reaction, and spends this one.
+        if not self.failed:
+            self.failed = True
+            raise kmock.KubernetesError()
 
 
 async def test_one_replica_records_the_other_takes_over_when_it_dies(
@@ -83,6 +107,8 @@ async def test_one_replica_records_the_other_takes_over_when_it_dies(
     assert not [key for key in second if key[0] == "jobarchive_objects_total"]
     assert ("jobarchive_queue_depth", frozenset()) in second
 
+    # The takeover's reconciliation fails at first: it must be tried again at once.
+    failing = FailOnce(cluster)
     killed = time.monotonic()
     assert await active.kill() == -signal.SIGKILL
     # While nobody records: three stored pods vanish unwatched, and more pods come.
@@ -101,8 +127,51 @@ async def test_one_replica_records_the_other_takes_over_when_it_dies(
         return await Pod.filter(pod_id__in=gone, is_in_etcd=False).count() == len(gone)
 
     await eventually(gone_marked, within=30)
+    assert failing.failed
+    assert "Reconciliation failed, trying again in" in standby.log()
     after = await standby.scrape()
+    assert value(after, "jobarchive_reconciliations_total", result="failed") == 1
+    assert value(after, "jobarchive_reconciliations_total", result="done") >= 1
     assert value(after, "jobarchive_active") == 1
     assert value(after, "jobarchive_marked_gone_total", table="replica_info") == len(gone)
     assert value(after, "jobarchive_objects_total", kind="Pod", outcome="stored") >= PER_PHASE
     assert await Pod.filter(namespace="ha", is_in_etcd=True).count() == 2 * PER_PHASE - 3
+
+
+async def test_with_reconciliation_off_a_replica_prunes_only_while_it_is_the_active_one(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    finished = now - datetime.timedelta(days=365)
+    await Store().upsert(
+        Job, [rows.job("old-job", status="Succeeded", is_in_etcd=False, gmt_finished=finished)]
+    )
+    cluster.serve(PEERINGS)
+    # A live peer of higher priority, as Kopf records one.
+    peer = {"priority": 1000, "lifetime": 3600, "lastseen": now.isoformat()}
+    await cluster.create(
+        PEERINGS, {"metadata": {"name": "jobarchive"}, "status": {"other-replica": peer}}
+    )
+    standby = await start_operator(
+        "--peering=jobarchive",
+        "--priority=100",
+        JOBARCHIVE_PEERING_LIFETIME=LIFETIME,
+        JOBARCHIVE_RESYNC_INTERVAL="0",
+        JOBARCHIVE_RETENTION_DAYS="30",
+    )
+    await eventually(lambda: logged(standby, "Standing by for a peer of higher priority"))
+    assert "Pruning waits until this replica is the active one" in standby.log()
+    assert await Job.filter(job_id="old-job").exists()
+    assert value(await standby.scrape(), "jobarchive_active") == 0
+
+    # The peer's record expires: this replica is the active one, and prunes at once.
+    gone = (now - datetime.timedelta(hours=1)).isoformat()
+    await cluster.patch(
+        PEERINGS, "", "jobarchive", {"status": {"other-replica": {"lastseen": gone}}}
+    )
+
+    async def pruned() -> bool:
+        return not await Job.filter(job_id="old-job").exists()
+
+    await eventually(pruned, within=30)
+    assert value(await standby.scrape(), "jobarchive_active") == 1

@@ -9,7 +9,7 @@ import pytest
 
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
-from testbed.cluster import CRDS, EVENTS, PODS, Cluster, Resource, resource_of
+from testbed.cluster import CRDS, EVENTS, PODS, Cluster, Feed, Resource, resource_of
 from testbed.operator import OperatorProcess
 from tests.support.operators import OperatorFactory
 from tests.support.waiting import eventually
@@ -166,3 +166,94 @@ async def test_a_kind_added_by_configuration_is_recorded_with_its_pods(
         "replicas": 4,
         "resources": {"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}},
     }
+
+
+async def test_a_job_whose_tenancy_annotation_nests_too_deep_is_stored_without_tenancy(
+    cluster: Cluster, operator: OperatorProcess
+) -> None:
+    body = o.fixture("kubedl-tfjob.yaml")
+    for field in ("uid", "resourceVersion", "creationTimestamp"):
+        del body["metadata"][field]
+    # Valid JSON, and deeper than Python's parser may recurse.
+    body["metadata"]["annotations"]["kubedl.io/tenancy"] = "[" * 3000 + "]" * 3000
+    job = await cluster.create(resource_of("training.kubedl.io", "TFJob"), body)
+    pod = o.kubeflow_pod(job, "tfReplicaSpecs", "PS", 0)
+    pod["metadata"]["labels"] = {"job-name": "mnist", "replica-type": "ps"}
+    pod = await cluster.create(PODS, pod)
+
+    row = await eventually(lambda: Job.filter(job_id=job["metadata"]["uid"]).first())
+    assert (row.tenant, row.owner, row.deploy_region) == ("", "", None)
+    pod_row = await eventually(lambda: Pod.filter(pod_id=pod["metadata"]["uid"]).first())
+    assert pod_row.job_id == job["metadata"]["uid"]
+    assert "failed with an exception" not in operator.log()
+
+
+async def test_events_that_waited_for_a_pod_of_no_job_are_counted_unrelated(
+    cluster: Cluster, operator: OperatorProcess
+) -> None:
+    nginx: dict[str, object] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-7d9f8",
+            "namespace": "shop",
+            "uid": "9b0c3a52-6f1e-4d7a-8c2b-1e5f3a7d9c01",
+            "labels": {"app": "web"},
+        },
+        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]},
+        "status": {"phase": "Running"},
+    }
+    # The kubelet's Events, listed before the pod they are about.
+    for reason in ("Scheduled", "Pulled", "Started"):
+        await cluster.create(EVENTS, o.event(nginx, reason, f"{reason} web-7d9f8"))
+    events = (
+        "jobarchive_objects_total",
+        frozenset({"kind": "Event", "outcome": "skipped_unrelated"}.items()),
+    )
+    waiting = ("jobarchive_waiting_objects", frozenset({"kind": "Event"}.items()))
+
+    async def all_waiting() -> bool:
+        return (await operator.scrape()).get(waiting) == 3
+
+    await eventually(all_waiting)
+    await cluster.create(PODS, nginx)
+
+    async def judged() -> bool:
+        metrics = await operator.scrape()
+        return metrics.get(events) == 3 and metrics.get(waiting) == 0
+
+    await eventually(judged)
+    assert not await Event.all().exists()
+
+
+async def test_past_its_bound_the_oldest_waiting_pods_are_dropped_counted_and_named(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    feed = Feed(cluster, PODS)
+    operator = await start_operator(JOBARCHIVE_WAITING_MAX="100")
+    await cluster.wait_watching([PODS, EVENTS, TFJOBS])
+    secret = "do-not-log-this-config"
+    for index in range(105):
+        feed.add(
+            {
+                "metadata": {
+                    "name": f"launcher-{index}",
+                    "namespace": "ml",
+                    "labels": {"training.kubeflow.org/job-name": "never-created"},
+                    "annotations": {"example.com/config": secret},
+                },
+                "spec": {"containers": [{"name": "launcher", "image": "mpi:1"}]},
+            }
+        )
+    dropped = ("jobarchive_objects_total", frozenset({"kind": "Pod", "outcome": "dropped"}.items()))
+    waiting = ("jobarchive_waiting_objects", frozenset({"kind": "Pod"}.items()))
+
+    async def bounded() -> bool:
+        metrics = await operator.scrape()
+        return (metrics.get(waiting), metrics.get(dropped)) == (100, 5)
+
+    await eventually(bounded)
+    lines = [line for line in operator.log().splitlines() if "Dropped 1 object(s)" in line]
+    assert len(lines) == 5
+    assert all("Pod ml/launcher-" in line and "JOBARCHIVE_WAITING_MAX" in line for line in lines)
+    assert secret not in operator.log()

@@ -1,17 +1,24 @@
-"""Group commit on both databases: batching, durability, backpressure, failure isolation."""
+"""Group commit on both databases: batching, durability, backpressure, failure isolation,
+and stopping while the database is away."""
 
 import asyncio
 import contextvars
+import logging
+import math
+import re
+import sqlite3
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 
 import pytest
 from prometheus_client import REGISTRY
 
 from jobarchive.rows import Row
+from jobarchive.storage import writer as writing
 from jobarchive.storage.models import Job, Pod, Stamped
 from jobarchive.storage.store import K, Store
 from jobarchive.storage.writer import Writer
+from testbed.mariadb import MariaDBServer
 from tests.support.rows import job, pod
 from tests.support.waiting import clock_past, eventually
 
@@ -111,6 +118,94 @@ async def test_stopping_commits_what_is_queued(store: CountingStore) -> None:
     await writer.stop()
     assert all(task.done() for task in pending)
     assert await Pod.all().count() == 200
+
+
+def bisection_bound(rows: int, bad: int) -> int:
+    """The transactions bisection may take: the batch's own, then two per level of halving
+    down to each refused row."""
+    return 1 + 2 * bad * math.ceil(math.log2(rows))
+
+
+@pytest.mark.parametrize("bad", [[137], [0, 250, 499], [10, 11, 12, 13]])
+async def test_refused_rows_are_found_by_bisection_in_few_transactions(
+    store: CountingStore, bad: list[int]
+) -> None:
+    writer = Writer(store, batch_size=500, max_delay=0.005, queue_size=1000, flushers=1)
+    writer.start()
+    rows = [
+        pod(uid=f"pod-{i:03}", name=f"p-{i}", status=None if i in bad else "Running")
+        for i in range(500)
+    ]
+    try:
+        errors = await writer.write(Pod, rows)
+    finally:
+        await writer.stop()
+    assert [i for i, error in enumerate(errors) if error is not None] == bad
+    assert await Pod.all().count() == 500 - len(bad)
+    assert store.batches[0] == 500
+    # One bad row: 19 transactions (1 + 2 * 9 halvings), where committing the rows one by
+    # one after the batch failed took 501.
+    assert len(store.batches) <= bisection_bound(500, len(bad)), store.batches
+    print(f"{len(bad)} refused of 500: {len(store.batches)} transactions")
+
+
+@pytest.fixture
+def outage(database: str, db_url: str, request: pytest.FixtureRequest) -> Iterator[None]:
+    """Takes the database away: stops the run's own MariaDB (never another server), or
+    holds SQLite's file locked as another process would; gives it back at the end."""
+    if db_url.startswith("sqlite"):
+        holder = sqlite3.connect(db_url.removeprefix("sqlite://"), isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            holder.rollback()
+            holder.close()
+        return
+    server: MariaDBServer = request.getfixturevalue("private_mariadb")
+    server.stop()
+    try:
+        yield
+    finally:
+        server.start()
+
+
+async def test_stopping_during_an_outage_keeps_its_deadline_and_releases_every_writer(
+    store: CountingStore, outage: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger=writing.__name__)
+    writer = Writer(store, batch_size=2, max_delay=0.005, queue_size=5, flushers=2, stop_timeout=1)
+    writer.start()
+    # Two batches held by the flushers, five rows queued, the rest of the writers waiting
+    # for room in the queue; one writer waits with three rows, two of them not queued yet.
+    writes = [
+        asyncio.ensure_future(writer.write(Pod, [pod(uid=f"pod-{i}", name=f"p-{i}")]))
+        for i in range(20)
+    ]
+    writes.append(
+        asyncio.ensure_future(writer.write(Pod, [pod(uid=f"more-{i}") for i in range(3)]))
+    )
+
+    async def full() -> bool:
+        return writer.depth == 5
+
+    await eventually(full, within=5)
+    started = time.monotonic()
+    await asyncio.wait_for(writer.stop(), 10)
+    took = time.monotonic() - started
+    # The deadline, the flushers' grace, and a second for a loaded machine.
+    assert took < 1 + writing.STOP_GRACE + 1, took
+    assert all(task.done() for task in writes)
+    results = [error for task in writes for error in task.result()]
+    assert len(results) == 23
+    assert all(isinstance(error, writing.WriterStopped) for error in results)
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    gave_up = [line for line in lines if re.search(r"\b23 rows not written", line)]
+    assert len(gave_up) == 1, lines
+    assert "next start" in gave_up[0]
+    # Later writes fail at once instead of waiting for flushers that are gone.
+    late = await asyncio.wait_for(writer.write(Pod, [pod(uid="late")]), 1)
+    assert isinstance(late[0], writing.WriterStopped)
 
 
 def objects(kind: str, outcome: str) -> float:

@@ -106,7 +106,19 @@ def test_the_configured_region_wins_over_the_annotation() -> None:
     assert job_row(body, KINDS["training.kubedl.io", "TFJob"], "eu-1")["deploy_region"] == "eu-1"
 
 
-@pytest.mark.parametrize("annotation", ["{not json", "[1, 2]", '"text"', '{"tenant": 5}', "null"])
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        "{not json",
+        "[1, 2]",
+        '"text"',
+        '{"tenant": 5}',
+        "null",
+        # Valid JSON nested deeper than the parser may recurse.
+        "[" * 3000 + "]" * 3000,
+        '{"tenant": "search", "user": ' + '{"a": ' * 3000 + "1" + "}" * 3001,
+    ],
+)
 def test_an_unreadable_tenancy_annotation_is_ignored(annotation: str) -> None:
     body = o.with_meta(
         o.fixture("kubedl-tfjob.yaml"), annotations={"kubedl.io/tenancy": annotation}

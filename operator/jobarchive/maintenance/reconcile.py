@@ -14,14 +14,23 @@ error) leaves its rows alone. Rows written before ``api_version`` existed say on
 ``TFJob``, not which group's, and are reconciled when every group of that name was.
 Events are not reconciled: ``event_info`` records history and has no ``is_in_etcd``.
 A replica standing by in Kopf's peering does not reconcile: only the active one writes.
+
+An outage does not cost an interval. The reconciliation's reads wait for the
+database as the writer's flushers do (backoff from 0.1 s to 5 s), so a run the
+database left in the middle goes on as soon as it answers; its marks go through the
+writer, which waits too. A run that fails for any other reason (the cluster could
+not be listed) is tried again after a capped, jittered backoff rather than after the
+interval, and only a run that finished counts as done.
 """
 
 import asyncio
 import dataclasses
+import functools
 import logging
+import random
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -30,8 +39,10 @@ from jobarchive import metrics
 from jobarchive.bounded import chunks
 from jobarchive.cluster import api_client, get_json
 from jobarchive.kinds import JobKind
-from jobarchive.maintenance.peering import Peering, is_active
+from jobarchive.maintenance.peering import Activity
 from jobarchive.recording.convert import mark_gone
+from jobarchive.storage import failures
+from jobarchive.storage.errors import is_unavailable
 from jobarchive.storage.models import Job, Pod, utcnow
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
@@ -43,6 +54,70 @@ PAGE_SIZE = 500
 # from a server that cannot serve it. Full pods cost most of a listing's time and memory.
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 ROWS_PER_WRITE = 500
+# A failed run is tried again after 1 s, doubling up to a minute (or the interval, if
+# shorter): each try lists the whole cluster, which a retry every few seconds would
+# hammer while it is away.
+RETRY_FIRST = 1.0
+RETRY_CAP = 60.0
+# A read that finds the database away is tried again as the writer's flushers try
+# theirs: quick to notice the return, cheap while it lasts.
+READ_RETRY_FIRST = 0.1
+READ_RETRY_CAP = 5.0
+T = TypeVar("T")
+
+
+@dataclasses.dataclass
+class Backoff:
+    """Delays that double from ``first`` up to ``cap``, each jittered between half and all
+    of its value, so that replicas and tasks that failed together do not retry together."""
+
+    first: float
+    cap: float
+    attempts: int = 0
+
+    def next(self) -> float:
+        """The delay before the next try."""
+        ceiling = min(self.cap, self.first * 2 ** min(self.attempts, 32))
+        self.attempts += 1
+        return random.uniform(ceiling / 2, ceiling)
+
+    def reset(self) -> None:
+        """Start again from ``first``: the last try succeeded."""
+        self.attempts = 0
+
+
+def describe(error: BaseException) -> str:
+    """Why a run failed, in one line and without the database's connection parameters."""
+    if isinstance(error, ApiException):
+        return f"{error.status} {error.reason}"
+    return failures.describe(error)
+
+
+async def ride_out(read: Callable[[], Awaitable[T]]) -> T:
+    """Run a read, waiting for the database while it is unavailable; any other error
+    is raised."""
+    backoff = Backoff(READ_RETRY_FIRST, READ_RETRY_CAP)
+    away_since: float | None = None
+    while True:
+        try:
+            result = await read()
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            if away_since is None:
+                away_since = time.monotonic()
+                logger.warning(
+                    "The database is unavailable, the reconciliation waits for it: %s",
+                    failures.describe(exc),
+                )
+            await asyncio.sleep(backoff.next())
+            continue
+        if away_since is not None:
+            logger.info(
+                "The database is back after %.1f s, the reconciliation goes on",
+                time.monotonic() - away_since,
+            )
+        return result
 
 
 @dataclasses.dataclass
@@ -82,8 +157,6 @@ class Reconciler:
         self.store = store
         self.writer = writer
         self.marked_total = 0
-        # Whether this replica was the active one when last checked; None before that.
-        self.active: bool | None = None
 
     async def run_once(self, api: client.ApiClient) -> Outcome:
         """List everything, then mark what is gone; returns the counts."""
@@ -105,8 +178,8 @@ class Reconciler:
         # when every group of that name was listed.
         complete = sorted({kind.kind for kind in self.kinds} - failed)
         live_pods = await list_uids(api, "/api/v1/pods")
-        jobs = await self.store.uids_in_etcd(Job, started, listed, complete)
-        pods = await self.store.uids_in_etcd(Pod, started)
+        jobs = await ride_out(lambda: self.store.uids_in_etcd(Job, started, listed, complete))
+        pods = await ride_out(lambda: self.store.uids_in_etcd(Pod, started))
         outcome = Outcome(
             jobs_gone=await self._mark(Job, [uid for uid in jobs if uid not in live_jobs]),
             pods_gone=await self._mark(Pod, [uid for uid in pods if uid not in live_pods]),
@@ -117,37 +190,34 @@ class Reconciler:
         metrics.MARKED_GONE.labels(Pod._meta.db_table).inc(outcome.pods_gone)
         return outcome
 
-    async def run_forever(self, interval: float, peering: Peering, poll: float) -> None:
-        """Reconcile every ``interval`` seconds while this replica is the active one.
+    async def run_forever(self, interval: float, activity: Activity) -> None:
+        """Reconcile at once, then every ``interval`` seconds, while this replica is the
+        active one (``activity``).
 
-        Whether it is active is checked every ``poll`` seconds: a replica that takes
-        over reconciles at once, because the one it replaces may have missed deletes
-        (and no watch reports a delete that happened before it started). Errors are
-        logged, not fatal.
+        A replica that takes over reconciles at once, because the one it replaces may
+        have missed deletes (and no watch reports a delete that happened before it
+        started). A run that fails is logged and tried again after a backoff (jittered,
+        from ``RETRY_FIRST`` doubling to ``RETRY_CAP`` or ``interval``); the interval
+        counts from the last run that finished.
         """
         api = await api_client()
-        was_active: bool | None = None
-        last_run = 0.0
+        retry = Backoff(RETRY_FIRST, min(RETRY_CAP, interval))
         try:
             while True:
+                turn = await activity.until_active()
                 try:
-                    active = await is_active(api, peering)
-                    metrics.ACTIVE.set(int(active))
-                    if active != was_active and peering.name:
-                        logger.info(
-                            "Active: reconciling with the cluster"
-                            if active
-                            else "Standing by for a peer of higher priority: not reconciling"
-                        )
-                    due = not was_active or time.monotonic() - last_run >= interval
-                    was_active = self.active = active
-                    if active and due:
-                        last_run = time.monotonic()
-                        self._report(await self.run_once(api))
+                    outcome = await self.run_once(api)
                 except Exception as exc:
                     metrics.RECONCILIATIONS.labels("failed").inc()
-                    logger.warning("Reconciliation failed, trying again later: %s", exc)
-                await asyncio.sleep(poll if peering.name else interval)
+                    delay = retry.next()
+                    logger.warning(
+                        "Reconciliation failed, trying again in %.1f s: %s", delay, describe(exc)
+                    )
+                    await asyncio.sleep(delay)
+                    continue
+                retry.reset()
+                self._report(outcome)
+                await activity.until_taken_over(turn, interval)
         finally:
             await api.close()
 
@@ -164,7 +234,7 @@ class Reconciler:
     async def _mark(self, model: type[Job] | type[Pod], gone: list[str]) -> int:
         now = utcnow()
         for chunk in chunks(gone, ROWS_PER_WRITE):
-            rows = await self.store.rows(model, chunk)
+            rows = await ride_out(functools.partial(self.store.rows, model, chunk))
             for row in rows:
                 mark_gone(row, now)
             await self.writer.write(model, rows)

@@ -1,21 +1,38 @@
-"""Retention: forgetting jobs that finished long ago, with their pods and Events.
+"""Retention: forgetting what finished long ago, exactly.
 
-A job is pruned once it finished more than the retention period ago and is gone
-from the cluster (a finished job still in the cluster would be written back at the
-next relist). Its pods and the Events about it and its pods go with it. Deletes run
-in small statements, at most ``CHUNK`` uids each, so that no statement holds locks
-on millions of Event rows while the operator writes. They run Events first and
-the job last: an interrupted prune leaves the job row, and the next one finishes it.
+- A job is pruned once it is gone from the cluster, finished before the cutoff (or,
+  with no finish time, was last written before it), and none of its pods is still in
+  the cluster: a row still in the cluster is never deleted, so its job is kept with
+  it. Its pods go with it, and every Event stored under it: by ``job_id``, whatever
+  object they are about (the job, its pods, its JobSets, batch Jobs and RayClusters),
+  and by ``obj_uid`` every other Event about the job or its pods (rows from before
+  ``event_info.job_id`` name none). That is everything a job's detail shows.
+- A pod whose job was never recorded (deleted before the operator saw it) is pruned
+  after the same period: once gone and last written before the cutoff, with the
+  Events about it.
+- An Event stored under a job that was never recorded, or under none, and about no
+  stored job or pod, is pruned once last written before the cutoff.
+
+Every statement is bounded. Rows are selected at most ``chunk`` at a time and deleted
+by primary key, so that no statement holds locks on millions of Event rows while the
+operator writes; the jobs and uids they are selected by come ``batch`` (or ``chunk``)
+at a time, by keyset. The same statements run on MariaDB and SQLite. Events go first,
+then pods, the job last: an interrupted prune leaves the job row, and the next one
+finishes it. A dry run counts what each step would delete instead.
 """
 
 import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
 
-from jobarchive.bounded import chunks
-from jobarchive.storage.models import Event, Job, Pod, utcnow
+from tortoise.expressions import Q, Subquery
+from tortoise.queryset import QuerySet
+
+from jobarchive.storage import failures
+from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
 
 logger = logging.getLogger(__name__)
 BATCH_JOBS = 100
@@ -24,13 +41,30 @@ PRUNE_INTERVAL = 3600.0
 CHUNK = 500
 
 
+class Activity(Protocol):
+    """Whether this replica is the active one (``peering.Activity``), as pruning needs it:
+    a protocol, so that ``jobarchive prune`` (the read side) imports nothing of peering."""
+
+    @property
+    def standing_by(self) -> bool:
+        """Whether this replica must not prune: another works, or nobody knows yet."""
+        ...
+
+    async def until_active(self) -> int:
+        """Wait until this replica is the active one."""
+        ...
+
+
 @dataclasses.dataclass
 class Pruned:
-    """How many rows a prune deleted (or, dry, would delete)."""
+    """How many rows a prune deleted (or, dry, would delete); ``pods`` and ``events``
+    count all of them, the ``orphan_`` counts those whose job was never recorded."""
 
     jobs: int = 0
     pods: int = 0
     events: int = 0
+    orphan_pods: int = 0
+    orphan_events: int = 0
 
 
 def cutoff(days: int, now: datetime.datetime | None = None) -> datetime.datetime:
@@ -38,61 +72,166 @@ def cutoff(days: int, now: datetime.datetime | None = None) -> datetime.datetime
     return (now or utcnow()) - datetime.timedelta(days=days)
 
 
-async def prune(
-    before: datetime.datetime, dry_run: bool = False, batch: int = BATCH_JOBS
-) -> Pruned:
-    """Delete jobs finished before ``before`` and gone from the cluster, with their pods
-    and Events, ``batch`` jobs at a time; with ``dry_run``, only count them."""
-    pruned = Pruned()
-    after_id = 0
-    while True:
-        rows = (
-            await Job.filter(gmt_finished__lt=before, is_in_etcd=False, id__gt=after_id)
-            .order_by("id")
-            .limit(batch)
-            .values_list("id", "job_id")
+@dataclasses.dataclass
+class _Pruning:
+    before: datetime.datetime
+    dry_run: bool
+    chunk: int
+
+    async def drain(self, query: QuerySet[Any]) -> int:
+        """Delete a query's rows, ``chunk`` by primary key per statement; dry, count them.
+
+        Every row selected is deleted, so each select finds the next ones.
+        """
+        if self.dry_run:
+            return await query.count()
+        model: type[Stamped] = query.model
+        deleted = 0
+        while True:
+            ids = await query.limit(self.chunk).values_list("id", flat=True)
+            if not ids:
+                return deleted
+            done = int(await model.filter(id__in=list(ids)).delete())
+            deleted += done
+            if not done:
+                return deleted
+
+    async def jobs(self, batch: int, pruned: Pruned) -> None:
+        """Prune the jobs that are due, ``batch`` at a time, with their pods and Events."""
+        finished = Q(gmt_finished__lt=self.before) | Q(
+            gmt_finished__isnull=True, gmt_modified__lt=self.before
         )
-        if not rows:
-            return pruned
-        after_id = int(rows[-1][0])
-        job_uids = [str(uid) for _, uid in rows]
-        pod_uids = [
-            str(uid)
-            for uid in await Pod.filter(job_id__in=job_uids).values_list("pod_id", flat=True)
-        ]
-        if dry_run:
-            pruned.jobs += len(job_uids)
-            pruned.pods += len(pod_uids)
-            for chunk in chunks(job_uids + pod_uids, CHUNK):
-                pruned.events += await Event.filter(obj_uid__in=chunk).count()
-            continue
-        for chunk in chunks(job_uids + pod_uids, CHUNK):
-            pruned.events += await Event.filter(obj_uid__in=chunk).delete()
-        for chunk in chunks(pod_uids, CHUNK):
-            pruned.pods += await Pod.filter(pod_id__in=chunk).delete()
-        pruned.jobs += await Job.filter(job_id__in=job_uids).delete()
+        after = 0
+        while True:
+            rows = (
+                await Job.filter(finished, is_in_etcd=False, id__gt=after)
+                .order_by("id")
+                .limit(batch)
+                .values_list("id", "job_id")
+            )
+            if not rows:
+                return
+            after = int(rows[-1][0])
+            held = {
+                str(uid)
+                for uid in await Pod.filter(
+                    job_id__in=[str(uid) for _, uid in rows], is_in_etcd=True
+                )
+                .distinct()
+                .values_list("job_id", flat=True)
+            }
+            due = [(int(pk), str(uid)) for pk, uid in rows if str(uid) not in held]
+            if not due:
+                continue
+            job_uids = [uid for _, uid in due]
+            pods = Pod.filter(job_id__in=job_uids)
+            # Rows that name no job of the batch: a dry run must not count one twice.
+            unnamed = Q(job_id__isnull=True) | ~Q(job_id__in=job_uids)
+            pruned.events += await self.drain(Event.filter(job_id__in=job_uids))
+            pruned.events += await self.drain(
+                Event.filter(unnamed, obj_uid__in=Subquery(pods.values("pod_id")))
+            )
+            pruned.events += await self.drain(Event.filter(unnamed, obj_uid__in=job_uids))
+            pruned.pods += await self.drain(pods)
+            pruned.jobs += await self.drain(Job.filter(id__in=[pk for pk, _ in due]))
+
+    async def unrecorded_jobs(self, model: type[Pod] | type[Event]) -> AsyncIterator[list[str]]:
+        """The job uids that rows of ``model`` name and ``job_info`` lacks, a page of
+        distinct uids at a time (read along the index on ``job_id``)."""
+        after = ""
+        while True:
+            page = [
+                str(uid)
+                for uid in await model.filter(job_id__gt=after)
+                .order_by("job_id")
+                .distinct()
+                .limit(self.chunk)
+                .values_list("job_id", flat=True)
+            ]
+            if not page:
+                return
+            after = page[-1]
+            known = {
+                str(uid)
+                for uid in await Job.filter(job_id__in=page).values_list("job_id", flat=True)
+            }
+            missing = [uid for uid in page if uid not in known]
+            if missing:
+                yield missing
+
+    async def orphan_pods(self, pruned: Pruned) -> None:
+        """Prune gone pods whose job was never recorded, with the Events about them."""
+        async for missing in self.unrecorded_jobs(Pod):
+            pods = Pod.filter(job_id__in=missing, is_in_etcd=False, gmt_modified__lt=self.before)
+            events = await self.drain(Event.filter(obj_uid__in=Subquery(pods.values("pod_id"))))
+            count = await self.drain(pods)
+            pruned.events += events
+            pruned.orphan_events += events
+            pruned.pods += count
+            pruned.orphan_pods += count
+
+    async def orphan_events(self, pruned: Pruned) -> None:
+        """Prune Events under no recorded job and about no stored job or pod."""
+        unattached = (
+            Q(gmt_modified__lt=self.before)
+            & ~Q(obj_uid__in=Subquery(Pod.all().values("pod_id")))
+            & ~Q(obj_uid__in=Subquery(Job.all().values("job_id")))
+        )
+        count = await self.drain(Event.filter(unattached, job_id__isnull=True))
+        async for missing in self.unrecorded_jobs(Event):
+            count += await self.drain(Event.filter(unattached, job_id__in=missing))
+        pruned.events += count
+        pruned.orphan_events += count
 
 
-async def prune_forever(
-    days: int, interval: float, standing_by: Callable[[], bool] = lambda: False
-) -> None:
-    """Prune every ``interval`` seconds unless this replica stands by; errors are logged,
-    not fatal."""
+async def prune(
+    before: datetime.datetime,
+    dry_run: bool = False,
+    batch: int = BATCH_JOBS,
+    chunk: int = CHUNK,
+) -> Pruned:
+    """Delete what retention drops before ``before`` (the module's rules): jobs ``batch``
+    at a time, at most ``chunk`` rows per statement; with ``dry_run``, only count."""
+    pruned = Pruned()
+    pruning = _Pruning(before, dry_run, chunk)
+    await pruning.jobs(batch, pruned)
+    await pruning.orphan_pods(pruned)
+    await pruning.orphan_events(pruned)
+    return pruned
+
+
+async def prune_forever(days: int, interval: float, activity: Activity) -> None:
+    """Prune at once and then every ``interval`` seconds, while this replica is the
+    active one; errors are logged, not fatal.
+
+    A replica that does not know yet whether it is active stands by (``Activity``).
+    """
     while True:
-        if standing_by():
-            await asyncio.sleep(interval)
-            continue
+        if activity.standing_by:
+            logger.info("Pruning waits until this replica is the active one")
+            await activity.until_active()
         try:
             pruned = await prune(cutoff(days))
         except Exception as exc:
-            logger.warning("Pruning failed, trying again later: %s", exc)
+            logger.warning("Pruning failed, trying again later: %s", failures.describe(exc))
         else:
-            if pruned.jobs:
-                logger.info(
-                    "Pruned %d jobs finished over %d days ago, with %d pods and %d Events",
-                    pruned.jobs,
-                    days,
-                    pruned.pods,
-                    pruned.events,
-                )
+            _report(pruned, days)
         await asyncio.sleep(interval)
+
+
+def _report(pruned: Pruned, days: int) -> None:
+    if pruned.jobs:
+        logger.info(
+            "Pruned %d jobs finished over %d days ago, with %d pods and %d Events",
+            pruned.jobs,
+            days,
+            pruned.pods - pruned.orphan_pods,
+            pruned.events - pruned.orphan_events,
+        )
+    if pruned.orphan_pods or pruned.orphan_events:
+        logger.info(
+            "Pruned %d pods and %d Events of jobs never recorded, last written over %d days ago",
+            pruned.orphan_pods,
+            pruned.orphan_events,
+            days,
+        )

@@ -1,47 +1,146 @@
-"""Which tracked job a pod belongs to, and the objects waiting for that answer.
+"""Which tracked job an object belongs to, and the objects waiting for that answer.
 
 Kopf watches jobs, pods and Events in independent streams, so their order is not
 the order of their creation: after a restart an Event may be listed before its
 pod, and a labelled pod (an MPIJob launcher) before its job. Instead of dropping
-what cannot be attributed yet, it waits here, keyed by what will resolve it, and
-is handed back when that arrives. Nothing here does I/O; the recorder stores what
-is released.
+what cannot be attributed yet, it waits here, keyed by what will resolve it (its
+subject: the uid of a job, pod or intermediate object, or a job's namespace and
+name), and is handed back when that arrives. Nothing here does I/O; the recorder
+stores what is released.
 
-Memory is bounded: answers are kept in LRU maps, and waiting objects expire after
-``ttl`` seconds (an Event about a pod that never shows up, for example a pod that
-was deleted while the operator was down). Kubernetes keeps Events for about an
-hour and Kopf re-lists everything on restart, so losing this state with the
-process loses nothing the cluster still has.
+A job's pods, intermediate objects and Events live in its namespace: Kubernetes
+ignores an ownerReference across namespaces, and anyone who may create a pod or an
+Event in a namespace of their own may name another namespace's job in it. So the
+namespace of every job seen is kept, and ``judge`` attributes to a job only what is
+in that namespace.
+
+Memory is bounded: answers are kept in LRU maps. What waits is kept as the few
+fields that store and attribute it (its converted row, its uid, namespace and
+name), never as the object, in one map bounded by count and by bytes
+(``JOBARCHIVE_WAITING_MAX``, ``JOBARCHIVE_WAITING_BYTES``) that drops the oldest
+first; and it expires after ``ttl`` seconds (an Event about a pod that never shows
+up, for example a pod that was deleted while the operator was down). Kubernetes
+keeps Events for about an hour and Kopf re-lists everything on restart, so losing
+this state with the process loses nothing the cluster still has.
 """
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
 
-from jobarchive.bounded import Lru
+from jobarchive.bounded import Lru, Weighed
+from jobarchive.config import DEFAULTS
+from jobarchive.rows import EventRow, PodRow
 
-Body = dict[str, Any]
 UNRELATED = ""
-K = TypeVar("K")
+POD = "Pod"
+EVENT = "Event"
+# What an object waits for: the uid of a job, pod or intermediate object, or a job's
+# (namespace, name) for a pod linked by label.
+Subject = str | tuple[str, str]
+# What keeping one waiting object costs beyond its row: the Waiting itself and its
+# entries in the waiting map and its index; rounded up, so that the bytes counted are
+# never fewer than tracemalloc finds kept (a unit test holds them to it).
+ENTRY_OVERHEAD = 600
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True, eq=False)
 class Waiting:
-    """An object waiting for attribution: its newest watch event type and body."""
+    """An object waiting for attribution, as the few fields that store it: its kind
+    (Pod, Event, or an intermediate kind), identity, namespace, converted row (the job
+    filled in on release) and, for a TrainJob's JobSet, the roles it states."""
 
-    event_type: str | None
-    body: Body
-    since: float
+    kind: str
+    uid: str
+    namespace: str
+    name: str
+    pod: PodRow | None = None
+    event: EventRow | None = None
+    # The roles a TrainJob's JobSet states, as the job row's resources JSON.
+    roles: str | None = None
+    # When the object last changed (epoch seconds), for the lag metric.
+    changed: float | None = None
+    # A deletion seen while waiting: sticky, so that no later version undoes it.
+    gone: bool = False
+    since: float = 0.0
+
+    def size(self) -> int:
+        """Bytes this object costs while it waits, as near as is cheap to count."""
+        row = self.pod if self.pod is not None else self.event
+        total = ENTRY_OVERHEAD + sys.getsizeof(self.namespace) + sys.getsizeof(self.uid)
+        if row is not None:
+            total += sys.getsizeof(row) + sum(map(sys.getsizeof, row.values()))
+        if self.roles is not None:
+            total += sys.getsizeof(self.roles)
+        return total
 
 
-@dataclasses.dataclass
-class Expired:
-    """How many waiting objects were given up on in one sweep."""
+class WaitingSet:
+    """What waits, by subject: bounded by count and bytes, the oldest dropped first."""
 
-    pods: int = 0
-    events: int = 0
-    intermediates: int = 0
+    def __init__(self, max_objects: int, max_bytes: int) -> None:
+        self._entries: Weighed[tuple[Subject, str], Waiting] = Weighed(max_objects, max_bytes)
+        # Subject -> uids waiting for it, in the order they began to wait.
+        self._subjects: dict[Subject, dict[str, None]] = {}
+        self.counts = {POD: 0, EVENT: 0}
+
+    @property
+    def bytes(self) -> int:
+        """How many bytes what waits is counted at."""
+        return self._entries.weight
+
+    def bound(self, max_objects: int, max_bytes: int) -> list[Waiting]:
+        """Set the bounds; returns what was dropped to fit them, oldest first."""
+        return self._forget(self._entries.bound(max_objects, max_bytes))
+
+    def add(self, subject: Subject, item: Waiting, now: float) -> list[Waiting]:
+        """Keep ``item`` until ``subject`` is released, replacing an older version of it
+        (whose start and deletion it keeps); returns what was dropped, oldest first."""
+        key = (subject, item.uid)
+        old = self._entries.get(key)
+        item.since = now if old is None else old.since
+        if old is None:
+            self._subjects.setdefault(subject, {})[item.uid] = None
+        else:
+            item.gone = item.gone or old.gone
+            self._count(old, -1)
+        self._count(item, 1)
+        return self._forget(self._entries.put(key, item, item.size()))
+
+    def release(self, subject: Subject) -> list[Waiting]:
+        """Remove and return what waited for ``subject``, in the order it began to wait."""
+        released = []
+        for uid in self._subjects.pop(subject, {}):
+            item = self._entries.pop((subject, uid))
+            if item is not None:
+                self._count(item, -1)
+                released.append(item)
+        return released
+
+    def expire(self, before: float) -> list[Waiting]:
+        """Remove and return what began to wait before ``before``."""
+        expired = []
+        # Oldest first: an object keeps its place (and its start) while it waits.
+        while (oldest := self._entries.oldest()) is not None and oldest[1].since < before:
+            self._entries.pop(oldest[0])
+            expired.append(oldest)
+        return self._forget(expired)
+
+    def _forget(self, dropped: list[tuple[tuple[Subject, str], Waiting]]) -> list[Waiting]:
+        """Unindex and uncount entries the map no longer holds."""
+        for (subject, uid), item in dropped:
+            waiters = self._subjects.get(subject)
+            if waiters is not None:
+                waiters.pop(uid, None)
+                if not waiters:
+                    del self._subjects[subject]
+            self._count(item, -1)
+        return [item for _, item in dropped]
+
+    def _count(self, item: Waiting, delta: int) -> None:
+        if item.kind in self.counts:
+            self.counts[item.kind] += delta
 
 
 class Attribution:
@@ -51,18 +150,18 @@ class Attribution:
         self,
         ttl: float = 900.0,
         capacity: int = 200_000,
+        waiting_max: int = DEFAULTS.waiting_max,
+        waiting_bytes: int = DEFAULTS.waiting_bytes,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl = ttl
         self.capacity = capacity
         self._clock = clock
         self._jobs_by_name: Lru[str, str] = Lru(capacity)
+        self._job_namespaces: Lru[str, str] = Lru(capacity)
         self._pods: Lru[str, str] = Lru(capacity)
         self._owners: Lru[str, str] = Lru(capacity)
-        self._pods_waiting: dict[tuple[str, str], dict[str, Waiting]] = {}
-        self._pods_waiting_owner: dict[str, dict[str, Waiting]] = {}
-        self._intermediates_waiting: dict[str, dict[str, Waiting]] = {}
-        self._events_waiting: dict[str, dict[str, Waiting]] = {}
+        self._waiting = WaitingSet(waiting_max, waiting_bytes)
         self._last_sweep = clock()
         self._loaded = False
 
@@ -74,6 +173,7 @@ class Attribution:
         """
         for namespace, name, uid in jobs:
             self._jobs_by_name.put(f"{namespace}/{name}", uid)
+            self._job_namespaces.put(uid, namespace)
         for pod_uid, job_uid in pods:
             self._pods.put(pod_uid, job_uid)
         self._loaded = True
@@ -83,29 +183,60 @@ class Attribution:
         """Whether a pod or job missing here is certainly missing from the database."""
         return self._loaded and not self._pods.forgot and not self._jobs_by_name.forgot
 
+    def bound_waiting(self, max_objects: int, max_bytes: int) -> list[Waiting]:
+        """Set the bounds of what waits; returns what was dropped to fit them."""
+        return self._waiting.bound(max_objects, max_bytes)
+
     def job_seen(self, namespace: str, name: str, uid: str, gone: bool) -> list[Waiting]:
-        """Record a job; return the pods that were waiting for a job of that name."""
+        """Record a job; return what waited for it: by its uid always (its pods' and
+        Events' last versions may come after it is gone), by its name unless it is gone.
+        """
+        self._job_namespaces.put(uid, namespace)
+        released = self._waiting.release(uid)
         key = f"{namespace}/{name}"
         if gone:
             if self._jobs_by_name.get(key) == uid:
                 self._jobs_by_name.pop(key)
-            return []
+            return released
         self._jobs_by_name.put(key, uid)
-        return list(self._pods_waiting.pop((namespace, name), {}).values())
+        return released + self._waiting.release((namespace, name))
+
+    def job_known(self, uid: str, namespace: str) -> None:
+        """Record the namespace of a job learnt from the database."""
+        self._job_namespaces.put(uid, namespace)
+
+    def job_namespace(self, uid: str) -> str | None:
+        """The namespace of the job ``uid``, if known here."""
+        return self._job_namespaces.get(uid)
 
     def job_uid(self, namespace: str, name: str) -> str | None:
         """The uid of the live job of that name, if known here."""
         return self._jobs_by_name.get(f"{namespace}/{name}")
 
+    def judge(
+        self, job_uid: str, items: list[Waiting]
+    ) -> tuple[list[Waiting], list[Waiting]] | None:
+        """Split objects that name the job ``job_uid`` into those in its namespace and
+        the others (all of them for ``UNRELATED``); None while its namespace is unknown
+        here."""
+        if job_uid == UNRELATED:
+            return [], list(items)
+        namespace = self._job_namespaces.get(job_uid)
+        if namespace is None:
+            return None
+        mine = [item for item in items if item.namespace == namespace]
+        return mine, [item for item in items if item.namespace != namespace]
+
     def pod_tracked(self, pod_uid: str, job_uid: str) -> list[Waiting]:
         """Record a pod of a tracked job; return the Events that were waiting for it."""
         self._pods.put(pod_uid, job_uid)
-        return list(self._events_waiting.pop(pod_uid, {}).values())
+        return self._waiting.release(pod_uid)
 
-    def pod_unrelated(self, pod_uid: str) -> int:
-        """Record a pod that belongs to no tracked job; drop (and count) Events waiting for it."""
+    def pod_unrelated(self, pod_uid: str) -> list[Waiting]:
+        """Record a pod that belongs to no tracked job; return the Events that were
+        waiting for it, unrelated too."""
         self._pods.put(pod_uid, UNRELATED)
-        return len(self._events_waiting.pop(pod_uid, {}))
+        return self._waiting.release(pod_uid)
 
     def pod_job(self, pod_uid: str) -> str | None:
         """The pod's job uid, ``UNRELATED`` for a pod of no tracked job, None if unknown."""
@@ -115,9 +246,7 @@ class Attribution:
         """The job an intermediate object belongs to, ``UNRELATED``, or None if unseen."""
         return self._owners.get(owner_uid)
 
-    def intermediate_seen(
-        self, uid: str, job_uid: str
-    ) -> tuple[list[Waiting], list[Waiting], list[Waiting]]:
+    def intermediate_seen(self, uid: str, job_uid: str) -> list[Waiting]:
         """Record which job (or ``UNRELATED``) an intermediate object belongs to; return
         the pods, intermediate objects and Events that were waiting for it.
 
@@ -125,74 +254,26 @@ class Attribution:
         Events) may come after it is gone.
         """
         self._owners.put(uid, job_uid)
-        return (
-            list(self._pods_waiting_owner.pop(uid, {}).values()),
-            list(self._intermediates_waiting.pop(uid, {}).values()),
-            list(self._events_waiting.pop(uid, {}).values()),
-        )
+        return self._waiting.release(uid)
 
-    def wait_for_owner(
-        self,
-        owner_uid: str,
-        uid: str,
-        event_type: str | None,
-        body: Body,
-        intermediate: bool = False,
-    ) -> None:
-        """Keep a pod (or an intermediate object) until the object that owns it is seen."""
-        waiting_map = self._intermediates_waiting if intermediate else self._pods_waiting_owner
-        waiting = waiting_map.setdefault(owner_uid, {})
-        waiting[uid] = self._newest(waiting.get(uid), event_type, body)
-
-    def wait_for_job(
-        self, namespace: str, job_name: str, pod_uid: str, event_type: str | None, body: Body
-    ) -> None:
-        """Keep a labelled pod until a job of that name is seen."""
-        waiting = self._pods_waiting.setdefault((namespace, job_name), {})
-        waiting[pod_uid] = self._newest(waiting.get(pod_uid), event_type, body)
-
-    def wait_for_pod(
-        self, pod_uid: str, event_uid: str, event_type: str | None, body: Body
-    ) -> None:
-        """Keep an Event until its pod (or intermediate object) is attributed."""
-        waiting = self._events_waiting.setdefault(pod_uid, {})
-        waiting[event_uid] = self._newest(waiting.get(event_uid), event_type, body)
+    def wait(self, subject: Subject, item: Waiting) -> list[Waiting]:
+        """Keep an object until ``subject`` is attributed; returns what was dropped to
+        stay within the bounds, oldest first (possibly this very object)."""
+        return self._waiting.add(subject, item, self._clock())
 
     def waiting_counts(self) -> tuple[int, int]:
         """How many pods and Events wait."""
-        pods = sum(len(w) for w in self._pods_waiting.values())
-        pods += sum(len(w) for w in self._pods_waiting_owner.values())
-        events = sum(len(w) for w in self._events_waiting.values())
-        return pods, events
+        return self._waiting.counts[POD], self._waiting.counts[EVENT]
 
-    def sweep(self, every: float = 30.0) -> Expired | None:
-        """Drop what waited longer than the ttl; at most once per ``every`` seconds."""
+    def waiting_bytes(self) -> int:
+        """How many bytes what waits is counted at."""
+        return self._waiting.bytes
+
+    def sweep(self, every: float = 30.0) -> list[Waiting] | None:
+        """Drop what waited longer than the ttl, and return it; at most once per
+        ``every`` seconds (None when it was not time)."""
         now = self._clock()
         if now - self._last_sweep < every:
             return None
         self._last_sweep = now
-        pods = _expire(self._pods_waiting, now, self.ttl)
-        pods += _expire(self._pods_waiting_owner, now, self.ttl)
-        events = _expire(self._events_waiting, now, self.ttl)
-        intermediates = _expire(self._intermediates_waiting, now, self.ttl)
-        return Expired(pods=pods, events=events, intermediates=intermediates)
-
-    def _newest(self, old: Waiting | None, event_type: str | None, body: Body) -> Waiting:
-        # A deletion seen while waiting must not be undone by nothing: keep DELETED sticky.
-        if old is not None and old.event_type == "DELETED":
-            event_type = "DELETED"
-        since = old.since if old is not None else self._clock()
-        return Waiting(event_type, body, since)
-
-
-def _expire(waiting_map: dict[K, dict[str, Waiting]], now: float, ttl: float) -> int:
-    """Drop what has waited longer than ``ttl`` seconds at ``now``; returns how many."""
-    count = 0
-    for key in list(waiting_map):
-        group = waiting_map[key]
-        for uid in [u for u, w in group.items() if now - w.since > ttl]:
-            del group[uid]
-            count += 1
-        if not group:
-            del waiting_map[key]
-    return count
+        return self._waiting.expire(now - self.ttl)

@@ -4,19 +4,25 @@ The Kopf handlers call one method of ``Recorder`` per watched resource and nothi
 else. A DELETED event marks the row gone instead of deleting it, since the point is
 to keep the history; pods and Events are stored only when they belong to a tracked
 job (directly or through an intermediate object: a JobSet, a batch Job, a
-RayCluster), and what cannot be attributed yet waits in ``Attribution`` instead of
-being dropped.
+RayCluster) in the job's own namespace, and what cannot be attributed yet waits in
+``Attribution`` instead of being dropped, as its converted row.
 
-Three classes share the work: ``Recorder`` attributes jobs, pods and Events;
-``Intermediates`` learns which job each intermediate object belongs to (and the
-roles a TrainJob's JobSet states); ``RowWriter`` converts what is attributed and
-writes it. An object that cannot be converted is logged with its kind,
-namespace, name and the reason, and skipped; it never raises into Kopf.
+Four classes share the work: ``Recorder`` finds the job each object names (its
+owner, a label, the subject of an Event); ``Intermediates`` the job an
+intermediate object, or a pod it controls, belongs to; ``Attributor`` judges by
+namespace whether the object is that job's, stores what is, counts what is not,
+and lets what cannot be judged yet wait (bounded: the oldest is dropped, named in
+the log and counted); ``RowWriter`` writes rows. An object that cannot
+be converted or attributed, for whatever reason (a RecursionError, a MemoryError,
+a bug), is logged with its kind, namespace, name and the reason, counted
+``invalid``, and skipped; nothing raises into Kopf.
 """
 
+import contextlib
 import datetime
 import logging
-from collections.abc import Awaitable, Mapping
+from collections import Counter
+from collections.abc import Awaitable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from jobarchive import metrics
@@ -24,11 +30,18 @@ from jobarchive.bounded import Lru
 from jobarchive.config import Settings, matches
 from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
 from jobarchive.recording import convert
-from jobarchive.recording.attribution import UNRELATED, Attribution, Waiting
-from jobarchive.recording.convert.common import mapping, text
+from jobarchive.recording.attribution import (
+    EVENT,
+    POD,
+    UNRELATED,
+    Attribution,
+    Subject,
+    Waiting,
+)
+from jobarchive.recording.convert.common import clip, mapping, text
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
-from jobarchive.rows import EventRow, JobRow, PodRow
+from jobarchive.rows import UID_LENGTH, EventRow, JobRow, PodRow
 from jobarchive.storage.errors import is_unavailable
 from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
 from jobarchive.storage.store import Store
@@ -42,6 +55,10 @@ DELETED = "DELETED"
 ROLES_REMEMBERED = 10_000
 # Kubernetes keeps Events for an hour by default (--event-ttl); two covers a longer setting.
 EVENT_LIFETIME_HOURS = 2
+# Objects named in one line about what was dropped or expired; the rest are counted.
+NAMED_IN_A_LINE = 5
+# An unexpected exception's message is cut to this in the log line.
+REASON_LENGTH = 300
 
 
 def changed_at(event_type: str | None, body: Mapping[str, Any]) -> float | None:
@@ -61,6 +78,22 @@ def describe(kind: str, body: Mapping[str, Any]) -> str:
     return f"{kind} {namespace}/{name[:300]}"
 
 
+def named(items: list[Waiting]) -> str:
+    """``Kind namespace/name`` of the first few objects, and how many more."""
+    names = [f"{i.kind} {i.namespace or '-'}/{i.name[:300]}" for i in items[:NAMED_IN_A_LINE]]
+    more = len(items) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more else "")
+
+
+def reason(exc: Exception) -> str:
+    """What went wrong, in a line: an InvalidObject's own words, else the exception's
+    type and the start of its message."""
+    if isinstance(exc, convert.InvalidObject):
+        return str(exc)
+    message = str(exc)[:REASON_LENGTH].replace("\n", " ")
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 async def lookup(query: Awaitable[T]) -> T | None:
     """A database lookup; while the database is away, the answer is "not known yet",
     so the object waits for attribution (or the refinement for the next write)
@@ -73,40 +106,55 @@ async def lookup(query: Awaitable[T]) -> T | None:
         return None
 
 
-def sweep(attribution: Attribution) -> None:
-    """Expire what waited too long for attribution, and say how much."""
-    expired = attribution.sweep()
-    if expired is not None and (expired.pods or expired.events or expired.intermediates):
-        metrics.OBJECTS.labels("Pod", "expired").inc(expired.pods)
-        metrics.OBJECTS.labels("Event", "expired").inc(expired.events)
-        logger.info(
-            "Gave up on %d pod(s) whose job or owner, %d Event(s) whose subject and "
-            "%d intermediate object(s) whose owner never appeared within %.0f s",
-            expired.pods,
-            expired.events,
-            expired.intermediates,
-            attribution.ttl,
-        )
+def pod_waiting(
+    event_type: str | None, body: Mapping[str, Any], main_container: str | None, region: str | None
+) -> Waiting:
+    """A pod as it is attributed and kept while it waits: its row, the job left empty."""
+    row = convert.pod_row(body, UNRELATED, main_container, region)
+    return Waiting(
+        POD,
+        row["pod_id"],
+        row["namespace"],
+        row["name"],
+        pod=row,
+        changed=changed_at(event_type, body),
+        gone=event_type == DELETED,
+    )
 
 
-def waiting(event_type: str | None, body: Mapping[str, Any]) -> Waiting:
-    """An object attributed as it arrives, in the shape of one released from waiting."""
-    return Waiting(event_type, dict(body), 0.0)
+def event_waiting(event_type: str | None, body: Mapping[str, Any], region: str | None) -> Waiting:
+    """An Event as it is attributed and kept while it waits: its row, the job left empty.
+
+    Its namespace is the Event's own, where the API server put it: the namespace of
+    the object it is about, if that is a job's.
+    """
+    row = convert.event_row(body, region)
+    namespace = text(mapping(body.get("metadata")).get("namespace")) or row["obj_namespace"]
+    return Waiting(
+        EVENT,
+        row["event_id"],
+        namespace,
+        row["name"],
+        event=row,
+        changed=changed_at(event_type, body),
+    )
 
 
 class RowWriter:
-    """Converts attributed objects to rows and writes them, logging what cannot be
-    converted or stored; a stored pod releases the Events that waited for it."""
+    """Writes rows, logging what cannot be converted or stored."""
 
-    def __init__(self, settings: Settings, writer: Writer, attribution: Attribution) -> None:
-        self.settings = settings
+    def __init__(self, writer: Writer) -> None:
         self.writer = writer
-        self.attribution = attribution
 
-    def invalid(self, kind: str, body: Mapping[str, Any], reason: object) -> None:
+    def invalid(self, kind: str, body: Mapping[str, Any], why: object) -> None:
         """Log and count an object that cannot become a row."""
-        logger.warning("Skipping %s: %s", describe(kind, body), reason)
+        logger.warning("Skipping %s: %s", describe(kind, body), why)
         metrics.OBJECTS.labels(kind, "invalid").inc()
+
+    def invalid_waiting(self, item: Waiting, why: object) -> None:
+        """Log and count an object, released from waiting, that could not be attributed."""
+        logger.warning("Skipping %s: %s", named([item]), why)
+        metrics.OBJECTS.labels(item.kind, "invalid").inc()
 
     async def write(
         self, model: type[Stamped], kind: str, rows: list[R], changed: list[float | None]
@@ -125,112 +173,179 @@ class RowWriter:
             logger.error("Could not store %s %s/%s: %s", kind, namespace, row.get("name"), error)
         return stored
 
-    async def pods(self, pods: list[Waiting], job_uid: str, main_container: str | None) -> None:
-        """Store pods of the job ``job_uid``, then the Events that waited for them."""
+
+class Attributor:
+    """Attributes objects to the job they name, within its namespace: stores what is the
+    job's, counts the rest unrelated (and what waited for them), lets what cannot be
+    judged yet wait. Keeps the roles a TrainJob's JobSet states, which know the
+    runtime's defaults that the TrainJob's own spec leaves out."""
+
+    def __init__(self, store: Store, attribution: Attribution, rows: RowWriter) -> None:
+        self.store = store
+        self.attribution = attribution
+        self.rows = rows
+        # TrainJob uid -> its resources JSON, as its JobSet states the roles.
+        self._roles: Lru[str, str] = Lru(ROLES_REMEMBERED)
+
+    def roles(self, trainjob_uid: str) -> str | None:
+        """The roles the TrainJob's JobSet stated, as resources JSON, if one was seen."""
+        return self._roles.get(trainjob_uid)
+
+    async def settle(self, items: list[Waiting], job_uid: str) -> None:
+        """Attribute objects that name the job ``job_uid`` (``UNRELATED``: none): those in
+        its namespace are stored, the others are unrelated and so is what waited for
+        them; while the job's namespace is unknown, they wait for the job.
+
+        Iterative, not recursive: a chain of objects that waited for each other is as
+        long as anyone makes it. What fails is logged object by object: released from
+        waiting, they are named nowhere else.
+        """
+        work = [(items, job_uid)]
+        while work:
+            items, job_uid = work.pop()
+            if not items:
+                continue
+            try:
+                work.extend(await self._settle(items, job_uid))
+            except Exception as exc:
+                for item in items:
+                    self.rows.invalid_waiting(item, reason(exc))
+
+    async def _settle(self, items: list[Waiting], job_uid: str) -> list[tuple[list[Waiting], str]]:
+        """``settle`` for one job: returns what was released, and the job it names."""
+        judged = self.attribution.judge(job_uid, items)
+        if judged is None:
+            rows = await lookup(self.store.rows(Job, [job_uid]))
+            if rows:
+                self.attribution.job_known(job_uid, rows[0]["namespace"])
+            judged = self.attribution.judge(job_uid, items)
+        if judged is None:
+            for item in items:
+                self.wait(job_uid, item)
+            return []
+        mine, others = judged
+        released = [(self._unrelated(item, job_uid), UNRELATED) for item in others]
+        pods = [item for item in mine if item.kind == POD]
+        if pods:
+            released.append((await self._store_pods(pods, job_uid), job_uid))
+        events = [item for item in mine if item.kind == EVENT]
+        if events:
+            await self._store_events(events, job_uid)
+        for item in mine:
+            if item.kind not in (POD, EVENT):
+                if item.roles is not None:
+                    await self._refine_roles(job_uid, item.roles)
+                released.append((self.attribution.intermediate_seen(item.uid, job_uid), job_uid))
+        return released
+
+    def wait(self, subject: Subject, item: Waiting) -> None:
+        """Let an object wait for ``subject``; say what the bounds dropped, and sweep."""
+        self.dropped(self.attribution.wait(subject, item))
+        expired = self.attribution.sweep()
+        if expired:
+            for kind, count in Counter(item.kind for item in expired).items():
+                metrics.OBJECTS.labels(kind, "expired").inc(count)
+            logger.info(
+                "Gave up on %d object(s) whose job, pod or owner never appeared within %.0f s: %s",
+                len(expired),
+                self.attribution.ttl,
+                named(expired),
+            )
+
+    def dropped(self, items: list[Waiting]) -> None:
+        """Count and name what was dropped from the waiting set, its content unsaid."""
+        if not items:
+            return
+        for kind, count in Counter(item.kind for item in items).items():
+            metrics.OBJECTS.labels(kind, "dropped").inc(count)
+        logger.warning(
+            "Dropped %d object(s) that waited longest for their job, pod or owner: the "
+            "waiting set is full (JOBARCHIVE_WAITING_MAX, JOBARCHIVE_WAITING_BYTES): %s",
+            len(items),
+            named(items),
+        )
+
+    def _unrelated(self, item: Waiting, job_uid: str) -> list[Waiting]:
+        """Count an object that is no tracked job's; return what waited for it."""
+        if job_uid != UNRELATED:
+            logger.warning(
+                "Not attributing %s to job %s, which is in another namespace",
+                named([item]),
+                job_uid,
+            )
+        if item.kind in (POD, EVENT):
+            metrics.OBJECTS.labels(item.kind, "skipped_unrelated").inc()
+        if item.kind == POD:
+            return self.attribution.pod_unrelated(item.uid)
+        if item.kind == EVENT:
+            return []
+        return self.attribution.intermediate_seen(item.uid, UNRELATED)
+
+    async def _store_pods(self, items: list[Waiting], job_uid: str) -> list[Waiting]:
+        """Store pods of the job ``job_uid``; return the Events that waited for them."""
+        now = utcnow()
         rows = []
         changed = []
-        for pod in pods:
-            try:
-                row = convert.pod_row(pod.body, job_uid, main_container, self.settings.region)
-            except convert.InvalidObject as exc:
-                self.invalid("Pod", pod.body, exc)
+        for item in items:
+            if item.pod is None:
                 continue
-            if pod.event_type == DELETED:
-                convert.mark_gone(row, utcnow())
+            row = item.pod.copy()
+            row["job_id"] = clip(job_uid, UID_LENGTH)
+            if item.gone:
+                convert.mark_gone(row, now)
             rows.append(row)
-            changed.append(changed_at(pod.event_type, pod.body))
+            changed.append(item.changed)
         released: list[Waiting] = []
-        for stored in await self.write(Pod, "Pod", rows, changed):
+        for stored in await self.rows.write(Pod, POD, rows, changed):
             released.extend(self.attribution.pod_tracked(stored["pod_id"], job_uid))
-        if released:
-            await self.events(released, job_uid)
+        return released
 
-    async def events(self, events: list[Waiting], job_uid: str | None) -> None:
+    async def _store_events(self, items: list[Waiting], job_uid: str) -> None:
         """Store Events about the job ``job_uid``, its pods or its intermediate objects."""
         rows = []
         changed = []
-        for event in events:
-            try:
-                rows.append(convert.event_row(event.body, self.settings.region, job_uid))
-            except convert.InvalidObject as exc:
-                self.invalid("Event", event.body, exc)
+        for item in items:
+            if item.event is None:
                 continue
-            changed.append(changed_at(event.event_type, event.body))
-        await self.write(Event, "Event", rows, changed)
+            row = item.event.copy()
+            row["job_id"] = job_uid
+            rows.append(row)
+            changed.append(item.changed)
+        await self.rows.write(Event, EVENT, rows, changed)
+
+    async def _refine_roles(self, trainjob_uid: str, resources: str) -> None:
+        """Give a TrainJob the roles its JobSet states, now and on its later writes."""
+        self._roles.put(trainjob_uid, resources)
+        rows = await lookup(self.store.rows(Job, [trainjob_uid]))
+        stored = rows[0] if rows else None
+        if stored and stored["resources"] != resources:
+            # Rewritten at its own resourceVersion: a newer TrainJob write wins the guard,
+            # and that one took the roles from the map above.
+            stored["resources"] = resources
+            await self.rows.write(Job, "TrainJob", [stored], [None])
 
 
 class Intermediates:
     """Which job each intermediate object (JobSet, batch Job, RayCluster) belongs to,
-    and the pods, objects and Events that waited for that answer; and the roles a
-    TrainJob's JobSet states, which know the runtime's defaults that the TrainJob's
-    own spec leaves out. Nothing of an intermediate object itself is stored."""
+    and the job of a pod such an object controls. Nothing of an intermediate object
+    itself is stored."""
 
     def __init__(
-        self, settings: Settings, store: Store, attribution: Attribution, rows: RowWriter
+        self,
+        settings: Settings,
+        store: Store,
+        attribution: Attribution,
+        attributor: Attributor,
+        rows: RowWriter,
     ) -> None:
         self.settings = settings
         self.store = store
         self.attribution = attribution
+        self.attributor = attributor
         self.rows = rows
-        # TrainJob uid -> roles read from its JobSet.
-        self._roles: Lru[str, dict[str, Any]] = Lru(ROLES_REMEMBERED)
 
-    def roles(self, trainjob_uid: str) -> dict[str, Any] | None:
-        """The roles the TrainJob's JobSet stated, if one was seen."""
-        return self._roles.get(trainjob_uid)
-
-    async def seen(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """Learn which job an intermediate object belongs to, then store what waited."""
-        meta = mapping(body.get("metadata"))
-        uid = text(meta.get("uid"))
-        if not uid:
-            self.rows.invalid(kind, body, "metadata.uid is missing")
-            return
-        owner = controller_of(meta.get("ownerReferences"))
-        owner_uid = text(owner.get("uid")) if owner is not None else None
-        if owner is None or not owner_uid:
-            job_uid = UNRELATED
-        elif owner_kind := self.settings.kinds.find(owner.get("apiVersion"), owner.get("kind")):
-            job_uid = owner_uid
-            if kind == "JobSet" and owner_kind.strategy == "trainjob":
-                await self._refine_roles(owner_uid, body)
-        elif is_intermediate(owner.get("apiVersion"), owner.get("kind")):
-            known = self.attribution.owner_job(owner_uid)
-            if known is None:
-                self.attribution.wait_for_owner(
-                    owner_uid, uid, event_type, dict(body), intermediate=True
-                )
-                sweep(self.attribution)
-                return
-            job_uid = known
-        else:
-            job_uid = UNRELATED
-        await self.resolved(uid, job_uid)
-
-    async def resolved(self, uid: str, job_uid: str) -> None:
-        """The object ``uid`` belongs to ``job_uid`` (or to none): store what waited for it."""
-        pods, intermediates, events = self.attribution.intermediate_seen(uid, job_uid)
-        if job_uid == UNRELATED:
-            for pod in pods:
-                pod_uid = text(mapping(pod.body.get("metadata")).get("uid"))
-                if pod_uid:
-                    self.attribution.pod_unrelated(pod_uid)
-            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc(len(pods))
-            metrics.OBJECTS.labels("Event", "skipped_unrelated").inc(len(events))
-        else:
-            if pods:
-                await self.rows.pods(pods, job_uid, None)
-            if events:
-                await self.rows.events(events, job_uid)
-        for later in intermediates:
-            kind = text(later.body.get("kind")) or "Intermediate"
-            await self.seen(kind, later.event_type, later.body)
-
-    async def pod(
-        self, owner_uid: str, pod_uid: str, event_type: str | None, body: Mapping[str, Any]
-    ) -> None:
-        """Store a pod whose controller is the intermediate object ``owner_uid``, or let
-        it wait for that object, or ignore it."""
+    async def pod_job(self, owner_uid: str, pod_uid: str) -> str | None:
+        """The job of a pod whose controller is the intermediate object ``owner_uid``."""
         job_uid = self.attribution.owner_job(owner_uid)
         if job_uid is None:
             # Its owner was deleted before this update came (or before a restart): the
@@ -239,31 +354,40 @@ class Intermediates:
             if job_uid is None and not self.attribution.knows_all:
                 job_uid = await lookup(self.store.pod_job_uid(pod_uid))
             job_uid = self.attribution.owner_job(owner_uid) or job_uid
-        if job_uid == UNRELATED:
-            self.attribution.pod_unrelated(pod_uid)
-            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc()
-            return
-        if job_uid is None:
-            self.attribution.wait_for_owner(owner_uid, pod_uid, event_type, dict(body))
-            sweep(self.attribution)
-            return
-        await self.rows.pods([waiting(event_type, body)], job_uid, None)
+        return job_uid
 
-    async def _refine_roles(self, trainjob_uid: str, jobset: Mapping[str, Any]) -> None:
-        """Give a TrainJob the roles its JobSet states, now and on its later writes."""
+    async def seen(self, kind: str, body: Mapping[str, Any]) -> None:
+        """Learn which job an intermediate object belongs to, within that job's namespace,
+        then settle what waited for it."""
+        meta = mapping(body.get("metadata"))
+        uid = text(meta.get("uid"))
+        if not uid:
+            raise convert.InvalidObject("metadata.uid is missing")
+        item = Waiting(kind, uid, text(meta.get("namespace")) or "", text(meta.get("name")) or "")
+        owner = controller_of(meta.get("ownerReferences"))
+        owner_uid = text(owner.get("uid")) if owner is not None else None
+        job_uid = UNRELATED
+        if owner is not None and owner_uid:
+            owner_kind = self.settings.kinds.find(owner.get("apiVersion"), owner.get("kind"))
+            if owner_kind is not None:
+                job_uid = owner_uid
+                if kind == "JobSet" and owner_kind.strategy == "trainjob":
+                    item.roles = self._jobset_roles(body)
+            elif is_intermediate(owner.get("apiVersion"), owner.get("kind")):
+                known = self.attribution.owner_job(owner_uid)
+                if known is None:
+                    self.attributor.wait(owner_uid, item)
+                    return
+                job_uid = known
+        await self.attributor.settle([item], job_uid)
+
+    def _jobset_roles(self, jobset: Mapping[str, Any]) -> str | None:
+        """The roles a TrainJob's JobSet states, as resources JSON; None if unreadable."""
         try:
-            roles = jobset_roles(jobset)
+            return resources_json(jobset_roles(jobset))
         except convert.InvalidObject as exc:
             self.rows.invalid("JobSet", jobset, exc)
-            return
-        self._roles.put(trainjob_uid, roles)
-        rows = await lookup(self.store.rows(Job, [trainjob_uid]))
-        stored = rows[0] if rows else None
-        if stored and stored["resources"] != resources_json(roles):
-            # Rewritten at its own resourceVersion: a newer TrainJob write wins the guard,
-            # and that one took the roles from the map above.
-            stored["resources"] = resources_json(roles)
-            await self.rows.write(Job, "TrainJob", [stored], [None])
+            return None
 
 
 class Recorder:
@@ -276,8 +400,12 @@ class Recorder:
         self.store = store
         self.writer = writer
         self.attribution = attribution
-        self.rows = RowWriter(settings, writer, attribution)
-        self.intermediates = Intermediates(settings, store, attribution, self.rows)
+        self.rows = RowWriter(writer)
+        self.attributor = Attributor(store, attribution, self.rows)
+        self.intermediates = Intermediates(settings, store, attribution, self.attributor, self.rows)
+        self.attributor.dropped(
+            attribution.bound_waiting(settings.waiting_max, settings.waiting_bytes)
+        )
 
     async def load(self) -> None:
         """Prime the attribution state from the database; call once at start."""
@@ -287,115 +415,127 @@ class Recorder:
         self.attribution.load(jobs, pods)
         logger.info("Attribution starts from %d live jobs and %d recent pods", len(jobs), len(pods))
 
-    async def job(self, kind: JobKind, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """Store a job's state, then whatever pods were waiting for it."""
+    @contextlib.contextmanager
+    def _guard(self, kind: str, body: Mapping[str, Any]) -> Iterator[None]:
+        """Whatever goes wrong with one object is that object's: logged, counted, skipped."""
         try:
-            row = convert.job_row(body, kind, self.settings.region)
-        except convert.InvalidObject as exc:
-            self.rows.invalid(kind.kind, body, exc)
-            return
-        roles = self.intermediates.roles(row["job_id"])
-        if roles is not None:
-            row["resources"] = resources_json(roles)
-        gone = event_type == DELETED
-        if gone:
-            convert.mark_gone(row, utcnow())
-        if not await self.rows.write(Job, kind.kind, [row], [changed_at(event_type, body)]):
-            return
-        released = self.attribution.job_seen(row["namespace"], row["name"], row["job_id"], gone)
-        if released:
-            # Pods that waited were linked by label, not owned by the job: their main
-            # container is not the kind's default (an MPIJob launcher's, say).
-            await self.rows.pods(released, row["job_id"], None)
+            yield
+        except Exception as exc:
+            if not isinstance(exc, convert.InvalidObject):
+                logger.debug("Handling %s failed", describe(kind, body), exc_info=True)
+            self.rows.invalid(kind, body, reason(exc))
+
+    async def job(self, kind: JobKind, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Store a job's state, then whatever waited for it."""
+        with self._guard(kind.kind, body):
+            await self._job(kind, event_type, body)
 
     async def pod(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """Store a pod of a tracked job, or let it wait for its job, or ignore it."""
-        pod_uid = text(mapping(body.get("metadata")).get("uid"))
-        if not pod_uid:
-            self.rows.invalid("Pod", body, "metadata.uid is missing")
-            return
-        link = convert.pod_job_link(body, self.settings.kinds)
-        if link is None:
-            self.attribution.pod_unrelated(pod_uid)
-            metrics.OBJECTS.labels("Pod", "skipped_unrelated").inc()
-            return
-        if isinstance(link, convert.OwnerLink):
-            await self.rows.pods(
-                [waiting(event_type, body)], link.job_uid, link.kind.main_container
-            )
-            return
-        if isinstance(link, convert.IntermediateLink):
-            await self.intermediates.pod(link.owner_uid, pod_uid, event_type, body)
-            return
-        job_uid = self.attribution.job_uid(link.namespace, link.job_name)
-        if job_uid is None and not self.attribution.knows_all:
-            job_uid = await lookup(self.store.live_job_uid(link.namespace, link.job_name))
-        # Checked again after the await: the job may have been recorded meanwhile, and
-        # from here to wait_for_job nothing yields, so no release can slip between.
-        job_uid = self.attribution.job_uid(link.namespace, link.job_name) or job_uid
-        if job_uid is None:
-            self.attribution.wait_for_job(
-                link.namespace, link.job_name, pod_uid, event_type, dict(body)
-            )
-            sweep(self.attribution)
-            return
-        await self.rows.pods([waiting(event_type, body)], job_uid, None)
+        with self._guard(POD, body):
+            await self._pod(event_type, body)
+
+    async def event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Store an Event about a tracked job, or about a pod or intermediate object of one;
+        let it wait while its subject is unseen."""
+        with self._guard(EVENT, body):
+            await self._event(event_type, body)
 
     async def intermediate(
         self, kind: str, event_type: str | None, body: Mapping[str, Any]
     ) -> None:
         """Learn which job an intermediate object (JobSet, batch Job, RayCluster) belongs
         to, then store what waited for it. Nothing of the object itself is stored."""
-        await self.intermediates.seen(kind, event_type, body)
+        with self._guard(kind, body):
+            await self.intermediates.seen(kind, body)
 
     async def batch_job(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A batch Job: a training job of its own when opted in (no controller, labels
         matching the configured selector), else an intermediate object."""
-        meta = mapping(body.get("metadata"))
-        selector = self.settings.batch_job_selector
-        if (
-            selector is not None
-            and controller_of(meta.get("ownerReferences")) is None
-            and matches(selector, mapping(meta.get("labels")))
-        ):
-            await self.job(BATCH_JOB, event_type, body)
-            uid = text(meta.get("uid"))
-            if uid:
-                await self.intermediates.resolved(uid, uid)
-            return
-        await self.intermediate(BATCH_JOB.kind, event_type, body)
+        with self._guard(BATCH_JOB.kind, body):
+            meta = mapping(body.get("metadata"))
+            selector = self.settings.batch_job_selector
+            if (
+                selector is not None
+                and controller_of(meta.get("ownerReferences")) is None
+                and matches(selector, mapping(meta.get("labels")))
+            ):
+                uid = await self._job(BATCH_JOB, event_type, body)
+                if uid is not None:
+                    await self.attributor.settle(self.attribution.intermediate_seen(uid, uid), uid)
+                return
+            await self.intermediates.seen(BATCH_JOB.kind, body)
 
-    async def event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """Store an Event about a tracked job, or about a pod or intermediate object of one;
-        let it wait while its subject is unseen."""
-        try:
-            involved = convert.involved_object(body)
-        except convert.InvalidObject as exc:
-            self.rows.invalid("Event", body, exc)
+    async def _job(
+        self, kind: JobKind, event_type: str | None, body: Mapping[str, Any]
+    ) -> str | None:
+        """Store a job and settle what waited for it; its uid, None if not stored."""
+        row = convert.job_row(body, kind, self.settings.region)
+        roles = self.attributor.roles(row["job_id"])
+        if roles is not None:
+            row["resources"] = roles
+        gone = event_type == DELETED
+        if gone:
+            convert.mark_gone(row, utcnow())
+        if not await self.rows.write(Job, kind.kind, [row], [changed_at(event_type, body)]):
+            return None
+        released = self.attribution.job_seen(row["namespace"], row["name"], row["job_id"], gone)
+        if released:
+            await self.attributor.settle(released, row["job_id"])
+        return row["job_id"]
+
+    async def _pod(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        pod_uid = text(mapping(body.get("metadata")).get("uid"))
+        if not pod_uid:
+            raise convert.InvalidObject("metadata.uid is missing")
+        link = convert.pod_job_link(body, self.settings.kinds)
+        if link is None:
+            metrics.OBJECTS.labels(POD, "skipped_unrelated").inc()
+            await self.attributor.settle(self.attribution.pod_unrelated(pod_uid), UNRELATED)
             return
-        if self.settings.kinds.find(involved.api_version, involved.kind) is not None:
-            await self.rows.events([waiting(event_type, body)], involved.uid)
-            return
-        intermediate = bool(involved.uid) and is_intermediate(involved.api_version, involved.kind)
-        if (involved.kind != "Pod" and not intermediate) or not involved.uid:
-            metrics.OBJECTS.labels("Event", "skipped_unrelated").inc()
-            return
-        if intermediate:
-            job_uid = self.attribution.owner_job(involved.uid)
+        # An owner's kind names the main container; a pod linked otherwise (an MPIJob
+        # launcher, a Ray head) has its own.
+        main = link.kind.main_container if isinstance(link, convert.OwnerLink) else None
+        item = pod_waiting(event_type, body, main, self.settings.region)
+        job_uid: str | None
+        subject: Subject
+        if isinstance(link, convert.OwnerLink):
+            job_uid, subject = link.job_uid, link.job_uid
+        elif isinstance(link, convert.IntermediateLink):
+            job_uid, subject = (
+                await self.intermediates.pod_job(link.owner_uid, pod_uid),
+                link.owner_uid,
+            )
         else:
+            job_uid = self.attribution.job_uid(link.namespace, link.job_name)
+            if job_uid is None and not self.attribution.knows_all:
+                job_uid = await lookup(self.store.live_job_uid(link.namespace, link.job_name))
+            # Checked again after the await: the job may have been recorded meanwhile, and
+            # from here to the wait nothing yields, so no release can slip between.
+            job_uid = self.attribution.job_uid(link.namespace, link.job_name) or job_uid
+            subject = (link.namespace, link.job_name)
+        if job_uid is None:
+            self.attributor.wait(subject, item)
+            return
+        await self.attributor.settle([item], job_uid)
+
+    async def _event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        involved = convert.involved_object(body)
+        job_uid: str | None = UNRELATED
+        if self.settings.kinds.find(involved.api_version, involved.kind) is not None:
+            job_uid = involved.uid or UNRELATED
+        elif involved.uid and is_intermediate(involved.api_version, involved.kind):
+            job_uid = self.attribution.owner_job(involved.uid)
+        elif involved.uid and involved.kind == POD:
             job_uid = self.attribution.pod_job(involved.uid)
-        if job_uid is None and not intermediate and not self.attribution.knows_all:
-            job_uid = await lookup(self.store.pod_job_uid(involved.uid))
-            job_uid = self.attribution.pod_job(involved.uid) or job_uid
+            if job_uid is None and not self.attribution.knows_all:
+                job_uid = await lookup(self.store.pod_job_uid(involved.uid))
+                job_uid = self.attribution.pod_job(involved.uid) or job_uid
         if job_uid == UNRELATED:
-            metrics.OBJECTS.labels("Event", "skipped_unrelated").inc()
+            metrics.OBJECTS.labels(EVENT, "skipped_unrelated").inc()
             return
-        if job_uid is not None:
-            await self.rows.events([waiting(event_type, body)], job_uid)
+        item = event_waiting(event_type, body, self.settings.region)
+        if job_uid is None:
+            self.attributor.wait(involved.uid, item)
             return
-        event_uid = text(mapping(body.get("metadata")).get("uid"))
-        if not event_uid:
-            self.rows.invalid("Event", body, "metadata.uid is missing")
-            return
-        self.attribution.wait_for_pod(involved.uid, event_uid, event_type, dict(body))
-        sweep(self.attribution)
+        await self.attributor.settle([item], job_uid)

@@ -7,10 +7,18 @@ from many handlers waiting on the same flush, not from any handler returning
 early. The queue is bounded: when the database is slow, ``write`` waits for room,
 so a burst costs time, not memory, and nothing is dropped.
 
-While the database is unreachable, flushers hold their batch and retry with capped
-exponential backoff, logging when the outage starts and ends; handlers wait, the
-queue fills, and Kopf's watch streams wait behind them: nothing is dropped, and the
-backlog is written when the database returns.
+While the database is unreachable, flushers hold their batch and retry, each with
+a capped exponential backoff of its own, jittered so that they do not retry in step;
+the outage they meet is one, logged when it starts and ends. Handlers wait, the queue
+fills, and Kopf's watch streams wait behind them: nothing is dropped, and the backlog
+is written when the database returns. A batch the database refuses is bisected: the
+halves are committed apart, a half that fails is halved again, so one bad row costs
+about 2 log2(n) transactions and takes only its own row with it.
+
+Stopping waits ``stop_timeout`` seconds for the queue to be written. What is still
+waiting then (the database is away, or too slow) is given up: counted in one line,
+its writers released with ``WriterStopped``. Kopf lists every object again at the
+next start, so the rows are written then.
 
 A flusher takes the first row waiting, gives others ``max_delay`` to join when
 the batch is not full yet, and commits up to ``batch_size`` rows in one
@@ -22,11 +30,13 @@ pod) keeps the newest, and the store's guard settles the rest.
 """
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import math
+import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from jobarchive import metrics
@@ -38,10 +48,19 @@ from jobarchive.storage.store import Store, is_older
 
 logger = logging.getLogger(__name__)
 DEADLOCK_RETRIES = 5
-# While the database is away, flushers retry at 0.1 s, doubling up to 5 s: quick to
-# notice its return, cheap while it stays away.
+# While the database is away, each flusher retries after 0.1 s, its waits doubling up
+# to 5 s: quick to notice its return, cheap while it stays away.
 BACKOFF_FIRST = 0.1
 BACKOFF_CAP = 5.0
+# After stop's deadline, how long cancelled flushers get to let go of their connections.
+STOP_GRACE = 1.0
+
+
+class WriterStopped(Exception):
+    """The writer stopped before the row was written; Kopf lists it again at the next start."""
+
+    def __init__(self) -> None:
+        super().__init__("the operator stopped before the row was written")
 
 
 @dataclasses.dataclass
@@ -51,6 +70,8 @@ class _Pending:
     done: asyncio.Future[None]
     # When the object last changed (epoch seconds), for the lag metric; None: unknown.
     changed: float | None = None
+    # Committed, refused or given up: whether its writer (if still waiting) was told.
+    settled: bool = False
 
     @property
     def kind(self) -> str:
@@ -66,25 +87,52 @@ class _Pending:
 Group = tuple[type[Stamped], str]
 
 
-class Outage:
-    """Whether the database is away, since when, and how long to wait before retrying.
+class Backoff:
+    """One flusher's waits between retries: a ceiling doubling from ``first`` to ``cap``,
+    and each wait a random point between half the ceiling and all of it ("equal
+    jitter"), so that flushers that failed together do not retry together, and none
+    retries sooner than half its ceiling."""
 
-    Several flushers may meet the same outage: it starts and ends once, and they
-    share one backoff.
-    """
+    def __init__(
+        self,
+        first: float = BACKOFF_FIRST,
+        cap: float = BACKOFF_CAP,
+        random: Callable[[], float] | None = None,
+    ) -> None:
+        self.first = first
+        self.cap = cap
+        self.ceiling = first
+        self._random = random or _random_source()
+
+    def next(self) -> float:
+        """Seconds to wait before the next attempt; the ceiling doubles, up to the cap."""
+        ceiling = self.ceiling
+        self.ceiling = min(ceiling * 2, self.cap)
+        return ceiling / 2 + self._random() * ceiling / 2
+
+    def reset(self) -> None:
+        """An attempt succeeded: the next outage starts again from the first wait."""
+        self.ceiling = self.first
+
+
+def _random_source() -> Callable[[], float]:
+    # A generator of each flusher's own, seeded from the system: flushers started
+    # together must not draw the same waits.
+    return random.Random().random
+
+
+class Outage:
+    """Whether the database is away, and since when: one state for all flushers, which
+    starts with the first failure and ends with the first success, each said once."""
 
     def __init__(self) -> None:
         self.since: float | None = None
-        self._backoff = BACKOFF_FIRST
 
-    async def wait(self, error: Exception) -> None:
-        """Back off while the database is away; say so once, not once per row."""
+    def failed(self, error: Exception) -> None:
+        """A flusher found the database away; say so once, not once per flusher or row."""
         if self.since is None:
             self.since = time.monotonic()
-            self._backoff = BACKOFF_FIRST
             logger.error("The database is unavailable, holding writes and retrying: %s", error)
-        await asyncio.sleep(self._backoff)
-        self._backoff = min(self._backoff * 2, BACKOFF_CAP)
 
     def over(self, waiting: int) -> None:
         """A commit succeeded: end the outage, if there was one; ``waiting`` rows queue."""
@@ -101,6 +149,80 @@ class Outage:
         return 0.0 if self.since is None else time.monotonic() - self.since
 
 
+class _Intake:
+    """The bounded queue between writers and flushers, and what stopping must account
+    for besides it: the batches flushers hold, the rows of writers waiting for room."""
+
+    def __init__(self, size: int) -> None:
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=size)
+        self._held: dict[int, list[_Pending]] = {}
+        self._blocked = 0
+        self.closed = False
+
+    @property
+    def depth(self) -> int:
+        """Rows waiting for a flusher."""
+        return self._queue.qsize()
+
+    @property
+    def busy(self) -> bool:
+        """Whether rows are queued, or taken by a flusher and not yet done with."""
+        return bool(self._held) or not self._queue.empty()
+
+    async def put(self, pending: _Pending, following: int) -> None:
+        """Queue a row, waiting for room; give it up once closed. ``following``: how
+        many rows its writer has after it, none of them queued yet."""
+        if self.closed:
+            _give_up([pending])
+        elif self._queue.full():
+            self._blocked += 1 + following
+            try:
+                await self._queue.put(pending)
+            finally:
+                self._blocked -= 1 + following
+        else:
+            self._queue.put_nowait(pending)
+
+    async def first(self) -> list[_Pending]:
+        """A batch of the first row waiting, held until ``release``."""
+        batch = [await self._queue.get()]
+        self._held[id(batch)] = batch
+        return batch
+
+    def fill(self, batch: list[_Pending], most: int) -> None:
+        """Add rows waiting to a batch, up to ``most`` rows in all."""
+        while len(batch) < most and not self._queue.empty():
+            batch.append(self._queue.get_nowait())
+
+    def release(self, batch: list[_Pending]) -> None:
+        """A flusher is done with a batch, written or not."""
+        del self._held[id(batch)]
+        for _ in batch:
+            self._queue.task_done()
+
+    async def join(self) -> None:
+        """Return once every row queued so far is done with."""
+        await self._queue.join()
+
+    def close(self) -> tuple[list[_Pending], int]:
+        """Take no more rows; the held rows not written yet, and how many rows in all
+        were not written: held, queued, or of writers waiting for room."""
+        self.closed = True
+        held = [pending for batch in self._held.values() for pending in batch]
+        held = [pending for pending in held if not pending.settled]
+        return held, len(held) + self.depth + self._blocked
+
+    async def give_up(self, held: list[_Pending]) -> None:
+        """Release the writers of the held rows, of the queued ones, and of those that
+        writers waiting for room put in meanwhile: each row taken wakes one of them."""
+        _give_up(held)
+        while self._blocked or not self._queue.empty():
+            while not self._queue.empty():
+                _give_up([self._queue.get_nowait()])
+                self._queue.task_done()
+            await asyncio.sleep(0)
+
+
 class Writer:
     """Batches rows from concurrent callers into shared transactions."""
 
@@ -111,12 +233,17 @@ class Writer:
         max_delay: float = DEFAULTS.batch_delay,
         queue_size: int = DEFAULTS.queue_size,
         flushers: int = DEFAULTS.writers,
+        stop_timeout: float = DEFAULTS.stop_timeout,
+        backoff: Callable[[], Backoff] = Backoff,
     ) -> None:
+        """``backoff`` makes each flusher's own (a test's may be seeded)."""
         self.store = store
         self.batch_size = batch_size
         self.max_delay = max_delay
         self.flushers = flushers
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=queue_size)
+        self.stop_timeout = stop_timeout
+        self.backoff = backoff
+        self._intake = _Intake(queue_size)
         self._tasks: list[asyncio.Task[None]] = []
         self.outage = Outage()
         self._in_flight: dict[int, float] = {}
@@ -125,7 +252,7 @@ class Writer:
     @property
     def depth(self) -> int:
         """Rows waiting for a flusher."""
-        return self._queue.qsize()
+        return self._intake.depth
 
     def recording(self, within: float = 1.0) -> bool:
         """Whether rows are queued or committing, or one came in the last ``within`` s.
@@ -133,25 +260,39 @@ class Writer:
         The read side narrows to one query at a time while this holds: the gaps
         between a handler's rows are too short to count as quiet.
         """
-        busy = bool(self._in_flight) or not self._queue.empty()
+        busy = bool(self._in_flight) or self._intake.busy
         return busy or time.monotonic() - self._last_row < within
 
     def start(self) -> None:
         """Start the flushers; call from within the running event loop."""
+        self._intake.closed = False
         self._tasks = [
-            asyncio.create_task(self._flush_forever(), name=f"jobarchive-flusher-{index}")
+            asyncio.create_task(_Flusher(self).run(), name=f"jobarchive-flusher-{index}")
             for index in range(self.flushers)
         ]
 
     async def stop(self) -> None:
-        """Commit what is queued, then stop the flushers."""
+        """Commit what is queued, for ``stop_timeout`` seconds at most; then give up the
+        rest, said in one line, stop the flushers (giving them ``STOP_GRACE`` seconds to
+        let go of a connection) and release every writer still waiting."""
         if not self._tasks:
             return
-        await self._queue.join()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.stop_timeout):
+                await self._intake.join()
+        held, unwritten = self._intake.close()
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.wait(self._tasks, timeout=STOP_GRACE)
         self._tasks = []
+        if unwritten:
+            logger.warning(
+                "Stopping with %d rows not written: the database did not take them within "
+                "%g s (JOBARCHIVE_STOP_TIMEOUT); Kopf lists their objects again at the next start",
+                unwritten,
+                self.stop_timeout,
+            )
+        await self._intake.give_up(held)
 
     async def write(
         self,
@@ -159,7 +300,8 @@ class Writer:
         rows: Sequence[Row],
         changed: Sequence[float | None] | None = None,
     ) -> list[BaseException | None]:
-        """Queue rows and return once each is committed or refused: its error, else None.
+        """Queue rows and return once each is committed or refused: its error, else None
+        (``WriterStopped`` for a row the writer stopped before writing).
 
         ``changed`` gives, per row, when its object last changed (epoch seconds), for
         the lag metric.
@@ -169,63 +311,10 @@ class Writer:
         futures = []
         for index, row in enumerate(rows):
             future: asyncio.Future[None] = loop.create_future()
-            when = changed[index] if changed is not None else None
-            await self._queue.put(_Pending(model, row, future, when))
             futures.append(future)
+            when = changed[index] if changed is not None else None
+            await self._intake.put(_Pending(model, row, future, when), len(rows) - index - 1)
         return await asyncio.gather(*futures, return_exceptions=True)
-
-    async def _flush_forever(self) -> None:
-        while True:
-            batch = [await self._queue.get()]
-            if self._queue.qsize() < self.batch_size - 1:
-                await asyncio.sleep(self.max_delay)
-            while len(batch) < self.batch_size and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            try:
-                await self._commit(batch)
-            except Exception as exc:
-                # A bug of ours must not kill the flusher and leave writers waiting forever:
-                # the rows fail, and each writer logs its row as not stored.
-                logger.exception("Writing a batch of %d rows failed", len(batch))
-                for pending in batch:
-                    _settle(pending, exc)
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
-
-    async def _commit(self, batch: list[_Pending]) -> None:
-        groups, superseded = newest_rows(batch)
-        rolled_back = 0
-        while True:
-            started = time.monotonic()
-            try:
-                # In a task of its own: when BEGIN fails on a dead connection, Tortoise
-                # leaves its transaction as the current connection of the task's context,
-                # and every later transaction in that context would reuse the dead one.
-                attempt = asyncio.create_task(self.store.write_batch(groups))
-                self._in_flight[id(attempt)] = started
-                try:
-                    stale = await attempt
-                finally:
-                    del self._in_flight[id(attempt)]
-            except Exception as exc:
-                if is_unavailable(exc):
-                    metrics.DATABASE_ERRORS.labels("unavailable").inc()
-                    await self.outage.wait(exc)
-                    continue
-                rolled_back += 1
-                if rolled_back < DEADLOCK_RETRIES and is_retryable(exc):
-                    metrics.DATABASE_ERRORS.labels("retryable").inc()
-                    logger.debug("Batch of %d rows rolled back (%s); again", len(batch), exc)
-                    continue
-                if len(batch) == 1:
-                    metrics.DATABASE_ERRORS.labels("refused").inc()
-                    metrics.OBJECTS.labels(batch[0].kind, "refused").inc()
-                await self._isolate(batch, exc)
-                return
-            self.outage.over(self.depth)
-            _committed(batch, groups, stale, superseded, started)
-            return
 
     def stuck_for(self) -> float:
         """Seconds the oldest transaction in flight has been running; 0 when none is.
@@ -241,18 +330,85 @@ class Writer:
         """Seconds since writes started failing for want of a database; 0 when they work."""
         return self.outage.lasted()
 
-    async def _isolate(self, batch: list[_Pending], exc: Exception) -> None:
-        """Settle a failed batch: a single row gets its error, a larger batch is split."""
-        if len(batch) == 1:
-            _settle(batch[0], exc)
+
+class _Flusher:
+    """One flusher: takes batches from the writer's queue and commits them, with a
+    backoff of its own while the database is away."""
+
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        self.backoff = writer.backoff()
+
+    async def run(self) -> None:
+        """Take and commit batches until cancelled."""
+        intake = self.writer._intake
+        while True:
+            batch = await intake.first()
+            try:
+                if intake.depth < self.writer.batch_size - 1:
+                    await asyncio.sleep(self.writer.max_delay)
+                intake.fill(batch, self.writer.batch_size)
+                await self.commit(batch)
+            except Exception as exc:
+                # A bug of ours must not kill the flusher and leave writers waiting forever:
+                # the rows fail, and each writer logs its row as not stored.
+                logger.exception("Writing a batch of %d rows failed", len(batch))
+                for pending in batch:
+                    _settle(pending, exc)
+            finally:
+                intake.release(batch)
+
+    async def commit(self, batch: list[_Pending], depth: int = 0) -> None:
+        """Commit a batch, waiting out outages and retrying deadlocks; one the database
+        refuses is bisected (``depth``: how many times it was halved already)."""
+        groups, superseded = newest_rows(batch)
+        rolled_back = 0
+        while True:
+            started = time.monotonic()
+            try:
+                stale = await self._attempt(groups, started)
+            except Exception as exc:
+                if is_unavailable(exc):
+                    metrics.DATABASE_ERRORS.labels("unavailable").inc()
+                    self.writer.outage.failed(exc)
+                    await asyncio.sleep(self.backoff.next())
+                    continue
+                rolled_back += 1
+                if rolled_back < DEADLOCK_RETRIES and is_retryable(exc):
+                    metrics.DATABASE_ERRORS.labels("retryable").inc()
+                    logger.debug("Batch of %d rows rolled back (%s); again", len(batch), exc)
+                    continue
+                if len(batch) == 1:
+                    metrics.DATABASE_ERRORS.labels("refused").inc()
+                    metrics.OBJECTS.labels(batch[0].kind, "refused").inc()
+                    _settle(batch[0], exc)
+                    return
+                # One row the database refuses must not cost the others theirs, nor a
+                # transaction each: halves that commit are done, one that fails is halved.
+                say = logger.warning if depth == 0 else logger.debug
+                say("A batch of %d rows failed (%s); committing its halves apart", len(batch), exc)
+                middle = len(batch) // 2
+                for half in (batch[:middle], batch[middle:]):
+                    await self.commit(half, depth + 1)
+                return
+            self.backoff.reset()
+            self.writer.outage.over(self.writer.depth)
+            _committed(batch, groups, stale, superseded, started)
             return
-        # One row the database refuses must not cost the others theirs: find it by
-        # committing each on its own.
-        logger.warning(
-            "A batch of %d rows failed (%s); committing them one by one", len(batch), exc
-        )
-        for pending in batch:
-            await self._commit([pending])
+
+    async def _attempt(
+        self, groups: Mapping[Group, tuple[type[Stamped], list[Row]]], started: float
+    ) -> dict[Group, int]:
+        # In a task of its own: when BEGIN fails on a dead connection, Tortoise leaves
+        # its transaction as the current connection of the task's context, and every
+        # later transaction in that context would reuse the dead one.
+        attempt = asyncio.create_task(self.writer.store.write_batch(groups))
+        in_flight = self.writer._in_flight
+        in_flight[id(attempt)] = started
+        try:
+            return await attempt
+        finally:
+            del in_flight[id(attempt)]
 
 
 def _committed(
@@ -281,12 +437,19 @@ def _committed(
 
 
 def _settle(pending: _Pending, error: Exception | None) -> None:
+    pending.settled = True
     if pending.done.done():
         return
     if error is None:
         pending.done.set_result(None)
     else:
         pending.done.set_exception(error)
+
+
+def _give_up(batch: Iterable[_Pending]) -> None:
+    """Release the writers of rows the writer stopped before writing."""
+    for pending in batch:
+        _settle(pending, WriterStopped())
 
 
 def newest_rows(

@@ -2,8 +2,8 @@
 strategy (``convert.strategies``).
 
 Tenancy comes from KubeDL's ``kubedl.io/tenancy`` annotation, a JSON object
-``{"tenant", "user", "region"}``; an unreadable one is ignored rather than costing
-the job its row.
+``{"tenant", "user", "region"}``; an unreadable one (not JSON, not an object, nested
+too deep to parse) is ignored rather than costing the job its row.
 """
 
 import json
@@ -54,7 +54,9 @@ def _tenancy(raw: object) -> dict[str, str]:
         return {}
     try:
         parsed = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
+        # RecursionError: valid JSON nested deeper than the parser recurses, which an
+        # annotation's 256 KiB allows many times over.
         return {}
     if not isinstance(parsed, dict):
         return {}
