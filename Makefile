@@ -6,9 +6,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
-LINTED := operator tests testbed bench demo
+LINTED := operator tests testbed bench demo soak
 
-.PHONY: install install-test run test lint unit bench demo mariadb clean
+.PHONY: install install-test run test lint unit bench demo soak mariadb chromium screenshots clean
 
 ## The operator and its CLI, nothing else.
 install: $(VENV)/.installed
@@ -40,8 +40,12 @@ lint: install-test
 mariadb:
 	tests/install-mariadb.sh
 
+## Debian's Chromium and its chromedriver, for the console's browser tests (apt-get, as root).
+chromium:
+	tests/install-chromium.sh
+
 ## Lint, then every test. pytest's exit code 5 (nothing collected) is a failure here.
-test: install-test lint mariadb
+test: install-test lint mariadb chromium
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
@@ -50,9 +54,19 @@ test: install-test lint mariadb
 bench: install-test mariadb
 	$(PY) -m bench $(BENCH_ARGS)
 
-## The operator against an emulated cluster on SQLite, three jobs' lives, then what jobarchive reads.
+## The operator under a realistic workload and injected faults, then the archive checked
+## against the truth (a private MariaDB; SOAK_ARGS="--minutes 60 --seed 7", default 10 minutes).
+soak: install-test mariadb
+	$(PY) -m soak $(SOAK_ARGS)
+
+## The operator against an emulated cluster on SQLite, three jobs' lives, then what jobarchive reads;
+## with KEEP=1 it then serves the console on the demo's data and prints its URL.
 demo: install-test
-	$(PY) -m demo
+	$(PY) -m demo $(if $(KEEP),--keep)
+
+## The README's console screenshots, taken by the browser tests from the demo's data.
+screenshots: install-test mariadb chromium
+	JOBARCHIVE_SCREENSHOTS=docs $(PY) -m pytest -q tests/browser -k demo
 
 unit: install-test
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)

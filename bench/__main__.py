@@ -10,7 +10,7 @@ import asyncio
 import os
 import sys
 
-from bench import e2e_bench, query_bench, reads_bench, store_bench
+from bench import console_bench, e2e_bench, query_bench, reads_bench, store_bench
 from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
 
@@ -60,6 +60,15 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             line("deep page: OFFSET p50 / cursor p50", f"{offset / cursor:.1f}x")
         if "reads" in args.only:
             results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
+        if "console" in args.only:
+            url = databases.create("jobarchive_bench_console")
+            print(f"Console: the page of a {args.console_pods:,}-pod job; p50 / p99 ms, size")
+            pages = await console_bench.run(url, args.console_pods)
+            for name, (p50, p99, size) in pages.items():
+                line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}", f"{size / 1000:,.0f} kB")
+            page_p50, _, page_size = pages["console: job page"]
+            results.append(ratio("job page p50, s", page_p50, 0.5, higher_is_better=False))
+            results.append(ratio("job page weight, kB", page_size / 1000, 200, False))
     finally:
         databases.drop_all()
     print("all targets met" if all(results) else "some targets missed")
@@ -71,8 +80,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         nargs="+",
-        default=["store", "e2e", "queries", "reads"],
-        choices=["store", "e2e", "queries", "reads"],
+        default=["store", "e2e", "queries", "reads", "console"],
+        choices=["store", "e2e", "queries", "reads", "console"],
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
@@ -81,6 +90,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--query-jobs", type=int, default=100_000)
     parser.add_argument("--query-pods", type=int, default=10, help="pods (and Events) per job")
+    parser.add_argument("--console-pods", type=int, default=2000, help="pods of the job drawn")
     parser.add_argument("--reads-jobs", type=int, default=20_000, help="jobs archived")
     parser.add_argument("--reads-pods", type=int, default=10, help="pods (and Events) per job")
     parser.add_argument("--reads-record", type=int, default=500, help="pods per burst")

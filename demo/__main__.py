@@ -1,14 +1,17 @@
 """``make demo``: the real operator against an emulated cluster, on the SQLite default.
 
-It plays three jobs' lives as the Kubeflow training-operator and the kubelet would
-write them (a PyTorchJob that succeeds, a TFJob whose worker is OOM-killed, a
-PyTorchJob deleted mid-run), then prints what ``jobarchive`` reads back. Nothing but
-Python and this project's virtualenv is needed: the cluster is kmock's emulator
-on a local port, the database a SQLite file in a temporary directory.
+It plays three jobs' lives (``demo.stories``: a PyTorchJob that succeeds, a TFJob whose
+worker is OOM-killed, a PyTorchJob deleted mid-run), then prints what ``jobarchive``
+reads back. Nothing but Python and this project's virtualenv is needed: the cluster is
+kmock's emulator on a local port, the database a SQLite file in a temporary directory.
+
+With ``--keep`` (``make demo KEEP=1``) it then serves the console on the demo's data
+(``jobarchive serve --auth none`` on loopback), prints its URL and runs until
+interrupted.
 """
 
+import argparse
 import asyncio
-import datetime
 import json
 import os
 import pathlib
@@ -17,225 +20,32 @@ import sys
 import tempfile
 import time
 
+from demo.stories import RECORDED, play
 from jobarchive.kinds import BUILTIN_KINDS
-from testbed import objects as o
-from testbed.cluster import (
-    EVENTS,
-    PODS,
-    Cluster,
-    Resource,
-    emulated_cluster,
-    job_resource,
-    resource_of,
-)
-from testbed.objects import Body
+from testbed.cluster import EVENTS, PODS, emulated_cluster, job_resource
 from testbed.operator import OperatorProcess, write_kubeconfig
 
-PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
-TFJOBS = resource_of("kubeflow.org", "TFJob")
-IMAGE_PT = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
-IMAGE_TF = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
+CONSOLE_PORT = 8080
 
 
-def ago(minutes: float) -> str:
-    moment = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=minutes)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def running(container: str, image: str, node: int, started: str) -> Body:
-    status = o.running_status(container, image, f"10.0.3.{node}", f"172.16.3.{node}")
-    status["startTime"] = started
-    status["containerStatuses"][0]["state"] = {"running": {"startedAt": started}}
-    return status
-
-
-async def start_pods(
-    cluster: Cluster,
-    job: Body,
-    key: str,
-    replicas: list[tuple[str, int]],
-    container: str,
-    image: str,
-    started: str,
-) -> list[tuple[Body, Body]]:
-    """Create the job's pods, schedule them and start them; (pod, its running status)."""
-    pods = []
-    for node, (replica, index) in enumerate(replicas, start=11):
-        pod = o.kubeflow_pod(job, key, replica, index)
-        pod["metadata"]["creationTimestamp"] = job["metadata"]["creationTimestamp"]
-        pod = await cluster.create(PODS, pod)
-        await cluster.create(
-            EVENTS,
-            o.event(
-                pod,
-                "Scheduled",
-                f"Successfully assigned "
-                f"{pod['metadata']['namespace']}/"
-                f"{pod['metadata']['name']} to gpu-node-{node}",
-                first=started,
-                component="default-scheduler",
-            ),
-        )
-        status = running(container, image, node, started)
-        await cluster.patch(
-            PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"status": status}
-        )
-        pods.append((pod, status))
-    return pods
-
-
-async def finish(cluster: Cluster, pod: tuple[Body, Body], code: int, reason: str, at: str) -> None:
-    body, status = pod
-    meta = body["metadata"]
-    terminated = o.terminated_status(status, code, reason, at)
-    await cluster.patch(PODS, meta["namespace"], meta["name"], {"status": terminated})
-
-
-SPECS_KEYS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs"}
-
-
-async def set_conditions(
-    cluster: Cluster,
-    resource: Resource,
-    job: Body,
-    *conditions: Body,
-    completion: str | None = None,
-) -> None:
-    meta = job["metadata"]
-    status = o.job_status(*conditions, completion=completion)
-    await cluster.patch(resource, meta["namespace"], meta["name"], {"status": status})
-
-
-async def running_job(
-    cluster: Cluster,
-    resource: Resource,
-    example: str,
-    name: str,
-    namespace: str,
-    minutes_ago: int,
-    replicas: list[tuple[str, int]],
-    container: str,
-    image: str,
-) -> tuple[Body, list[tuple[Body, Body]]]:
-    """A job created ``minutes_ago``, its pods started a minute later, and Running."""
-    body = o.with_meta(
-        o.example(example), name=name, namespace=namespace, creationTimestamp=ago(minutes_ago)
-    )
-    job = await cluster.create(resource, body)
-    started = ago(minutes_ago - 1)
-    key = SPECS_KEYS[resource.kind]
-    pods = await start_pods(cluster, job, key, replicas, container, image, started)
-    created = o.condition("Created", at=ago(minutes_ago))
-    await set_conditions(cluster, resource, job, created, o.condition("Running", at=started))
-    return job, pods
-
-
-async def succeeding_pytorchjob(cluster: Cluster) -> None:
-    job, pods = await running_job(
-        cluster,
-        PYTORCHJOBS,
-        "pytorch-simple.yaml",
-        "mnist-ddp",
-        "research",
-        95,
-        [("Master", 0), ("Worker", 0)],
-        "pytorch",
-        IMAGE_PT,
-    )
-    for pod in pods:
-        await finish(cluster, pod, 0, "Completed", ago(12))
-    await set_conditions(
-        cluster,
-        PYTORCHJOBS,
-        job,
-        o.condition("Created", at=ago(95)),
-        o.condition("Running", "False", at=ago(12)),
-        o.condition("Succeeded", at=ago(12)),
-        completion=ago(12),
-    )
-    await cluster.create(
-        EVENTS,
-        o.event(
-            job,
-            "PyTorchJobSucceeded",
-            "PyTorchJob research/mnist-ddp successfully completed.",
-            first=ago(12),
-            component="pytorchjob-controller",
-        ),
-    )
-
-
-async def oom_killed_tfjob(cluster: Cluster) -> None:
-    job, workers = await running_job(
-        cluster,
-        TFJOBS,
-        "tfjob-simple.yaml",
-        "bert-finetune",
-        "nlp",
-        70,
-        [("Worker", 0), ("Worker", 1)],
-        "tensorflow",
-        IMAGE_TF,
-    )
-    await finish(cluster, workers[1], 137, "OOMKilled", ago(31))
-    await cluster.create(
-        EVENTS,
-        o.event(
-            workers[1][0],
-            "OOMKilling",
-            "Memory cgroup out of memory: Killed process 4121 (python) total-vm:31250040kB",
-            type="Warning",
-            first=ago(31),
-        ),
-    )
-    await finish(cluster, workers[0], 143, "Error", ago(30))
-    failed = "TFJob nlp/bert-finetune has failed because 1 Worker replica(s) failed."
-    await set_conditions(
-        cluster,
-        TFJOBS,
-        job,
-        o.condition("Created", at=ago(70)),
-        o.condition("Running", "False", at=ago(30)),
-        o.condition("Failed", at=ago(30), reason="TFJobFailed"),
-        completion=ago(30),
-    )
-    await cluster.create(
-        EVENTS,
-        o.event(
-            job, "TFJobFailed", failed, type="Warning", first=ago(30), component="tfjob-controller"
-        ),
-    )
-
-
-async def deleted_mid_run(cluster: Cluster) -> None:
-    job, pods = await running_job(
-        cluster,
-        PYTORCHJOBS,
-        "pytorch-simple.yaml",
-        "resnet-sweep-3",
-        "research",
-        25,
-        [("Master", 0), ("Worker", 0)],
-        "pytorch",
-        IMAGE_PT,
-    )
-    # `kubectl delete pytorchjob resnet-sweep-3`: the job goes, the garbage collector
-    # takes its pods.
-    await cluster.delete(PYTORCHJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
-    for pod, _ in pods:
-        await cluster.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
-
-
-def jobarchive(workdir: pathlib.Path, *args: str) -> str:
+def environment(workdir: pathlib.Path) -> dict[str, str]:
     env = {
         **os.environ,
         "JOBARCHIVE_DB_URL": f"sqlite://{workdir / 'jobarchive.sqlite3'}",
         "COLUMNS": "200",
     }
     env.pop("MYSQL_HOST", None)
+    return env
+
+
+def jobarchive(workdir: pathlib.Path, *args: str) -> str:
     result = subprocess.run(
-        [str(JOBARCHIVE), *args], env=env, capture_output=True, text=True, check=True
+        [str(JOBARCHIVE), *args],
+        env=environment(workdir),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return result.stdout
 
@@ -246,52 +56,71 @@ def stored(workdir: pathlib.Path) -> bool:
     except subprocess.CalledProcessError:
         return False
     statuses = {job["name"]: job["status"] for job in json.loads(out)["items"]}
-    return statuses == {
-        "mnist-ddp": "Succeeded",
-        "bert-finetune": "Failed",
-        "resnet-sweep-3": "Stopped",
-    }
+    return statuses == RECORDED
 
 
-async def main() -> int:
+def serve_console(workdir: pathlib.Path, port: int) -> int:
+    """``jobarchive serve`` on the demo's database until interrupted."""
+    args = [str(JOBARCHIVE), "serve", "--auth", "none", "--port", str(port)]
+    with (workdir / "serve.log").open("ab") as log:
+        process = subprocess.Popen(args, env=environment(workdir), stdout=log, stderr=log)
+    print(f"\nThe console on the demo's data: http://127.0.0.1:{port}/  (Ctrl-C ends the demo)")
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait()
+        return 0
+
+
+async def record(workdir: pathlib.Path) -> int:
+    """Play the stories against the operator until the archive holds them; 0 when it does."""
+    async with emulated_cluster() as cluster:
+        write_kubeconfig(workdir / "kubeconfig", cluster.url)
+        env: dict[str, str | None] = {
+            "JOBARCHIVE_DB_URL": None,
+            "MYSQL_HOST": None,
+            "REGION": None,
+        }
+        operator = OperatorProcess(workdir, workdir / "kubeconfig", env)
+        print(
+            "$ kopf run --all-namespaces operator/main.py   "
+            "# against an emulated cluster, recording into SQLite",
+            flush=True,
+        )
+        await operator.start()
+        try:
+            await cluster.wait_watching([PODS, EVENTS, *map(job_resource, BUILTIN_KINDS)])
+            await play(cluster)
+            for _ in range(300):
+                if stored(workdir):
+                    return 0
+                await asyncio.sleep(0.1)
+            print(operator.log()[-5000:], file=sys.stderr)
+            print("demo: the jobs were not recorded in 30 s", file=sys.stderr)
+            return 1
+        finally:
+            await operator.stop()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="make demo")
+    parser.add_argument("--keep", action="store_true", help="then serve the console")
+    parser.add_argument("--port", type=int, default=CONSOLE_PORT, help="the console's port")
+    args = parser.parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="jobarchive-demo-") as tmp:
         workdir = pathlib.Path(tmp)
-        async with emulated_cluster() as cluster:
-            write_kubeconfig(workdir / "kubeconfig", cluster.url)
-            env: dict[str, str | None] = {
-                "JOBARCHIVE_DB_URL": None,
-                "MYSQL_HOST": None,
-                "REGION": None,
-            }
-            operator = OperatorProcess(workdir, workdir / "kubeconfig", env)
-            print(
-                "$ kopf run --all-namespaces operator/main.py   "
-                "# against an emulated cluster, recording into SQLite",
-                flush=True,
-            )
-            await operator.start()
-            try:
-                await cluster.wait_watching([PODS, EVENTS, *map(job_resource, BUILTIN_KINDS)])
-                await succeeding_pytorchjob(cluster)
-                await oom_killed_tfjob(cluster)
-                await deleted_mid_run(cluster)
-                for _ in range(300):
-                    if stored(workdir):
-                        break
-                    await asyncio.sleep(0.1)
-                else:
-                    print(operator.log()[-5000:], file=sys.stderr)
-                    print("demo: the jobs were not recorded in 30 s", file=sys.stderr)
-                    return 1
-            finally:
-                await operator.stop()
-        for args in (("jobs",), ("job", "nlp/bert-finetune")):
-            print(f"\n$ jobarchive {' '.join(args)}")
-            print(jobarchive(workdir, *args), end="")
-    print(f"\n(demo done in {time.monotonic() - started:.1f} s)")
+        if asyncio.run(record(workdir)):
+            return 1
+        for command in (("jobs",), ("job", "nlp/bert-finetune")):
+            print(f"\n$ jobarchive {' '.join(command)}")
+            print(jobarchive(workdir, *command), end="")
+        print(f"\n(demo done in {time.monotonic() - started:.1f} s)", flush=True)
+        if args.keep:
+            return serve_console(workdir, args.port)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(main(sys.argv[1:]))

@@ -19,6 +19,7 @@ from aiohttp import web
 from jobarchive import metrics
 from jobarchive.config import Settings
 from jobarchive.kinds import BATCH_JOB
+from jobarchive.logtails.capture import Capture
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
@@ -77,6 +78,8 @@ class Operator:
             stop_timeout=settings.stop_timeout,
         )
         self.recorder = Recorder(settings, self.store, self.writer, Attribution())
+        self.capture = Capture(settings)
+        self.recorder.rows.tails = self.capture
         # Opted-in batch Jobs are jobs too, and must be listed with the others, lest
         # they be taken for gone.
         batch_jobs = [BATCH_JOB] if settings.batch_job_selector else []
@@ -93,6 +96,7 @@ class Operator:
         await self.serve_metrics()
         await self.open_database()
         self.writer.start()
+        await self.capture.start()
         await self.serve_api()
         self.start_maintenance(peering)
         logger.info(
@@ -124,10 +128,10 @@ class Operator:
         that no flood of reads can take a connection the writer needs.
         """
         try:
-            # Lookups by handlers need connections beside the flushers' transactions.
+            # Lookups by handlers (and the log tails' two) beside the flushers' transactions.
             await db.open_database(
                 self.settings.db_url,
-                pool_size=self.settings.writers + 4,
+                pool_size=self.settings.writers + 4 + (2 if self.capture.enabled else 0),
                 encryption=self.settings.db_tls,
                 read_pool=read_pool(self.settings),
             )
@@ -175,11 +179,12 @@ class Operator:
             self._background.add(asyncio.create_task(pruning))
 
     async def stop(self) -> None:
-        """Stop maintaining, commit what is queued, close the database, then the servers."""
+        """Stop maintaining and reading logs, commit what is queued, close the database."""
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         self._background.clear()
+        await self.capture.stop()
         await self.writer.stop()
         await db.close_database()
         for server in self._servers:

@@ -78,6 +78,13 @@ BOUNDED: dict[str, Bounded] = {
     # What waits for its job or pod (attribution): at most this many objects and bytes.
     "waiting_max": Bounded("JOBARCHIVE_WAITING_MAX", 50_000, 100, 10_000_000),
     "waiting_bytes": Bounded("JOBARCHIVE_WAITING_BYTES", 64 * 2**20, 2**20, 2**32),
+    # The tail of a failed container's log: its lines (0: none read), its bytes, how
+    # many reads at once and per second, and whether succeeded containers are read too.
+    "log_tail_lines": Bounded("JOBARCHIVE_LOG_TAIL_LINES", 100, 0, 10_000),
+    "log_tail_bytes": Bounded("JOBARCHIVE_LOG_TAIL_BYTES", 64 * 2**10, 2**10, 2**20),
+    "log_concurrency": Bounded("JOBARCHIVE_LOG_CONCURRENCY", 4, 1, 64),
+    "log_rate": Bounded("JOBARCHIVE_LOG_RATE", 10, 1, 1000),
+    "log_succeeded": Bounded("JOBARCHIVE_LOG_SUCCEEDED", 0, 0, 1),
 }
 
 # Who may read through the API: callers' tokens and access reviewed by Kubernetes
@@ -126,6 +133,11 @@ class Settings:
     api_concurrency: int
     waiting_max: int
     waiting_bytes: int
+    log_tail_lines: int
+    log_tail_bytes: int
+    log_concurrency: int
+    log_rate: int
+    log_succeeded: int
     api_host: str
     api_auth: str
     # Labels a plain batch Job must carry to be recorded as a job; None: none are.

@@ -75,6 +75,17 @@ WAITING = Gauge(
     "Pods waiting for their job, Events waiting for their pod.",
     ["kind"],
 )
+LOG_TAILS = Counter(
+    "jobarchive_log_tails",
+    "Failed containers' log tails, by outcome and reason: captured (complete, truncated), "
+    "failed (not_found, bad_request, forbidden, server_error, timeout, unreachable, "
+    "refused), skipped (queue_full, already_captured, stopped).",
+    ["outcome", "reason"],
+)
+LOG_TAIL_QUEUE = Gauge(
+    "jobarchive_log_tail_queue",
+    "Failed containers whose log waits to be read.",
+)
 FAILING_SECONDS = Gauge(
     "jobarchive_database_failing_seconds",
     "For how long writes have been failing for want of a database; 0 when they work.",

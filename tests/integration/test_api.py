@@ -1,6 +1,7 @@
 """The read-only HTTP API on both databases, over real HTTP: the CLI's queries as JSON,
 errors as JSON with a message, and an OpenAPI document that matches the routes."""
 
+import datetime
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -8,6 +9,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from jobarchive.logtails import store as tails
+from jobarchive.logtails.text import tail
+from jobarchive.logtails.triggers import Failure
 from jobarchive.reading import api, auth
 from tests.support.history import History
 
@@ -68,6 +72,36 @@ async def test_one_job_by_uid_or_name_with_its_pods_and_events(
     assert [event["reason"] for event in detail["events"]] == ["OOMKilling"]
     assert (await get(client, "/jobs/no-such-uid", 404))["error"]["message"]
     assert (await get(client, "/jobs/team-a/nothing", 404))["error"]["status"] == 404
+
+
+async def test_a_jobs_log_tails_and_which_of_its_pods_have_one(client: Client) -> None:
+    [named] = (await get(client, "/jobs/team-a/mnist"))["items"]
+    uid = named["job_id"]
+    [pod] = (await get(client, f"/jobs/{uid}"))["pods"]
+    assert pod["has_log_tail"] is False
+    assert (await get(client, f"/jobs/{uid}/logs"))["items"] == []
+    failure = Failure(
+        namespace="team-a",
+        pod=pod["name"],
+        pod_uid=pod["pod_id"],
+        container="pytorch",
+        container_type="container",
+        restart_count=0,
+        exit_code=137,
+        reason="OOMKilled",
+        finished_at=datetime.datetime(2026, 11, 20, 10, 19, tzinfo=datetime.UTC),
+        previous=False,
+    )
+    text = tail(b"epoch 3\nCUDA out of memory\n", 100, 65536)
+    await tails.TailStore().insert([tails.row(failure, uid, text, None)])
+    [pod] = (await get(client, f"/jobs/{uid}"))["pods"]
+    assert pod["has_log_tail"] is True
+    [found] = (await get(client, f"/jobs/{uid}/logs?container=pytorch"))["items"]
+    assert (found["log_tail"], found["exit_code"]) == ("epoch 3\nCUDA out of memory\n", 137)
+    assert (await get(client, f"/jobs/{uid}/logs?container=other"))["items"] == []
+    unknown = "00000000-0000-4000-8000-000000000000"
+    assert (await get(client, f"/jobs/{unknown}/logs", 404))["error"]["status"] == 404
+    assert "limit" in (await get(client, f"/jobs/{uid}/logs?limit=101", 400))["error"]["message"]
 
 
 async def test_events_and_stats(client: Client) -> None:

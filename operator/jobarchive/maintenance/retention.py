@@ -6,10 +6,11 @@
   it. Its pods go with it, and every Event stored under it: by ``job_id``, whatever
   object they are about (the job, its pods, its JobSets, batch Jobs and RayClusters),
   and by ``obj_uid`` every other Event about the job or its pods (rows from before
-  ``event_info.job_id`` name none). That is everything a job's detail shows.
+  ``event_info.job_id`` name none). That is everything a job's detail shows. The
+  log tails of its failed containers go with it (``container_log_tail``, by job_id).
 - A pod whose job was never recorded (deleted before the operator saw it) is pruned
   after the same period: once gone and last written before the cutoff, with the
-  Events about it.
+  Events about it and its log tails.
 - An Event stored under a job that was never recorded, or under none, and about no
   stored job or pod, is pruned once last written before the cutoff.
 
@@ -32,7 +33,7 @@ from tortoise.expressions import Q, Subquery
 from tortoise.queryset import QuerySet
 
 from jobarchive.storage import failures
-from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
+from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, utcnow
 
 logger = logging.getLogger(__name__)
 BATCH_JOBS = 100
@@ -65,6 +66,7 @@ class Pruned:
     events: int = 0
     orphan_pods: int = 0
     orphan_events: int = 0
+    log_tails: int = 0
 
 
 def cutoff(days: int, now: datetime.datetime | None = None) -> datetime.datetime:
@@ -132,6 +134,7 @@ class _Pruning:
                 Event.filter(unnamed, obj_uid__in=Subquery(pods.values("pod_id")))
             )
             pruned.events += await self.drain(Event.filter(unnamed, obj_uid__in=job_uids))
+            pruned.log_tails += await self.drain(LogTail.filter(job_id__in=job_uids))
             pruned.pods += await self.drain(pods)
             pruned.jobs += await self.drain(Job.filter(id__in=[pk for pk, _ in due]))
 
@@ -164,6 +167,9 @@ class _Pruning:
         async for missing in self.unrecorded_jobs(Pod):
             pods = Pod.filter(job_id__in=missing, is_in_etcd=False, gmt_modified__lt=self.before)
             events = await self.drain(Event.filter(obj_uid__in=Subquery(pods.values("pod_id"))))
+            pruned.log_tails += await self.drain(
+                LogTail.filter(pod_id__in=Subquery(pods.values("pod_id")))
+            )
             count = await self.drain(pods)
             pruned.events += events
             pruned.orphan_events += events
@@ -222,11 +228,12 @@ async def prune_forever(days: int, interval: float, activity: Activity) -> None:
 def _report(pruned: Pruned, days: int) -> None:
     if pruned.jobs:
         logger.info(
-            "Pruned %d jobs finished over %d days ago, with %d pods and %d Events",
+            "Pruned %d jobs finished over %d days ago, with %d pods and %d Events (%d log tails)",
             pruned.jobs,
             days,
             pruned.pods - pruned.orphan_pods,
             pruned.events - pruned.orphan_events,
+            pruned.log_tails,
         )
     if pruned.orphan_pods or pruned.orphan_events:
         logger.info(

@@ -22,171 +22,67 @@ Who may read what is ``reading.auth``'s answer. A request names its namespace, o
 covers all of them; a job asked for by uid names none, so it is checked against
 its own namespace once found, and one the caller may not see is as unknown as a
 job that never was (404): the answer must not tell that it exists.
+
+The parameter tables, the parser, the caller and the read budget live in
+``reading.handling``, shared with the web console (``reading.console``), which the
+same application serves at ``/``.
 """
 
-import asyncio
-import dataclasses
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp import web
-from multidict import MultiMapping
 
-from jobarchive.config import DEFAULTS
-from jobarchive.reading import auth, gate, queries
-from jobarchive.reading.gate import Gate
+from jobarchive.reading import auth, queries
+from jobarchive.reading.console import Console
+from jobarchive.reading.handling import (
+    BACKSTOP,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_TIMEOUT,
+    DETAIL_PARAMS,
+    EVENT_PARAMS,
+    JOB_PARAMS,
+    LOG_PARAMS,
+    PAGE,
+    QUEUE_WAIT,
+    STATS_PARAMS,
+    Caller,
+    Param,
+    Reads,
+    parse,
+)
 from jobarchive.serving import SEND_TIMEOUT, listen, send
-from jobarchive.storage import errors, failures, reads
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 PREFIX = "/api/v1"
-DEFAULT_TIMEOUT = 10.0
-DEFAULT_CONCURRENCY = DEFAULTS.api_concurrency
-# Seconds a request waits for a free read connection before it is answered 503.
-QUEUE_WAIT = 1.0
-# The database stops a statement at its request's deadline; this much later the
-# request is abandoned anyway, should an answer never come (a network that hangs).
-BACKSTOP = 1.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Param:
-    """One query parameter: its name, type (string, time, boolean, integer), meaning."""
-
-    name: str
-    type: str
-    description: str
-    field: str | None = None
-
-
-PAGE = (
-    Param(
-        "limit", "integer", f"Page size, 1..{queries.MAX_PAGE} (default {queries.DEFAULT_PAGE})."
-    ),
-    Param("cursor", "string", "The next_cursor of the previous page."),
-)
-JOB_PARAMS = (
-    Param("namespace", "string", "Namespace."),
-    Param("name", "string", "Name prefix.", "name_prefix"),
-    Param("name_contains", "string", "Name substring (scans what the other filters leave)."),
-    Param("kind", "string", "Kind, e.g. TFJob."),
-    Param("status", "string", f"One of {', '.join(queries.JOB_STATUSES)}."),
-    Param("region", "string", "deploy_region."),
-    Param("tenant", "string", "Tenant."),
-    Param("owner", "string", "Owner (the tenancy's user)."),
-    Param("created_since", "time", "Created at or after (RFC 3339 time or date)."),
-    Param("created_until", "time", "Created before."),
-    Param("finished_since", "time", "Finished at or after."),
-    Param("finished_until", "time", "Finished before."),
-    Param("in_cluster", "boolean", "true: still in the cluster; false: gone."),
-)
-EVENT_PARAMS = (
-    Param("namespace", "string", "The involved object's namespace."),
-    Param("object", "string", "The involved object's name.", "object_name"),
-    Param("uid", "string", "The involved object's uid.", "object_uid"),
-    Param("kind", "string", "The involved object's kind.", "object_kind"),
-    Param("type", "string", "Normal or Warning."),
-    Param("reason", "string", "Reason, e.g. OOMKilling."),
-    Param("since", "time", "Last occurred at or after."),
-    Param("until", "time", "Last occurred before."),
-)
-DETAIL_PARAMS = (
-    Param(
-        "limit",
-        "integer",
-        f"Pods and Events per page, 1..{queries.MAX_PAGE} (default {queries.DEFAULT_PAGE}).",
-    ),
-    Param("pods_cursor", "string", "The pods_next_cursor of the previous answer."),
-    Param("events_cursor", "string", "The events_next_cursor of the previous answer."),
-)
-STATS_PARAMS = (
-    Param("by", "string", f"One of {', '.join(queries.STATS_GROUPS)} (default status)."),
-    Param("since", "time", "Jobs created at or after."),
-    Param("until", "time", "Jobs created before."),
-)
+# A Kubernetes uid, as a route pattern: what tells ``/jobs/{uid}/logs`` from a job's name.
+UID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+# Named here too, where the API's callers and tests have always found them.
+__all__ = [
+    "BACKSTOP",
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_TIMEOUT",
+    "DETAIL_PARAMS",
+    "EVENT_PARAMS",
+    "JOB_PARAMS",
+    "PAGE",
+    "PREFIX",
+    "QUEUE_WAIT",
+    "STATS_PARAMS",
+    "Api",
+    "Param",
+    "error",
+    "openapi",
+    "serve",
+]
 
 
 def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
     """A JSON error response."""
     body = {"error": {"status": status, "message": message}}
     return web.json_response(body, status=status, headers=headers)
-
-
-class Forbidden(Exception):
-    """The caller may not read what the request asks for (403); the message says why."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Caller:
-    """Who made a request, and the access control that knows what they may read."""
-
-    identity: auth.Identity
-    access: auth.Access
-
-    async def may(self, verb: str, namespace: str | None) -> bool:
-        """Whether the caller may ``verb`` jobs in ``namespace`` (None: in all)."""
-        return await self.access.allowed(self.identity, verb, namespace or auth.ALL_NAMESPACES)
-
-    async def require(
-        self,
-        verb: str,
-        namespace: str | None,
-        what: str = "a request without a namespace",
-        instead: str = "name a namespace (?namespace=...)",
-    ) -> None:
-        """Raise Forbidden unless the caller may; over all namespaces, the message says
-        what covers them (``what``) and what to ask ``instead``."""
-        if await self.may(verb, namespace):
-            return
-        # Named as RBAC names it, so that whoever grants access knows what to grant.
-        denied = f"user {self.identity.username!r} may not {verb} {auth.RESOURCE}.{auth.GROUP}"
-        if namespace:
-            raise Forbidden(f"{denied} in namespace {namespace!r}")
-        raise Forbidden(f"{what} covers all namespaces, and {denied} in all of them: {instead}")
-
-
-# Longer than any value a filter can match (the widest column is 512 characters) or
-# than any cursor this archive gives out: refused before anything reads it.
-LONGEST_VALUE = 1024
-
-
-def parse(query: "MultiMapping[str]", params: tuple[Param, ...]) -> dict[str, Any]:
-    """Typed values of the known parameters, keyed by their field; BadQuery otherwise:
-    an unknown or repeated parameter, or a value too long, is refused, not guessed at."""
-    known = {param.name: param for param in params}
-    unknown = sorted(set(query) - set(known))
-    if unknown:
-        names = ", ".join(known) or "none"
-        raise queries.BadQuery(f"unknown parameter {queries.quoted(unknown[0])} (known: {names})")
-    values: dict[str, Any] = {}
-    for name in query:
-        param = known[name]
-        raw = query.getall(name)
-        if len(raw) > 1:
-            raise queries.BadQuery(f"{name}: given {len(raw)} times; give it once")
-        if len(raw[0]) > LONGEST_VALUE:
-            raise queries.BadQuery(f"{name}: {len(raw[0])} characters, over {LONGEST_VALUE}")
-        values[param.field or name] = _typed(param, raw[0])
-    return values
-
-
-def _typed(param: Param, raw: str) -> Any:
-    if param.type == "time":
-        return queries.parse_time(raw, param.name)
-    if param.type == "boolean":
-        if raw.lower() not in ("true", "false"):
-            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not true or false")
-        return raw.lower() == "true"
-    if param.type == "integer":
-        # ASCII digits only: int() would also take full-width digits, "5_0" and " 5 ".
-        if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
-            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not a number")
-        return int(raw)
-    return raw
 
 
 Handler = Callable[[web.Request, Caller], Awaitable[Any]]
@@ -204,17 +100,17 @@ class Api:
         narrowed: Callable[[], bool] | None = None,
         send_timeout: float = SEND_TIMEOUT,
     ) -> None:
-        self.access = access
-        self.timeout = timeout
-        self.send_timeout = send_timeout
-        self.gate = Gate(concurrency, narrowed)
+        self.reads = Reads(access, timeout, concurrency, narrowed, send_timeout)
 
     def app(self) -> web.Application:
-        """An aiohttp application serving the API; its cleanup closes the access control."""
+        """An aiohttp application serving the API under ``PREFIX``; its cleanup closes
+        the access control."""
         app = web.Application()
         routes = {
             "/jobs": self._jobs,
             "/jobs/{uid}": self._job,
+            # Before the named route, which would take a uid for a namespace.
+            "/jobs/{uid:" + UID_PATTERN + "}/logs": self._logs,
             "/jobs/{namespace}/{name}": self._named,
             "/events": self._events,
             "/stats": self._stats,
@@ -222,83 +118,41 @@ class Api:
         }
         for path, handler in routes.items():
             app.router.add_get(PREFIX + path, self._guarded(handler))
-        app.on_cleanup.append(lambda _: self.access.close())
+        app.on_cleanup.append(lambda _: self.reads.access.close())
+        return app
+
+    def site(self) -> web.Application:
+        """The API's application with the web console beside it at ``/``, sharing its
+        access control and read budget: what ``serve`` serves."""
+        app = self.app()
+        Console(self.reads, PREFIX).mount(app)
         return app
 
     def _guarded(self, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def guarded(request: web.Request) -> web.Response:
             # Sent here, within a deadline, rather than by aiohttp after the handler, which
             # would wait for ever on a client that never reads its answer.
-            return await send(request, await self._answer(request, handler), self.send_timeout)
+            answer = await self._answer(request, handler)
+            return await send(request, answer, self.reads.send_timeout)
 
         return guarded
 
     async def _answer(self, request: web.Request, handler: Handler) -> web.Response:
         """The handler's answer, or the error it ran into as JSON."""
         try:
-            identity = await self.access.authenticate(request.headers.get("Authorization"))
-            result = await handler(request, Caller(identity, self.access))
-        except auth.Unauthenticated as exc:
-            return error(401, str(exc), {"WWW-Authenticate": "Bearer"})
-        except Forbidden as exc:
-            return error(403, str(exc))
-        except auth.ReviewFailed as exc:
-            return error(503, str(exc))
-        except gate.Busy:
-            return error(
-                503,
-                f"every read connection is busy; retry in {QUEUE_WAIT:g} s",
-                {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"},
-            )
-        except queries.BadQuery as exc:
-            return error(400, str(exc))
-        except (reads.QueryTimeout, TimeoutError):
-            return error(
-                504, f"the query took longer than {self.timeout:g} s and was stopped; narrow it"
-            )
-        except failures.ERRORS as exc:
-            if not errors.is_unavailable(exc):
-                return self._failed(request, exc)
-            logger.warning("The API's database cannot be reached: %s", failures.describe(exc))
-            return error(
-                503,
-                "the archive's database cannot be reached; retry later",
-                {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"},
-            )
+            result = await handler(request, await self.reads.caller(request))
         except Exception as exc:
-            return self._failed(request, exc)
+            refusal = self.reads.refusal(request, exc)
+            return error(refusal.status, refusal.message, refusal.headers or None)
         if isinstance(result, web.Response):
             return result
         return web.json_response(result)
-
-    @staticmethod
-    def _failed(request: web.Request, exc: BaseException) -> web.Response:
-        """A bug's or a refused statement's answer: the caller learns that much, the log
-        the kind of error (its text may echo the request, so it is not logged)."""
-        logger.error(
-            "%s %s failed: %s",
-            request.method,
-            request.path_qs[:200].encode("unicode_escape").decode(),
-            type(exc).__name__,
-        )
-        return error(500, "the archive could not answer; the error is logged")
-
-    async def _within(self, query: Callable[[], Awaitable[T]]) -> T:
-        """The query's result, run on a free read connection; Busy when none frees in
-        ``QUEUE_WAIT``, QueryTimeout past the timeout (reviews are not counted).
-
-        The query is given uncalled, so that a request turned away never makes it.
-        """
-        async with self.gate.turn(QUEUE_WAIT):
-            with reads.deadline(self.timeout):
-                async with asyncio.timeout(self.timeout + BACKSTOP):
-                    return await query()
 
     async def _jobs(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, JOB_PARAMS + PAGE)
         await caller.require("list", values.get("namespace"))
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        page = await self._within(
+        page = await self.reads.within(
             lambda: queries.list_jobs(queries.JobQuery(**values), limit, cursor)
         )
         return page.as_json()
@@ -306,16 +160,28 @@ class Api:
     async def _job(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, DETAIL_PARAMS)
         uid = request.match_info["uid"]
-        detail = await self._within(lambda: queries.job_detail(uid, **values))
+        detail = await self.reads.within(lambda: queries.job_detail(uid, **values))
         if detail is None or not await caller.may("get", detail["namespace"]):
             return error(404, f"no job with uid {queries.quoted(uid)}")
+        uids = [pod["pod_id"] for pod in detail["pods"]]
+        tailed = await self.reads.within(lambda: queries.pods_with_log_tails(uid, uids))
+        for pod in detail["pods"]:
+            pod["has_log_tail"] = pod["pod_id"] in tailed
         return detail
+
+    async def _logs(self, request: web.Request, caller: Caller) -> Any:
+        values = parse(request.query, LOG_PARAMS)
+        uid = request.match_info["uid"]
+        found = await self.reads.within(lambda: queries.find_jobs(uid))
+        if len(found) != 1 or not await caller.may("get", found[0]["namespace"]):
+            return error(404, f"no job with uid {queries.quoted(uid)}")
+        return {"items": await self.reads.within(lambda: queries.job_log_tails(uid, **values))}
 
     async def _named(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, PAGE)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         await caller.require("get", namespace)
-        found = await self._within(lambda: queries.named_jobs(namespace, name, **values))
+        found = await self.reads.within(lambda: queries.named_jobs(namespace, name, **values))
         if not found.items and not values:
             return error(404, f"no job {queries.quoted(namespace)}/{queries.quoted(name)}")
         return found.as_json()
@@ -324,7 +190,7 @@ class Api:
         values = parse(request.query, EVENT_PARAMS + PAGE)
         await caller.require("list", values.get("namespace"))
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        page = await self._within(
+        page = await self.reads.within(
             lambda: queries.list_events(queries.EventQuery(**values), limit, cursor)
         )
         return page.as_json()
@@ -333,7 +199,7 @@ class Api:
         values = parse(request.query, STATS_PARAMS)
         await caller.require("list", None, "/stats", "name a namespace in /jobs or /events")
         by, since, until = values.get("by", "status"), values.get("since"), values.get("until")
-        return {"items": await self._within(lambda: queries.stats(by, since, until))}
+        return {"items": await self.reads.within(lambda: queries.stats(by, since, until))}
 
 
 def _schema(param: Param) -> dict[str, Any]:
@@ -373,6 +239,12 @@ def openapi() -> dict[str, Any]:
         "/jobs/{uid}": operation(
             "One job, a page of its pods and of its Events, and its replicas.",
             DETAIL_PARAMS,
+            ("uid",),
+        ),
+        "/jobs/{uid}/logs": operation(
+            "The last lines of the job's failed containers' logs, newest failure first "
+            "(a job named logs in a namespace named like a uid: read it by uid).",
+            LOG_PARAMS,
             ("uid",),
         ),
         "/jobs/{namespace}/{name}": operation(
@@ -419,8 +291,8 @@ async def serve(
             port,
         )
     return await listen(
-        Api(access, query_timeout, concurrency, narrowed).app(),
+        Api(access, query_timeout, concurrency, narrowed).site(),
         host,
         port,
-        f"the read-only API at {PREFIX}",
+        f"the read-only API at {PREFIX} and the console at /",
     )

@@ -306,7 +306,13 @@ def job(
         if len(found) != 1:
             return found
         detail = await queries.job_detail(found[0]["job_id"], limit, pods_cursor, events_cursor)
-        return [detail] if detail is not None else []
+        if detail is None:
+            return []
+        uids = [pod["pod_id"] for pod in detail["pods"]]
+        tailed = await queries.pods_with_log_tails(detail["job_id"], uids)
+        for pod in detail["pods"]:
+            pod["has_log_tail"] = pod["pod_id"] in tailed
+        return [detail]
 
     found = _run(db_url, look_up)
     if not found:
@@ -341,10 +347,14 @@ def _print_job(detail: Mapping[str, Any]) -> None:
             _short(pod["gmt_started"]),
             _short(pod["gmt_finished"]),
             pod["remark"] or "",
+            "yes" if pod.get("has_log_tail") else "-",
         ]
         for pod in detail["pods"]
     ]
-    _table("pods", ("pod", "type", "status", "node", "started", "finished", "remark"), pods)
+    columns = ("pod", "type", "status", "node", "started", "finished", "remark", "log tail")
+    _table("pods", columns, pods)
+    if any(pod.get("has_log_tail") for pod in detail["pods"]):
+        click.echo(f"Log tails: jobarchive logs {detail['job_id']} [--pod POD]")
     _table("events", EVENT_COLUMNS, _event_rows(detail["events"]))
     for what in ("pods", "events"):
         if detail[f"{what}_next_cursor"]:
@@ -370,6 +380,88 @@ def _event_rows(events: Sequence[Mapping[str, Any]]) -> list[list[str]]:
         ]
         for event in events
     ]
+
+
+@main.command()
+@click.argument("reference")
+@click.option("--pod", help="Only this pod (name or uid).")
+@click.option("--container", help="Only this container.")
+@click.option(
+    "--limit",
+    type=int,
+    default=queries.LOG_TAILS_PAGE,
+    show_default=True,
+    help=f"Most tails shown (up to {queries.LOG_TAILS_MAX}).",
+)
+@click.option("--output", "-o", type=OUTPUTS, default="table", show_default=True)
+@click.pass_obj
+def logs(
+    db_url: str | None,
+    reference: str,
+    pod: str | None,
+    container: str | None,
+    limit: int,
+    output: str,
+) -> None:
+    """The last lines of the logs of a job's (NAMESPACE/NAME or UID) failed containers,
+    newest failure first."""
+
+    async def look_up() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        found = await queries.find_jobs(reference)
+        if len(found) != 1:
+            return found, []
+        return found, await queries.job_log_tails(found[0]["job_id"], pod, container, limit)
+
+    found, tails = _run(db_url, look_up)
+    if not found:
+        raise click.ClickException(f"no job {reference}")
+    if len(found) > 1:
+        _table(f"{len(found)} jobs named {reference}", JOB_COLUMNS, _job_rows(found))
+        click.echo("Name one by its uid: jobarchive logs UID")
+        return
+    if output == "json":
+        _print_json({"items": tails})
+        return
+    if not tails:
+        click.echo(f"No log tails of failed containers of job {found[0]['job_id']}")
+    for tail in tails:
+        _print_tail(tail)
+
+
+def _print_tail(tail: Mapping[str, Any]) -> None:
+    """One tail: a header naming the container instance and how it ended, then its text."""
+    kind = "" if tail["container_type"] == "container" else f", {tail['container_type']}"
+    ended = " ".join(
+        part
+        for part in (
+            f"exit code {tail['exit_code']}" if tail["exit_code"] is not None else "",
+            tail["reason"] or "",
+            f"at {_short(tail['gmt_failed'])}" if tail["gmt_failed"] else "",
+        )
+        if part
+    )
+    header = (
+        f"==> {tail['namespace']}/{tail['pod_name']} container {tail['container']} "
+        f"(restart {tail['restart_count']}{kind}): {ended or 'failed'}"
+    )
+    if not tail["captured"]:
+        click.echo(terminal_safe(f"{header}: not captured: {tail['note'] or 'unknown'}"))
+        return
+    click.echo(terminal_safe(f"{header}{' (last lines only)' if tail['truncated'] else ''}"))
+    text = tail["log_tail"] or ""
+    for line in text.removesuffix("\n").split("\n") if text else []:
+        click.echo(terminal_safe(line))
+
+
+def terminal_safe(line: str) -> str:
+    """A line of a log as a terminal would have shown it, and nothing it could do to
+    the terminal: what a carriage return overwrote (progress bars) is dropped, and
+    every other control character (escape sequences) is shown as ``\\xNN``."""
+    line = line.rstrip("\r").rpartition("\r")[2]
+    return "".join(
+        char if char == "\t" or (char.isprintable() and char != "\x7f") else f"\\x{ord(char):02x}"
+        for char in line
+    )
 
 
 @main.command()
@@ -442,14 +534,19 @@ def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> N
         raise click.UsageError("--days is needed: JOBARCHIVE_RETENTION_DAYS keeps everything")
     before = retention.cutoff(keep)
     pruned = _run(db_url, lambda: retention.prune(before, dry_run=dry_run), writes=True)
-    counts = {"jobs": pruned.jobs, "pods": pruned.pods, "events": pruned.events}
+    counts = {
+        "jobs": pruned.jobs,
+        "pods": pruned.pods,
+        "events": pruned.events,
+        "log_tails": pruned.log_tails,
+    }
     if output == "json":
         _print_json({**counts, "dry_run": dry_run, "finished_before": before.isoformat()})
         return
     verb = "Would delete" if dry_run else "Deleted"
     click.echo(
         f"{verb} {pruned.jobs} jobs finished before {before:%Y-%m-%d %H:%M} UTC, "
-        f"{pruned.pods} pods and {pruned.events} Events"
+        f"{pruned.pods} pods, {pruned.events} Events and {pruned.log_tails} log tails"
     )
 
 
@@ -498,7 +595,8 @@ def migrate(db_url: str | None, dry_run: bool) -> None:
 def serve(
     db_url: str | None, host: str, port: int, auth_mode: str | None, timeout: float | None
 ) -> None:
-    """Serve the read-only HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json).
+    """Serve the read-only HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json) and the
+    web console (/).
 
     With --auth kubernetes (the default) every request needs a bearer token, and the
     cluster of the current kubeconfig says whose it is and which namespaces it may read.

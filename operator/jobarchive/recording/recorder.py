@@ -29,6 +29,7 @@ from jobarchive import metrics
 from jobarchive.bounded import Lru
 from jobarchive.config import Settings, matches
 from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
+from jobarchive.logtails.capture import Capture
 from jobarchive.recording import convert
 from jobarchive.recording.attribution import (
     EVENT,
@@ -141,10 +142,17 @@ def event_waiting(event_type: str | None, body: Mapping[str, Any], region: str |
 
 
 class RowWriter:
-    """Writes rows, logging what cannot be converted or stored."""
+    """Writes rows, logging what cannot be converted or stored; tells the log tails'
+    capture (``tails``, when set) of each pod seen and of each pod row stored."""
 
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
+        self.tails: Capture | None = None
+
+    def note_pod(self, body: Mapping[str, Any]) -> None:
+        """A pod that may be a tracked job's: its failed containers wait for its row."""
+        if self.tails is not None:
+            self.tails.noted(body)
 
     def invalid(self, kind: str, body: Mapping[str, Any], why: object) -> None:
         """Log and count an object that cannot become a row."""
@@ -168,6 +176,9 @@ class RowWriter:
         for row, error in zip(rows, errors, strict=True):
             if error is None:
                 stored.append(row)
+                fields: Mapping[str, Any] = row
+                if model is Pod and self.tails is not None:
+                    self.tails.recorded(str(fields["pod_id"]), str(fields["job_id"]))
                 continue
             namespace = row.get("namespace", row.get("obj_namespace")) or "-"
             logger.error("Could not store %s %s/%s: %s", kind, namespace, row.get("name"), error)
@@ -493,6 +504,7 @@ class Recorder:
             metrics.OBJECTS.labels(POD, "skipped_unrelated").inc()
             await self.attributor.settle(self.attribution.pod_unrelated(pod_uid), UNRELATED)
             return
+        self.rows.note_pod(body)
         # An owner's kind names the main container; a pod linked otherwise (an MPIJob
         # launcher, a Ray head) has its own.
         main = link.kind.main_container if isinstance(link, convert.OwnerLink) else None

@@ -78,6 +78,11 @@ class Dialect(abc.ABC):
         """The guarded upsert of ``rows`` rows into ``table``, with placeholders."""
 
     @abc.abstractmethod
+    def insert_new_sql(self, table: Table, rows: int) -> str:
+        """An insert of ``rows`` rows into ``table`` that leaves alone, without an error,
+        each row whose unique key is stored already: rows written once, never updated."""
+
+    @abc.abstractmethod
     def value(self, value: Any) -> Any:
         """A column value as the driver takes it."""
 
@@ -139,6 +144,10 @@ class Dialect(abc.ABC):
     def bounded(self, sql: str, seconds: float) -> str:
         """A SELECT carrying a time limit the database stops it at, ``seconds`` after it
         starts (other statements unchanged); unchanged where the engine has no limit."""
+
+    def params(self, table: Table, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """The rows' values for a multi-row statement, column by column, row by row."""
+        return self._params(table, rows)
 
     def _params(self, table: Table, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
         return [self.value(row[column]) for row in rows for column in table.columns]
@@ -204,6 +213,17 @@ class MySQL(Dialect):
         return (
             f"INSERT INTO `{table.name}` ({cols}) VALUES {values} "
             f"ON DUPLICATE KEY UPDATE {', '.join(sets)}"
+        )
+
+    def insert_new_sql(self, table: Table, rows: int) -> str:
+        """ON DUPLICATE KEY UPDATE of the id to itself: a no-op for a stored key. Not
+        INSERT IGNORE, which would also turn a value that does not fit into a warning."""
+        cols = ", ".join(self.quote(c) for c in table.columns)
+        one = "(" + ", ".join([self.placeholder] * len(table.columns)) + ")"
+        values = ", ".join([one] * rows)
+        return (
+            f"INSERT INTO `{table.name}` ({cols}) VALUES {values} "
+            "ON DUPLICATE KEY UPDATE `id` = `id`"
         )
 
     def value(self, value: Any) -> Any:
@@ -402,6 +422,13 @@ class SQLite(Dialect):
             f'INSERT INTO "{table.name}" ({cols}) VALUES {values} '
             f'ON CONFLICT("{table.key}") DO UPDATE SET {sets} WHERE NOT {stale}'
         )
+
+    def insert_new_sql(self, table: Table, rows: int) -> str:
+        """ON CONFLICT DO NOTHING, whatever unique key the row meets."""
+        cols = ", ".join(self.quote(c) for c in table.columns)
+        one = "(" + ", ".join([self.placeholder] * len(table.columns)) + ")"
+        values = ", ".join([one] * rows)
+        return f'INSERT INTO "{table.name}" ({cols}) VALUES {values} ON CONFLICT DO NOTHING'
 
     def value(self, value: Any) -> Any:
         """Booleans as 0/1; aiosqlite converts the rest."""

@@ -1,4 +1,5 @@
-"""The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``.
+"""The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``,
+and ``container_log_tail`` for the logs of failed containers.
 
 Column names are KubeDL's (its ``dmo`` package), so KubeDL's consumers keep
 working; widths (``jobarchive.rows``) follow what Kubernetes allows, not the
@@ -206,6 +207,43 @@ class Event(Stamped):
         )
 
 
+# Container names are DNS labels.
+CONTAINER_NAME_LENGTH = 63
+CONTAINER_TYPE_LENGTH = 16
+
+
+class LogTail(Stamped):
+    """The last lines of a failed container instance's log (``container_log_tail``): one
+    row per pod uid, container and restart count, written once, never updated.
+
+    ``captured`` false: the log could not be read, and ``note`` says why ("not
+    captured: ..."); such a row counts as done, so the read is never retried.
+    ``gmt_failed`` is the instance's ``finishedAt``. Not a table of KubeDL's.
+    """
+
+    id = fields.BigIntField(primary_key=True)
+    pod_id = fields.CharField(max_length=UID_LENGTH)
+    container = fields.CharField(max_length=CONTAINER_NAME_LENGTH)
+    restart_count = fields.IntField()
+    container_type = fields.CharField(max_length=CONTAINER_TYPE_LENGTH)
+    job_id = fields.CharField(max_length=UID_LENGTH)
+    namespace = fields.CharField(max_length=NAMESPACE_LENGTH)
+    pod_name = fields.CharField(max_length=NAME_LENGTH)
+    exit_code = fields.IntField(null=True)
+    reason = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    gmt_failed = fields.DatetimeField(null=True)
+    captured = fields.BooleanField()
+    truncated = fields.BooleanField(default=False)
+    note = fields.TextField(null=True)
+    log_tail = fields.TextField(null=True)
+
+    class Meta:
+        table = "container_log_tail"
+        unique_together = (("pod_id", "container", "restart_count"),)
+        # A job's tails, newest failure first (``jobarchive logs``, retention).
+        indexes = (("job_id", "gmt_failed"),)
+
+
 @dataclasses.dataclass(frozen=True)
 class Table:
     """What hand-written SQL needs to know of a model: its table, its columns but
@@ -230,3 +268,8 @@ TABLES: dict[type[Stamped], Table] = {
     Pod: _table(Pod, "pod_id"),
     Event: _table(Event, "event_id"),
 }
+
+
+# The tails' table, for the insert that skips a row already stored (not an upsert:
+# a tail is written once). Not in TABLES: it has no uid of its own to upsert by.
+LOG_TAIL_TABLE = _table(LogTail, "pod_id")

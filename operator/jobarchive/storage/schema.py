@@ -17,10 +17,10 @@ from tortoise import Tortoise
 from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.storage import dialects
-from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
+from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped
 
 logger = logging.getLogger(__name__)
-MODELS: tuple[type[Stamped], ...] = (Job, Pod, Event)
+MODELS: tuple[type[Stamped], ...] = (Job, Pod, Event, LogTail)
 
 
 class NotAdopted(Exception):

@@ -1,0 +1,346 @@
+"""The capture of failed containers' log tails: bounded, polite, each read once.
+
+The recorder hands over facts and never waits: ``noted`` takes a pod body that may
+belong to a tracked job (its failed containers, ``triggers``), ``recorded`` says its
+row was stored under a job, and only then are its failures queued, in the order they
+were seen. A full queue (``QUEUE_SIZE``) skips the failure, counted and logged; it
+never blocks recording.
+
+One dispatcher takes the queue in order: a batch at a time it asks the database which
+failures have a row already (a restart lists every failed pod again), then starts
+each read once a token of the rate limit (a token bucket: ``JOBARCHIVE_LOG_RATE``
+reads a second, bursts of ``JOBARCHIVE_LOG_CONCURRENCY``) and a slot of the
+concurrency limit are free. A read holds its slot until its row is handed to the
+tails' writer, whose queue is small: while the database is away, reads stop, the
+queue fills and further failures are skipped, so memory stays bounded.
+
+Every failure read ends as one row, captured or "not captured: <reason>", and a key
+queued or done is remembered (``REMEMBERED`` of them; past that the database says),
+so nothing is read twice or retried in a loop.
+"""
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from jobarchive import metrics
+from jobarchive.bounded import Lru
+from jobarchive.cluster import api_client
+from jobarchive.config import Settings
+from jobarchive.logtails import store as tails
+from jobarchive.logtails import text
+from jobarchive.logtails.fetcher import Fetcher, Read
+from jobarchive.logtails.triggers import Failure, failures
+from jobarchive.storage import failures as db_failures
+from jobarchive.storage.errors import is_unavailable
+from jobarchive.storage.models import CONTAINER_NAME_LENGTH
+from jobarchive.storage.writer import Backoff
+
+logger = logging.getLogger(__name__)
+QUEUE_SIZE = 10_000
+# Pods whose failures wait for their row (their job not known yet).
+NOTED_PODS = 10_000
+REMEMBERED = 100_000
+LOOKUP_BATCH = 100
+# Rows read and not yet written: a read waits for room, holding its slot.
+ROWS_HELD = 64
+WRITE_BATCH = 50
+WRITE_DELAY = 0.2
+# What stopping gives the tails' writer to write what was read.
+STOP_GRACE = 3.0
+UID_LENGTH = 64
+
+Key = tuple[str, str, int]
+
+
+class TokenBucket:
+    """At most ``rate`` takes a second on average, ``burst`` at once after a pause."""
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = rate
+        self.burst = max(1, burst)
+        self.tokens = float(self.burst)
+        self._clock = clock
+        self._last = clock()
+
+    def delay(self) -> float:
+        """Take a token and return 0, or return how long until one is there (none taken)."""
+        now = self._clock()
+        self.tokens = min(self.burst, self.tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+    async def take(self) -> None:
+        """Wait for a token and take it."""
+        wait = self.delay()
+        while wait > 0:
+            await asyncio.sleep(wait)
+            wait = self.delay()
+
+
+@dataclasses.dataclass
+class Pending:
+    """A failure queued for its read, the job its pod was recorded under."""
+
+    failure: Failure
+    job_uid: str
+
+
+def count(outcome: str, reason: str, amount: int = 1) -> None:
+    """Count tails by outcome (captured, failed, skipped) and reason."""
+    metrics.LOG_TAILS.labels(outcome, reason).inc(amount)
+
+
+def invalid(failure: Failure) -> str | None:
+    """Why a failure cannot have a row (an identity wider than its column), if it cannot."""
+    if len(failure.container) > CONTAINER_NAME_LENGTH:
+        return f"the container name is over {CONTAINER_NAME_LENGTH} characters"
+    if len(failure.pod_uid) > UID_LENGTH:
+        return f"the pod uid is over {UID_LENGTH} characters"
+    return None
+
+
+class Capture:
+    """Reads the log tails of failed containers of recorded pods, once each.
+
+    Longer than a sitting because it holds the three stages of one pipeline (the
+    queue, the dispatcher of reads, the writer of rows) and stopping them in order;
+    each method is short and stands alone.
+    """
+
+    def __init__(self, settings: Settings, store: tails.TailStore | None = None) -> None:
+        self.lines = settings.log_tail_lines
+        self.limit = settings.log_tail_bytes
+        self.succeeded = bool(settings.log_succeeded)
+        self.concurrency = settings.log_concurrency
+        self.store = store or tails.TailStore()
+        self._bucket = TokenBucket(settings.log_rate, settings.log_concurrency)
+        self._noted: Lru[str, dict[Key, Failure]] = Lru(NOTED_PODS)
+        self._pending: dict[Key, Pending] = {}
+        self._order: collections.deque[Key] = collections.deque()
+        self._remembered: Lru[Key, bool] = Lru(REMEMBERED)
+        self._wake = asyncio.Event()
+        self._slots = asyncio.Semaphore(settings.log_concurrency)
+        self._rows: asyncio.Queue[tails.Row] = asyncio.Queue(ROWS_HELD)
+        self._reads: set[asyncio.Task[None]] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        # Rows read and handed to the writer, not yet written.
+        self._unwritten = 0
+        self._api: client.ApiClient | None = None
+        self._fetcher: Fetcher | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether tails are read at all (``JOBARCHIVE_LOG_TAIL_LINES`` above 0)."""
+        return self.lines > 0
+
+    @property
+    def depth(self) -> int:
+        """Failures queued whose log is not being read yet."""
+        return len(self._pending)
+
+    def noted(self, pod: Mapping[str, Any]) -> None:
+        """A pod body that may be a tracked job's: keep its failed containers until its
+        row is stored (``recorded``). A failure still queued takes the newer facts."""
+        if not self.enabled:
+            return
+        found = failures(pod, self.succeeded)
+        if not found:
+            return
+        new: dict[Key, Failure] = {}
+        for failure in found:
+            pending = self._pending.get(failure.key)
+            if pending is not None:
+                pending.failure = failure
+            elif not self._remembered.get(failure.key) and failure.key not in new:
+                new[failure.key] = failure
+        if new:
+            uid = found[0].pod_uid
+            self._noted.put(uid, {**(self._noted.get(uid) or {}), **new})
+
+    def recorded(self, pod_uid: str, job_uid: str) -> None:
+        """A pod's row was stored under ``job_uid``: queue what it was noted with."""
+        noted = self._noted.pop(pod_uid) if self.enabled else None
+        for key, failure in (noted or {}).items():
+            if key in self._pending or self._remembered.get(key):
+                continue
+            why = invalid(failure)
+            if why is not None:
+                self._remembered.put(key, True)
+                count("skipped", "invalid")
+                logger.warning("Not reading the log of %s: %s", failure.describe(), why)
+                continue
+            if len(self._pending) >= QUEUE_SIZE:
+                count("skipped", "queue_full")
+                logger.warning(
+                    "Not reading the log of %s: %d failed containers wait already",
+                    failure.describe(),
+                    QUEUE_SIZE,
+                )
+                continue
+            self._pending[key] = Pending(failure, job_uid)
+            self._order.append(key)
+            self._remembered.put(key, True)
+            self._wake.set()
+
+    async def start(self, api: client.ApiClient | None = None) -> None:
+        """Start reading with ``api`` (else a client of the operator's own cluster)."""
+        if not self.enabled or self._tasks:
+            return
+        self._api = api or await api_client()
+        self._fetcher = Fetcher(self._api, self.lines, self.limit)
+        metrics.LOG_TAIL_QUEUE.set_function(lambda: self.depth)
+        self._tasks = [
+            asyncio.create_task(self._dispatch()),
+            asyncio.create_task(self._write()),
+        ]
+
+    async def stop(self) -> None:
+        """Stop reading; give what was read ``STOP_GRACE`` seconds to be written; say what
+        is left, which the next start reads if its pods remain."""
+        if not self._tasks:
+            return
+        dispatcher, writer = self._tasks
+        for task in (dispatcher, *self._reads):
+            task.cancel()
+        await asyncio.gather(dispatcher, *self._reads, return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._rows.join(), STOP_GRACE)
+        writer.cancel()
+        await asyncio.gather(writer, return_exceptions=True)
+        left = len(self._pending) + self._unwritten
+        if left:
+            count("skipped", "stopped", left)
+            logger.info(
+                "Stopped with %d failed containers' log tails not read or not written; "
+                "the next start reads those whose pods remain",
+                left,
+            )
+        self._tasks = []
+        if self._api is not None:
+            await self._api.close()
+            self._api = None
+
+    async def _dispatch(self) -> None:
+        """Start the reads in order, within the rate and the concurrency."""
+        while True:
+            while not self._order:
+                self._wake.clear()
+                await self._wake.wait()
+            keys = [self._order.popleft() for _ in range(min(LOOKUP_BATCH, len(self._order)))]
+            done = await self._stored(keys)
+            for key in keys:
+                if key in done:
+                    self._pending.pop(key, None)
+                    count("skipped", "already_captured")
+                    continue
+                await self._bucket.take()
+                await self._slots.acquire()
+                pending = self._pending.pop(key, None)
+                if pending is None:
+                    self._slots.release()
+                    continue
+                task = asyncio.create_task(self._capture(pending))
+                self._reads.add(task)
+                task.add_done_callback(self._reads.discard)
+
+    async def _stored(self, keys: list[Key]) -> set[Key]:
+        """Which keys have a row; none known while the database cannot say (the read is
+        worth more than the chance of reading twice: the insert keeps the first row)."""
+        try:
+            return await self.store.existing(keys)
+        except Exception as exc:
+            logger.warning(
+                "Cannot tell which log tails are stored, reading them: %s",
+                db_failures.describe(exc),
+            )
+            return set()
+
+    async def _capture(self, pending: Pending) -> None:
+        """Read one failure's log and hand its row to the writer; the slot is freed then."""
+        failure = pending.failure
+        try:
+            assert self._fetcher is not None
+            try:
+                read = await self._fetcher.read(failure)
+            except Exception as exc:
+                read = Read(None, "error", f"{type(exc).__name__}: {str(exc)[:300]}")
+            row = self._row(pending, read)
+            self._unwritten += 1
+            await self._rows.put(row)
+        finally:
+            self._slots.release()
+
+    def _row(self, pending: Pending, read: Read) -> tails.Row:
+        failure = pending.failure
+        if read.data is None:
+            count("failed", read.reason)
+            logger.info("Log tail of %s not captured: %s", failure.describe(), read.note)
+            return tails.row(failure, pending.job_uid, None, read.note)
+        tail = text.tail(read.data, self.lines, self.limit, read.incomplete)
+        count("captured", "truncated" if tail.truncated else "complete")
+        return tails.row(failure, pending.job_uid, tail, None)
+
+    async def _write(self) -> None:
+        """Write what was read, a few rows per statement."""
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self._rows.get()]
+            deadline = loop.time() + WRITE_DELAY
+            while len(batch) < WRITE_BATCH and (left := deadline - loop.time()) > 0:
+                try:
+                    batch.append(await asyncio.wait_for(self._rows.get(), left))
+                except TimeoutError:
+                    break
+            await self._commit(batch)
+            self._unwritten -= len(batch)
+            for _ in batch:
+                self._rows.task_done()
+
+    async def _commit(self, batch: list[tails.Row]) -> None:
+        """Insert rows, waiting out a database outage; a refused batch row by row."""
+        backoff = Backoff()
+        away = False
+        while True:
+            try:
+                await self.store.insert(batch)
+                if away:
+                    logger.info("The database is back: writing log tails again")
+                return
+            except Exception as exc:
+                if is_unavailable(exc):
+                    if not away:
+                        away = True
+                        logger.warning(
+                            "Cannot write log tails, the database is unavailable: %s",
+                            db_failures.describe(exc),
+                        )
+                    await asyncio.sleep(backoff.next())
+                    continue
+                if len(batch) > 1:
+                    for one in batch:
+                        await self._commit([one])
+                    return
+                count("failed", "refused")
+                row = batch[0]
+                logger.error(
+                    "Could not store the log tail of %s/%s container %s (restart %d): %s",
+                    row["namespace"],
+                    row["pod_name"],
+                    row["container"],
+                    row["restart_count"],
+                    db_failures.describe(exc),
+                )
+                return

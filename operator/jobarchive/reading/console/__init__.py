@@ -1,0 +1,6 @@
+"""The web console: the archive's jobs, one job's timeline and the fleet's statistics as
+server-rendered HTML and SVG, served beside the API by the same application."""
+
+from jobarchive.reading.console.views import Console
+
+__all__ = ["Console"]

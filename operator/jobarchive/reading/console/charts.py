@@ -1,0 +1,190 @@
+"""The geometry of the statistics page's charts: pure functions, no I/O.
+
+Two shapes serve every chart: columns stacked per day (jobs per day by status) and
+horizontal bars with a label and a value (failure reasons, durations by kind, top
+owners). Both are drawn ``WIDTH`` units wide and scaled by the browser.
+"""
+
+import dataclasses
+import datetime
+import math
+from collections.abc import Sequence
+from typing import Any
+
+WIDTH = 1200
+DAY_CHART_HEIGHT = 220
+LEFT = 48
+RIGHT = 12
+TOP = 10
+BOTTOM = 24
+BAR_LABELS = 300
+BAR_ROW = 22
+BAR_HEIGHT = 14
+# Room right of the longest bar for its value as written.
+VALUE_TEXT = 180
+# Order of the stacks: the finished outcomes at the foot, what still runs on top.
+STATUS_ORDER = (
+    "Succeeded",
+    "Failed",
+    "Stopped",
+    "Running",
+    "Restarting",
+    "Suspended",
+    "Created",
+)
+MOST_DAY_LABELS = 12
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """One status's part of one day's column."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    status: str
+    title: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Label:
+    """A text on an axis."""
+
+    x: float
+    y: float
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DayChart:
+    """Stacked columns, one per UTC day of the window."""
+
+    width: int
+    height: int
+    segments: list[Segment]
+    x_labels: list[Label]
+    y_labels: list[Label]
+    statuses: list[str]
+    total: int
+
+
+def days_between(since: datetime.datetime, until: datetime.datetime) -> list[str]:
+    """The UTC days (YYYY-MM-DD) that [since, until) touches."""
+    first = since.astimezone(datetime.UTC).date()
+    last = (until.astimezone(datetime.UTC) - datetime.timedelta(microseconds=1)).date()
+    count = max((last - first).days + 1, 1)
+    return [(first + datetime.timedelta(days=n)).isoformat() for n in range(count)]
+
+
+def nice_ceiling(value: float) -> float:
+    """1, 2 or 5 times a power of ten, at least ``value`` (and at least 1)."""
+    if value <= 1:
+        return 1
+    power = 10 ** math.floor(math.log10(value))
+    for factor in (1, 2, 5, 10):
+        if factor * power >= value:
+            return float(factor * power)
+    return float(10 * power)
+
+
+def day_chart(rows: Sequence[dict[str, Any]], days: Sequence[str]) -> DayChart:
+    """Columns of jobs per day, stacked by status, from ``jobs_per_day``'s rows."""
+    counts: dict[str, dict[str, int]] = {day: {} for day in days}
+    for row in rows:
+        if row["day"] in counts:
+            per_status = counts[row["day"]]
+            per_status[row["status"]] = per_status.get(row["status"], 0) + row["jobs"]
+    statuses = [status for status in STATUS_ORDER if any(status in c for c in counts.values())]
+    statuses += sorted({s for c in counts.values() for s in c} - set(statuses))
+    highest = nice_ceiling(max((sum(c.values()) for c in counts.values()), default=0))
+    plot_height = DAY_CHART_HEIGHT - TOP - BOTTOM
+    column = (WIDTH - LEFT - RIGHT) / max(len(days), 1)
+    gap = min(column * 0.15, 3.0)
+    segments = []
+    for index, day in enumerate(days):
+        x = LEFT + index * column
+        base = float(DAY_CHART_HEIGHT - BOTTOM)
+        for status in statuses:
+            jobs = counts[day].get(status, 0)
+            if not jobs:
+                continue
+            height = jobs / highest * plot_height
+            base -= height
+            title = f"{day}: {jobs} {status}"
+            segments.append(
+                Segment(
+                    round(x + gap / 2, 1),
+                    round(base, 1),
+                    round(column - gap, 1),
+                    round(height, 1),
+                    status,
+                    title,
+                )
+            )
+    every = max(1, math.ceil(len(days) / MOST_DAY_LABELS))
+    x_labels = [
+        Label(round(LEFT + (i + 0.5) * column, 1), DAY_CHART_HEIGHT - 8, day[5:])
+        for i, day in enumerate(days)
+        if i % every == 0
+    ]
+    # Jobs are counted whole: half the scale is labelled only when it is a whole number.
+    marks = [(0.0, 0.0), (0.5, highest / 2), (1.0, highest)]
+    y_labels = [
+        Label(LEFT - 6, round(DAY_CHART_HEIGHT - BOTTOM - share * plot_height + 4, 1), f"{value:g}")
+        for share, value in marks
+        if value.is_integer()
+    ]
+    total = sum(sum(c.values()) for c in counts.values())
+    return DayChart(WIDTH, DAY_CHART_HEIGHT, segments, x_labels, y_labels, statuses, total)
+
+
+@dataclasses.dataclass(frozen=True)
+class HBar:
+    """One labelled bar; ``whisker_x`` marks a second value (a maximum) when given."""
+
+    y: float
+    width: float
+    label: str
+    value: str
+    title: str
+    whisker_x: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class BarChart:
+    """Labelled horizontal bars, largest first."""
+
+    width: int
+    height: int
+    left: int
+    bars: list[HBar]
+
+
+def bar_chart(items: Sequence[tuple[str, float, str, float | None]]) -> BarChart:
+    """Bars from (label, value, value as written, optional whisker value) tuples, scaled
+    to the largest value or whisker."""
+    highest = max([value for _, value, _, _ in items] + [w or 0 for *_, w in items] + [0])
+    plot = WIDTH - BAR_LABELS - RIGHT - VALUE_TEXT
+    scale = plot / highest if highest > 0 else 0.0
+    bars = []
+    for index, (label, value, written, whisker) in enumerate(items):
+        y = TOP + index * BAR_ROW
+        shown = label if len(label) <= 44 else label[:43] + "…"
+        bars.append(
+            HBar(
+                y=y,
+                width=round(max(value * scale, 1.0), 1),
+                label=shown,
+                value=written,
+                title=f"{label}: {written}",
+                whisker_x=round(BAR_LABELS + whisker * scale, 1) if whisker else None,
+            )
+        )
+    height = TOP + len(items) * BAR_ROW + 6
+    return BarChart(WIDTH, height, BAR_LABELS, bars)
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 pod``, ``2 pods``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

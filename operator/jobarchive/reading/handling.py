@@ -1,0 +1,253 @@
+"""What the JSON API and the web console share about a request: the tables of query
+parameters and their one parser, who the caller is and what they may read, the turn
+a request waits for on the read pool, and what each failure answers.
+
+Both faces of the read side take their input through ``parse`` and the same tables,
+and map a failure to the same status and message (``Reads.refusal``); only the
+clothes differ (JSON or an HTML page). So a filter the API refuses, the console
+refuses with the same words, and a caller the API turns away, the console does too.
+"""
+
+import asyncio
+import dataclasses
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from aiohttp import web
+from multidict import MultiMapping
+
+from jobarchive.config import DEFAULTS
+from jobarchive.reading import auth, gate, queries
+from jobarchive.reading.gate import Gate
+from jobarchive.serving import SEND_TIMEOUT
+from jobarchive.storage import errors, failures, reads
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_CONCURRENCY = DEFAULTS.api_concurrency
+# Seconds a request waits for a free read connection before it is answered 503.
+QUEUE_WAIT = 1.0
+# The database stops a statement at its request's deadline; this much later the
+# request is abandoned anyway, should an answer never come (a network that hangs).
+BACKSTOP = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One query parameter: its name, type (string, time, boolean, integer), meaning."""
+
+    name: str
+    type: str
+    description: str
+    field: str | None = None
+
+
+PAGE = (
+    Param(
+        "limit", "integer", f"Page size, 1..{queries.MAX_PAGE} (default {queries.DEFAULT_PAGE})."
+    ),
+    Param("cursor", "string", "The next_cursor of the previous page."),
+)
+JOB_PARAMS = (
+    Param("namespace", "string", "Namespace."),
+    Param("name", "string", "Name prefix.", "name_prefix"),
+    Param("name_contains", "string", "Name substring (scans what the other filters leave)."),
+    Param("kind", "string", "Kind, e.g. TFJob."),
+    Param("status", "string", f"One of {', '.join(queries.JOB_STATUSES)}."),
+    Param("region", "string", "deploy_region."),
+    Param("tenant", "string", "Tenant."),
+    Param("owner", "string", "Owner (the tenancy's user)."),
+    Param("created_since", "time", "Created at or after (RFC 3339 time or date)."),
+    Param("created_until", "time", "Created before."),
+    Param("finished_since", "time", "Finished at or after."),
+    Param("finished_until", "time", "Finished before."),
+    Param("in_cluster", "boolean", "true: still in the cluster; false: gone."),
+)
+EVENT_PARAMS = (
+    Param("namespace", "string", "The involved object's namespace."),
+    Param("object", "string", "The involved object's name.", "object_name"),
+    Param("uid", "string", "The involved object's uid.", "object_uid"),
+    Param("kind", "string", "The involved object's kind.", "object_kind"),
+    Param("type", "string", "Normal or Warning."),
+    Param("reason", "string", "Reason, e.g. OOMKilling."),
+    Param("since", "time", "Last occurred at or after."),
+    Param("until", "time", "Last occurred before."),
+)
+DETAIL_PARAMS = (
+    Param(
+        "limit",
+        "integer",
+        f"Pods and Events per page, 1..{queries.MAX_PAGE} (default {queries.DEFAULT_PAGE}).",
+    ),
+    Param("pods_cursor", "string", "The pods_next_cursor of the previous answer."),
+    Param("events_cursor", "string", "The events_next_cursor of the previous answer."),
+)
+LOG_PARAMS = (
+    Param("pod", "string", "A pod's name or uid."),
+    Param("container", "string", "A container's name."),
+    Param(
+        "limit",
+        "integer",
+        f"Tails, 1..{queries.LOG_TAILS_MAX} (default {queries.LOG_TAILS_PAGE}).",
+    ),
+)
+STATS_PARAMS = (
+    Param("by", "string", f"One of {', '.join(queries.STATS_GROUPS)} (default status)."),
+    Param("since", "time", "Jobs created at or after."),
+    Param("until", "time", "Jobs created before."),
+)
+
+# Longer than any value a filter can match (the widest column is 512 characters) or
+# than any cursor this archive gives out: refused before anything reads it.
+LONGEST_VALUE = 1024
+
+
+def parse(query: "MultiMapping[str]", params: tuple[Param, ...]) -> dict[str, Any]:
+    """Typed values of the known parameters, keyed by their field; BadQuery otherwise:
+    an unknown or repeated parameter, or a value too long, is refused, not guessed at."""
+    known = {param.name: param for param in params}
+    unknown = sorted(set(query) - set(known))
+    if unknown:
+        names = ", ".join(known) or "none"
+        raise queries.BadQuery(f"unknown parameter {queries.quoted(unknown[0])} (known: {names})")
+    values: dict[str, Any] = {}
+    for name in query:
+        param = known[name]
+        raw = query.getall(name)
+        if len(raw) > 1:
+            raise queries.BadQuery(f"{name}: given {len(raw)} times; give it once")
+        if len(raw[0]) > LONGEST_VALUE:
+            raise queries.BadQuery(f"{name}: {len(raw[0])} characters, over {LONGEST_VALUE}")
+        values[param.field or name] = _typed(param, raw[0])
+    return values
+
+
+def _typed(param: Param, raw: str) -> Any:
+    if param.type == "time":
+        return queries.parse_time(raw, param.name)
+    if param.type == "boolean":
+        if raw.lower() not in ("true", "false"):
+            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not true or false")
+        return raw.lower() == "true"
+    if param.type == "integer":
+        # ASCII digits only: int() would also take full-width digits, "5_0" and " 5 ".
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
+            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not a number")
+        return int(raw)
+    return raw
+
+
+class Forbidden(Exception):
+    """The caller may not read what the request asks for (403); the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who made a request, and the access control that knows what they may read."""
+
+    identity: auth.Identity
+    access: auth.Access
+
+    async def may(self, verb: str, namespace: str | None) -> bool:
+        """Whether the caller may ``verb`` jobs in ``namespace`` (None: in all)."""
+        return await self.access.allowed(self.identity, verb, namespace or auth.ALL_NAMESPACES)
+
+    async def require(
+        self,
+        verb: str,
+        namespace: str | None,
+        what: str = "a request without a namespace",
+        instead: str = "name a namespace (?namespace=...)",
+    ) -> None:
+        """Raise Forbidden unless the caller may; over all namespaces, the message says
+        what covers them (``what``) and what to ask ``instead``."""
+        if await self.may(verb, namespace):
+            return
+        # Named as RBAC names it, so that whoever grants access knows what to grant.
+        denied = f"user {self.identity.username!r} may not {verb} {auth.RESOURCE}.{auth.GROUP}"
+        if namespace:
+            raise Forbidden(f"{denied} in namespace {namespace!r}")
+        raise Forbidden(f"{what} covers all namespaces, and {denied} in all of them: {instead}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """What a request that failed is answered: a status, a message for the caller, and
+    the headers the status needs (``WWW-Authenticate``, ``Retry-After``)."""
+
+    status: int
+    message: str
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+RETRY = {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"}
+
+
+class Reads:
+    """The read side's budget, shared by the API and the console: an access control, a
+    query timeout, and how many queries may run at once (the read pool's size)."""
+
+    def __init__(
+        self,
+        access: auth.Access,
+        timeout: float = DEFAULT_TIMEOUT,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        narrowed: Callable[[], bool] | None = None,
+        send_timeout: float = SEND_TIMEOUT,
+    ) -> None:
+        self.access = access
+        self.timeout = timeout
+        self.send_timeout = send_timeout
+        self.gate = Gate(concurrency, narrowed)
+
+    async def caller(self, request: web.Request) -> Caller:
+        """Who sent the request (its bearer token); Unauthenticated when nobody known."""
+        identity = await self.access.authenticate(request.headers.get("Authorization"))
+        return Caller(identity, self.access)
+
+    async def within(self, query: Callable[[], Awaitable[T]]) -> T:
+        """The query's result, run on a free read connection; Busy when none frees in
+        ``QUEUE_WAIT``, QueryTimeout past the timeout (reviews are not counted).
+
+        The query is given uncalled, so that a request turned away never makes it.
+        """
+        async with self.gate.turn(QUEUE_WAIT):
+            with reads.deadline(self.timeout):
+                async with asyncio.timeout(self.timeout + BACKSTOP):
+                    return await query()
+
+    def refusal(self, request: web.Request, exc: Exception) -> Refusal:
+        """What a request that raised ``exc`` is answered; a bug is logged, in one line."""
+        if isinstance(exc, auth.Unauthenticated):
+            return Refusal(401, str(exc), {"WWW-Authenticate": "Bearer"})
+        if isinstance(exc, Forbidden):
+            return Refusal(403, str(exc))
+        if isinstance(exc, auth.ReviewFailed):
+            return Refusal(503, str(exc))
+        if isinstance(exc, gate.Busy):
+            return Refusal(503, f"every read connection is busy; retry in {QUEUE_WAIT:g} s", RETRY)
+        if isinstance(exc, queries.BadQuery):
+            return Refusal(400, str(exc))
+        if isinstance(exc, reads.QueryTimeout | TimeoutError):
+            message = f"the query took longer than {self.timeout:g} s and was stopped; narrow it"
+            return Refusal(504, message)
+        if isinstance(exc, failures.ERRORS) and errors.is_unavailable(exc):
+            logger.warning("The API's database cannot be reached: %s", failures.describe(exc))
+            return Refusal(503, "the archive's database cannot be reached; retry later", RETRY)
+        return self._failed(request, exc)
+
+    @staticmethod
+    def _failed(request: web.Request, exc: BaseException) -> Refusal:
+        """A bug's or a refused statement's answer: the caller learns that much, the log
+        the kind of error (its text may echo the request, so it is not logged)."""
+        logger.error(
+            "%s %s failed: %s",
+            request.method,
+            request.path_qs[:200].encode("unicode_escape").decode(),
+            type(exc).__name__,
+        )
+        return Refusal(500, "the archive could not answer; the error is logged")

@@ -1,0 +1,150 @@
+"""The console in a real headless browser (Debian's Chromium through selenium), served by
+a real ``jobarchive serve`` from databases filled through the real write path: the
+demo's three jobs recorded by the real operator from an emulated cluster, and a job
+of 600 pods recorded by the recorder. Each page loads without a JavaScript error or a
+request to any host but the server; a screenshot of each is kept
+(``JOBARCHIVE_SCREENSHOTS``, or the test's directory; ``make screenshots`` refreshes
+docs/)."""
+
+import asyncio
+import pathlib
+import urllib.parse
+from collections.abc import Iterator
+
+import pytest
+from selenium.webdriver import Chrome as WebDriver
+from selenium.webdriver.common.by import By
+
+from demo.stories import RECORDED, play
+from jobarchive.config import DbTls
+from jobarchive.reading import queries
+from jobarchive.storage import database as db
+from jobarchive.storage.reads import ReadPool
+from testbed.cluster import Cluster
+from testbed.operator import OperatorProcess
+from tests.support import browser
+from tests.support.console import large_job, serving_console
+from tests.support.history import History
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def driver() -> Iterator[WebDriver]:
+    yield from browser.chromium()
+
+
+def clean(driver: WebDriver, origin: str) -> None:
+    """Nothing went wrong in the pages since the last check, and nothing left the server."""
+    assert browser.errors_logged(driver) == []
+    assert browser.hosts_other_than(browser.requested_urls(driver), origin) == []
+    assert [ref for ref in browser.references(driver) if not browser.is_on_server(ref)] == []
+
+
+def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> None:
+    driver.get(origin + "/")
+    assert driver.title == "Jobs · jobarchive"
+    rows = browser.texts(driver, "tr.job")
+    assert len(rows) == 3
+    assert any("nlp/bert-finetune" in row and "Failed" in row for row in rows)
+    local = browser.attribute(driver, "tr.job time", "title")
+    assert local and all(title.endswith("(local time)") for title in local)  # the script ran
+    browser.screenshot(driver, shots, "jobs")
+    clean(driver, origin)
+
+    # A filter typed into the form lands in the URL, and the URL alone gives it back.
+    driver.find_element(By.NAME, "namespace").send_keys("research")
+    driver.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)
+    assert query == {"namespace": ["research"]}
+    assert len(browser.texts(driver, "tr.job")) == 2
+    driver.get(driver.current_url)
+    assert driver.find_element(By.NAME, "namespace").get_attribute("value") == "research"
+    assert len(browser.texts(driver, "tr.job")) == 2
+
+    # Keyset paging through the URL: page 1, its next link, and back by the URL.
+    driver.get(origin + "/?limit=2")
+    first = browser.texts(driver, "tr.job")
+    driver.find_element(By.CSS_SELECTOR, "a.next").click()
+    assert "cursor=" in driver.current_url and "limit=2" in driver.current_url
+    second = browser.texts(driver, "tr.job")
+    assert len(first) == 2 and len(second) == 1 and set(first).isdisjoint(second)
+    assert driver.find_elements(By.CSS_SELECTOR, "a.next") == []
+    driver.get(driver.current_url)
+    assert browser.texts(driver, "tr.job") == second
+    clean(driver, origin)
+
+    # The failed job: every pod's bar, the failure reason on its bar, the Warnings.
+    driver.get(origin + "/?name=bert")
+    driver.find_element(By.LINK_TEXT, "nlp/bert-finetune").click()
+    assert "/jobs/" in driver.current_url
+    bars = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.bar")
+    assert len(bars) == 2 and all(bar.is_displayed() for bar in bars)
+    assert browser.attribute(driver, "svg.timeline g.bar", "data-pods") == ["1", "1"]
+    assert "OOMKilled (exit code 137)" in browser.texts(driver, "svg.timeline text.reason")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.mark.warning")) == 2
+    warnings = browser.texts(driver, "tr.event.warning")
+    assert any("OOMKilling" in row for row in warnings)
+    assert any("TFJobFailed" in row for row in warnings)
+    uid = driver.current_url.rsplit("/", 1)[1]
+    assert f"jobarchive job {uid}" in driver.find_element(By.CSS_SELECTOR, "p.cli").text
+    browser.screenshot(driver, shots, "job")
+    clean(driver, origin)
+
+    driver.find_element(By.LINK_TEXT, "Statistics").click()
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg.days rect.segment")) >= 2
+    assert "OOMKilled (exit code 137)" in browser.texts(driver, "svg.bars text.label")
+    browser.screenshot(driver, shots, "stats")
+    clean(driver, origin)
+
+    driver.get(origin + "/?created_since=last+week")
+    assert "is not a date or time" in driver.find_element(By.CSS_SELECTOR, ".problem").text
+    # The one error logged is the page's own status.
+    assert all("status of 400" in entry for entry in browser.errors_logged(driver))
+
+
+async def test_the_demos_jobs_in_a_browser(
+    operator: OperatorProcess,
+    cluster: Cluster,
+    archive: str,
+    e2e_db_url: str,
+    tmp_path: pathlib.Path,
+    driver: WebDriver,
+) -> None:
+    await play(cluster)
+
+    async def recorded() -> bool:
+        jobs = (await queries.list_jobs(queries.JobQuery())).items
+        return {job["name"]: job["status"] for job in jobs} == RECORDED
+
+    await eventually(recorded, within=30)
+    async with serving_console(e2e_db_url, tmp_path) as origin:
+        await asyncio.to_thread(tour_of_the_demo, driver, origin, tmp_path)
+
+
+def large_job_page(driver: WebDriver, origin: str, uid: str, shots: pathlib.Path) -> None:
+    driver.get(f"{origin}/jobs/{uid}")
+    pods = [int(n) for n in browser.attribute(driver, "svg.timeline g.bar", "data-pods")]
+    assert sum(pods) == 600 and len(pods) <= 40
+    assert "OOMKilled (exit code 137)" in browser.texts(driver, "svg.timeline text.reason")
+    assert len(browser.texts(driver, "tr.pod")) == queries.DEFAULT_PAGE
+    driver.find_element(By.CSS_SELECTOR, "a.next-pods").click()
+    assert "pods_cursor=" in driver.current_url
+    assert len(browser.texts(driver, "tr.pod")) == queries.DEFAULT_PAGE
+    browser.screenshot(driver, shots, "large-job")
+    clean(driver, origin)
+
+
+async def test_a_job_of_hundreds_of_pods_in_a_browser(
+    tmp_path: pathlib.Path, driver: WebDriver
+) -> None:
+    url = f"sqlite://{tmp_path / 'archive.sqlite3'}"
+    await db.open_database(url, encryption=DbTls(), read_pool=ReadPool(url))
+    try:
+        async with History() as history:
+            job = await large_job(history, 600)
+    finally:
+        await db.close_database()
+    async with serving_console(url, tmp_path) as origin:
+        await asyncio.to_thread(large_job_page, driver, origin, job["metadata"]["uid"], tmp_path)

@@ -1,0 +1,205 @@
+"""The web console over real HTTP on both databases, from a history recorded through
+the real write path: each page, its headers, its errors as HTML pages with the API's
+status and message, and the queries only the console asks (a job's timeline, the
+statistics' figures)."""
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from jobarchive.reading import api, auth, queries
+from jobarchive.reading.console import timeline
+from jobarchive.storage import database as db
+from tests.support.console import at, keep_log_tail, large_job, oom_killed_job
+from tests.support.history import History
+
+Client = TestClient[web.Request, web.Application]
+
+
+@pytest.fixture
+async def recorded(database: str) -> dict[str, Any]:
+    """The OOM-killed TFJob, a recreation of its name, and three PyTorchJobs in team-b."""
+    async with History() as history:
+        first = await history.job(
+            "bert-finetune", status="Failed", created=at(-600), finished=at(-590), gone=True
+        )
+        story = await oom_killed_job(history)
+        for index in range(3):
+            await history.job(
+                f"sweep-{index}", namespace="team-b", kind="PyTorchJob", created=at(index)
+            )
+    return {
+        "earlier": first["metadata"]["uid"],
+        "uid": story["job"]["metadata"]["uid"],
+        "story": story,
+    }
+
+
+@pytest.fixture
+async def client(recorded: dict[str, Any]) -> AsyncIterator[Client]:
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as test_client:
+        yield test_client
+
+
+async def page(client: Client, path: str, status: int = 200) -> str:
+    response = await client.get(path)
+    text = await response.text()
+    assert response.status == status, text
+    assert response.content_type == "text/html"
+    csp = response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp
+    assert "frame-ancestors 'none'" in csp and "'unsafe-inline'" not in csp
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert "<script>" not in text and " style=" not in text
+    return text
+
+
+def rows(html: str, css_class: str) -> list[str]:
+    return re.findall(rf'<tr class="{css_class}[^"]*">(.*?)</tr>', html, re.S)
+
+
+async def test_the_list_filters_pages_and_links_each_job(client: Client, recorded: dict) -> None:
+    everything = await page(client, "/")
+    assert len(rows(everything, "job")) == 5
+    assert f'href="/jobs/{recorded["uid"]}"' in everything
+    assert 'class="status status-failed">Failed<' in everything
+    assert "32m" in everything  # the duration of the OOM-killed job
+
+    failed = await page(client, "/?status=failed&namespace=team-a&kind=&owner=")
+    assert len(rows(failed, "job")) == 2 and "sweep" not in failed
+    assert 'value="team-a"' in failed  # the form shows its state
+
+    first = await page(client, "/?namespace=team-b&limit=2")
+    assert len(rows(first, "job")) == 2
+    following = re.search(r'class="next" href="([^"]+)"', first)
+    assert following is not None
+    second = await page(client, following.group(1).replace("&amp;", "&"))
+    assert len(rows(second, "job")) == 1 and "sweep-0" in second and 'class="next"' not in second
+    assert "namespace=team-b" in following.group(1)
+
+
+async def test_the_job_page_draws_every_pod_the_failure_and_the_warnings(
+    client: Client, recorded: dict
+) -> None:
+    html = await page(client, f"/jobs/{recorded['uid']}")
+    assert f"jobarchive job {recorded['uid']}" in html
+    assert len(re.findall(r'<g class="bar ', html)) == 2  # one per pod
+    assert html.count('<g class="bar failed"') == 2
+    assert "OOMKilled (exit code 137)</text>" in html and "Error (exit code 143)</text>" in html
+    assert html.count('<g class="mark warning">') == 2
+    assert html.count('<g class="mark normal">') == 1
+    assert len(rows(html, "event warning")) == 2
+    assert "Memory cgroup out of memory" in html
+    assert f'href="/jobs/{recorded["earlier"]}"' in html  # the earlier incarnation
+    assert re.search(r"<td>Worker</td>\s*<td[^>]*>2</td>", html)  # replicas per role
+    assert "<dt>Duration</dt><dd>32m</dd>" in html
+
+
+async def test_errors_are_pages_with_the_apis_status_and_message(client: Client) -> None:
+    bad = await page(client, "/?created_since=yesterday", 400)
+    assert "created_since: &#39;yesterday&#39; is not a date or time" in bad
+    assert '<form class="filters"' in bad  # to correct in place
+    unknown = await page(client, "/?colour=red", 400)
+    assert "unknown parameter" in unknown
+    assert "no job with uid" in await page(client, "/jobs/no-such-uid", 404)
+    assert "no such page" in await page(client, "/no/such/page", 404)
+    too_long = await page(client, "/stats?since=2020-01-01&until=2026-01-01", 400)
+    assert "over 366 days" in too_long
+    hostile = await page(client, "/?namespace=%3Cscript%3Ealert(1)%3C/script%3E", 200)
+    assert "<script>alert" not in hostile and "&lt;script&gt;alert(1)" in hostile
+    json_404 = await client.get(api.PREFIX + "/nothing-here")
+    assert json_404.status == 404 and json_404.content_type != "text/html"
+
+
+async def test_the_statistics_chart_the_window(client: Client) -> None:
+    html = await page(client, f"/stats?since={at(-24 * 60)}&until={at(24 * 60)}")
+    assert html.count('class="segment status-') >= 2
+    assert "OOMKilled (exit code 137)" in html and "Error (exit code 143)" in html
+    assert "TFJob: 21m avg, 32m max" in html  # the running PyTorchJobs have no duration yet
+    assert "alice: 1 job" in html and "(none): 4 jobs" in html
+    default = await page(client, "/stats")
+    assert "Jobs per day, by status" in default
+
+
+async def test_the_static_files_come_from_the_package(client: Client) -> None:
+    for name, kind in (("console.css", "text/css"), ("console.js", "text/javascript")):
+        response = await client.get(f"/static/{name}")
+        assert response.status == 200 and response.content_type == kind
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert (await client.get("/static/..%2Fviews.py")).status == 404
+    assert (await client.get("/static/nothing.css")).status == 404
+
+
+async def test_the_timeline_query_reads_compact_rows_and_the_stats_add_up(
+    recorded: dict,
+) -> None:
+    drawn = await queries.job_timeline(recorded["uid"])
+    assert drawn is not None and not drawn.pods_cut and not drawn.events_cut
+    assert [pod["status"] for pod in drawn.pods] == ["Failed", "Failed"]
+    assert set(drawn.pods[0]) == set(queries.TIMELINE_POD_FIELDS)
+    assert [e["reason"] for e in drawn.events] == ["Scheduled", "OOMKilling", "TFJobFailed"]
+    assert await queries.job_timeline("no-such-uid") is None
+
+    since, until = queries.parse_time(at(-24 * 60), "s"), queries.parse_time(at(24 * 60), "u")
+    per_day = await queries.jobs_per_day(since, until)
+    assert sum(row["jobs"] for row in per_day) == 5
+    assert {row["day"] for row in per_day} == {at(0)[:10]}
+    reasons = await queries.failure_reasons(since, until)
+    assert reasons[0] == {"reason": "Error (exit code 143)", "pods": 1, "jobs": 1}
+    assert reasons[1] == {"reason": "OOMKilled (exit code 137)", "pods": 1, "jobs": 1}
+    assert (await queries.gpu_hours(since, until)).owners == []
+
+
+async def test_a_two_thousand_pod_job_is_drawn_in_bounded_rows(database: str) -> None:
+    async with History() as history:
+        job = await large_job(history, 2000)
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as client:
+        html = await page(client, f"/jobs/{job['metadata']['uid']}")
+    pods_per_bar = [int(n) for n in re.findall(r'<g class="bar [a-z]+" data-pods="(\d+)"', html)]
+    assert sum(pods_per_bar) == 2000
+    assert len(pods_per_bar) <= timeline.BARS_PER_ROLE
+    assert "worker · 2000 pods (grouped)" in html
+    assert "OOMKilled (exit code 137)" in html
+    assert len(html.encode()) < 150_000
+
+
+async def test_the_timeline_reads_its_index(database: str) -> None:
+    if database != "mysql":
+        pytest.skip("EXPLAIN as MariaDB writes it")
+    sql = queries.timeline_pods_sql("some-uid")
+    _, plan = await db.connection().execute_query("EXPLAIN " + sql)
+    assert plan[0]["key"] and plan[0]["key"] != "PRIMARY" and plan[0]["type"] == "ref"
+    assert "filesort" not in (plan[0]["Extra"] or "").lower()
+
+
+async def test_a_failed_pods_log_tail_is_linked_from_its_bar_and_row(
+    client: Client, recorded: dict
+) -> None:
+    uid, story = recorded["uid"], recorded["story"]
+    before = await page(client, f"/jobs/{uid}")
+    assert "/logs?pod=" not in before
+    text = b"epoch 3 loss 0.41\n<script>alert(1)</script>\nCUDA out of memory\n"
+    await keep_log_tail(story["job"], story["pods"][1], text)
+
+    job = await page(client, f"/jobs/{uid}")
+    link = f'href="/jobs/{uid}/logs?pod=bert-finetune-worker-1"'
+    # From the bar and from the pod's row; the worker without a tail has neither.
+    assert job.count(link) == 2
+    assert "logs?pod=bert-finetune-worker-0" not in job
+
+    logs = await page(client, f"/jobs/{uid}/logs?pod=bert-finetune-worker-1")
+    assert "bert-finetune-worker-1 · tensorflow" in logs
+    assert "OOMKilled (exit code 137)" in logs
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in logs and "<script>alert" not in logs
+    assert f"jobarchive logs {uid}" in logs
+    other = await page(client, f"/jobs/{uid}/logs?pod=bert-finetune-worker-0")
+    assert "No log tail recorded for this pod or container." in other
+    missing = await page(client, "/jobs/00000000-0000-4000-8000-000000000000/logs", 404)
+    assert "no job with uid" in missing
+    too_many = await page(client, f"/jobs/{uid}/logs?limit=0", 400)
+    assert "limit" in too_many

@@ -1,0 +1,171 @@
+"""Histories for the console's tests, recorded through the real write path (``History``:
+Recorder -> Writer -> Store): a TFJob whose worker was OOM-killed, and a job of
+thousands of pods; a failed container's log tail kept as the capture keeps it."""
+
+import asyncio
+import contextlib
+import datetime
+import os
+import pathlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from jobarchive.logtails import store as tails
+from jobarchive.logtails.text import tail
+from jobarchive.logtails.triggers import Failure
+from testbed import objects as o
+from testbed.objects import Body
+from testbed.ports import free_port
+from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
+from tests.support.history import SPECS, History
+from tests.support.waiting import eventually
+
+IMAGE = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
+
+
+def at(minutes: float) -> str:
+    """T0 plus ``minutes``, as Kubernetes writes a time."""
+    start = datetime.datetime.fromisoformat(o.T0.replace("Z", "+00:00"))
+    moment = start + datetime.timedelta(minutes=minutes)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def pod(
+    history: History,
+    job: Body,
+    role: str,
+    index: int,
+    created: float,
+    started: float | None = None,
+    ended: float | None = None,
+    exit_code: int = 0,
+    reason: str = "Completed",
+) -> Body:
+    """A pod of ``job`` created, started and ended at these minutes after T0 (each None:
+    not yet), recorded as the operator records a watch event."""
+    body = o.with_meta(
+        o.kubeflow_pod(job, SPECS[job["kind"]], role, index),
+        uid=str(uuid.uuid4()),
+        resourceVersion=str(2000 + index),
+        creationTimestamp=at(created),
+    )
+    if started is not None:
+        running = o.running_status("tensorflow", IMAGE, f"10.0.3.{index % 250}", "172.16.3.9")
+        running["startTime"] = at(started)
+        status = running
+        if ended is not None:
+            status = o.terminated_status(running, exit_code, reason, at(ended))
+        body["status"] = status
+    await history.recorder.pod("ADDED", body)
+    return body
+
+
+async def oom_killed_job(history: History, namespace: str = "team-a") -> dict[str, Any]:
+    """A TFJob of two workers: worker 1 OOM-killed at minute 31, worker 0 stopped by the
+    job's failure at 32, with the kubelet's and the controller's Warnings and a Normal
+    Event."""
+    job = await history.job(
+        "bert-finetune",
+        namespace=namespace,
+        status="Failed",
+        finished=at(32),
+        owner="alice",
+    )
+    worker = await pod(history, job, "Worker", 0, 0, 1, 32, 143, "Error")
+    doomed = await pod(history, job, "Worker", 1, 0, 2, 31, 137, "OOMKilled")
+    await history.event(worker, "Scheduled", "Assigned to gpu-node-1", first=at(0.5))
+    await history.event(
+        doomed,
+        "OOMKilling",
+        "Memory cgroup out of memory: Killed process 4121 (python)",
+        type="Warning",
+        first=at(31),
+    )
+    await history.event(
+        job,
+        "TFJobFailed",
+        f"TFJob {namespace}/bert-finetune has failed because 1 Worker replica(s) failed.",
+        type="Warning",
+        first=at(32),
+    )
+    return {"job": job, "pods": [worker, doomed]}
+
+
+async def large_job(history: History, pods: int, name: str = "llama-pretrain") -> Body:
+    """A TFJob of ``pods`` workers started in waves: most succeeded, one in forty
+    OOM-killed, the last ones still running. Recorded many at a time, so that the
+    writer commits them in groups."""
+    job = await history.job(name, namespace="team-a", status="Running", owner="bob")
+
+    async def one(index: int) -> None:
+        wave = index % 10
+        if index >= pods - 20:
+            await pod(history, job, "Worker", index, wave, wave + 1)
+        elif index % 40 == 7:
+            await pod(history, job, "Worker", index, wave, wave + 1, 30 + wave, 137, "OOMKilled")
+        else:
+            await pod(history, job, "Worker", index, wave, wave + 1, 60 + wave)
+
+    for first in range(0, pods, 250):
+        await asyncio.gather(*(one(index) for index in range(first, min(first + 250, pods))))
+    return job
+
+
+@contextlib.asynccontextmanager
+async def serving_console(db_url: str, workdir: pathlib.Path) -> AsyncIterator[str]:
+    """A real ``jobarchive serve --auth none`` on ``db_url``; its origin (scheme, host,
+    port), once the console answers."""
+    port = free_port()
+    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
+    env = {**inherited, "JOBARCHIVE_DB_URL": db_url}
+    log_path = workdir / "serve.log"
+    with log_path.open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            str(JOBARCHIVE),
+            "serve",
+            "--auth",
+            "none",
+            "--port",
+            str(port),
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+    origin = f"http://127.0.0.1:{port}"
+
+    async def answers() -> bool:
+        try:
+            async with aiohttp.ClientSession() as session, session.get(origin + "/") as reply:
+                return reply.status == 200
+        except aiohttp.ClientConnectionError:
+            return False
+
+    try:
+        await eventually(answers, within=30)
+        yield origin
+    finally:
+        process.terminate()
+        await process.wait()
+        print(log_path.read_text())
+
+
+async def keep_log_tail(job: Body, pod: Body, text: bytes, exit_code: int = 137) -> None:
+    """Store a failed container's log tail as the capture would, for ``pod`` of ``job``."""
+    meta = pod["metadata"]
+    failure = Failure(
+        namespace=meta["namespace"],
+        pod=meta["name"],
+        pod_uid=meta["uid"],
+        container="tensorflow",
+        container_type="container",
+        restart_count=0,
+        exit_code=exit_code,
+        reason="OOMKilled",
+        finished_at=datetime.datetime.now(datetime.UTC),
+        previous=False,
+    )
+    row = tails.row(failure, job["metadata"]["uid"], tail(text, 100, 65536), None)
+    await tails.TailStore().insert([row])
