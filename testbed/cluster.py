@@ -317,6 +317,16 @@ class Cluster:
             and not (request.method == "POST" and request.url.path in reviews)
         ]
 
+    def forget_requests(self, keep: int = 64) -> None:
+        """Forget the requests served, but the last ``keep``.
+
+        kmock (pinned at 0.8) matches each request to a reaction by scanning every
+        request it ever served, once per reaction tried, so a run of hours slows to
+        seconds per request. The requests still being matched are the last few. What is
+        forgotten is gone from ``watched``, ``writes_by_others`` and ``requests_to``.
+        """
+        del self.emulator._requests[:-keep]
+
     def requests_to(self, resource: Resource) -> int:
         """How many requests the cluster-wide path of a resource was sent (reviews, say)."""
         path = resource.path(None)
