@@ -18,11 +18,12 @@ a bug), is logged with its kind, namespace, name and the reason, counted
 ``invalid``, and skipped; nothing raises into Kopf.
 """
 
+import asyncio
 import contextlib
 import datetime
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from jobarchive import metrics
@@ -46,7 +47,7 @@ from jobarchive.rows import UID_LENGTH, EventRow, JobRow, PodRow
 from jobarchive.storage.errors import is_unavailable
 from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
 from jobarchive.storage.store import Store
-from jobarchive.storage.writer import Writer
+from jobarchive.storage.writer import Backoff, Writer
 
 logger = logging.getLogger(__name__)
 
@@ -95,16 +96,42 @@ def reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-async def lookup(query: Awaitable[T]) -> T | None:
-    """A database lookup; while the database is away, the answer is "not known yet",
-    so the object waits for attribution (or the refinement for the next write)
-    instead of being lost."""
-    try:
-        return await query
-    except Exception as exc:
-        if not is_unavailable(exc):
-            raise
-        return None
+async def lookup(query: Callable[[], Awaitable[T]]) -> T:
+    """A database lookup, asked again until the database answers, as the writer waits.
+
+    An object whose lookup failed must not wait for its job or pod to appear: one
+    deleted meanwhile never appears again, and the object would be lost.
+    """
+    backoff = Backoff()
+    while True:
+        try:
+            return await query()
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            await asyncio.sleep(backoff.next())
+
+
+async def labelled_job(
+    attribution: Attribution, store: Store, pod_uid: str, link: convert.NameLink
+) -> str | None:
+    """The job of a pod its labels link by name: the one it was attributed to if it was,
+    else the live job of that name, known here or in the database; None if none is.
+
+    A pod never changes jobs: its late updates, or those seen after a restart, must not
+    move it to a job of the same name created since.
+    """
+    job_uid = attribution.pod_job(pod_uid)
+    if job_uid is None and not attribution.knows_all:
+        job_uid = await lookup(lambda: store.pod_job_uid(pod_uid))
+    if job_uid is not None:
+        return job_uid
+    job_uid = attribution.job_uid(link.namespace, link.job_name)
+    if job_uid is None and not attribution.knows_all:
+        job_uid = await lookup(lambda: store.live_job_uid(link.namespace, link.job_name))
+    # Checked again after the await: the job may have been recorded meanwhile, and from
+    # there to the caller's wait nothing yields, so no release can slip between.
+    return attribution.job_uid(link.namespace, link.job_name) or job_uid
 
 
 def pod_waiting(
@@ -226,7 +253,7 @@ class Attributor:
         """``settle`` for one job: returns what was released, and the job it names."""
         judged = self.attribution.judge(job_uid, items)
         if judged is None:
-            rows = await lookup(self.store.rows(Job, [job_uid]))
+            rows = await lookup(lambda: self.store.rows(Job, [job_uid]))
             if rows:
                 self.attribution.job_known(job_uid, rows[0]["namespace"])
             judged = self.attribution.judge(job_uid, items)
@@ -327,7 +354,7 @@ class Attributor:
     async def _refine_roles(self, trainjob_uid: str, resources: str) -> None:
         """Give a TrainJob the roles its JobSet states, now and on its later writes."""
         self._roles.put(trainjob_uid, resources)
-        rows = await lookup(self.store.rows(Job, [trainjob_uid]))
+        rows = await lookup(lambda: self.store.rows(Job, [trainjob_uid]))
         stored = rows[0] if rows else None
         if stored and stored["resources"] != resources:
             # Rewritten at its own resourceVersion: a newer TrainJob write wins the guard,
@@ -363,7 +390,7 @@ class Intermediates:
             # pod's stored row still says which job it belongs to.
             job_uid = self.attribution.pod_job(pod_uid)
             if job_uid is None and not self.attribution.knows_all:
-                job_uid = await lookup(self.store.pod_job_uid(pod_uid))
+                job_uid = await lookup(lambda: self.store.pod_job_uid(pod_uid))
             job_uid = self.attribution.owner_job(owner_uid) or job_uid
         return job_uid
 
@@ -519,12 +546,7 @@ class Recorder:
                 link.owner_uid,
             )
         else:
-            job_uid = self.attribution.job_uid(link.namespace, link.job_name)
-            if job_uid is None and not self.attribution.knows_all:
-                job_uid = await lookup(self.store.live_job_uid(link.namespace, link.job_name))
-            # Checked again after the await: the job may have been recorded meanwhile, and
-            # from here to the wait nothing yields, so no release can slip between.
-            job_uid = self.attribution.job_uid(link.namespace, link.job_name) or job_uid
+            job_uid = await labelled_job(self.attribution, self.store, pod_uid, link)
             subject = (link.namespace, link.job_name)
         if job_uid is None:
             self.attributor.wait(subject, item)
@@ -541,7 +563,7 @@ class Recorder:
         elif involved.uid and involved.kind == POD:
             job_uid = self.attribution.pod_job(involved.uid)
             if job_uid is None and not self.attribution.knows_all:
-                job_uid = await lookup(self.store.pod_job_uid(involved.uid))
+                job_uid = await lookup(lambda: self.store.pod_job_uid(involved.uid))
                 job_uid = self.attribution.pod_job(involved.uid) or job_uid
         if job_uid == UNRELATED:
             metrics.OBJECTS.labels(EVENT, "skipped_unrelated").inc()
