@@ -45,7 +45,7 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             results.append(ratio("store/naive", figures["store"] / figures["naive"], 10))
             results.append(ratio("store/raw", figures["store"] / figures["raw"], 0.6))
         if "e2e" in args.only:
-            results.extend(await e2e_bench.run(databases, line, ratio, args))
+            results.extend(await e2e_bench.run(databases, line, ratio, args, server_pid))
         if "queries" in args.only:
             url = databases.create("jobarchive_bench_queries")
             pods = args.query_jobs * args.query_pods
@@ -85,7 +85,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
-    parser.add_argument("--catch-up-pods", type=int, default=20_000)
+    parser.add_argument(
+        "--catch-up-sizes",
+        type=int,
+        nargs="+",
+        default=[20_000],
+        help="pods (and as many Events) per catch-up size",
+    )
+    parser.add_argument(
+        "--large", action="store_true", help="also catch up 100,000 pods and 100,000 Events"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="runs of each end-to-end figure")
     parser.add_argument("--rate", type=int, default=500)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--query-jobs", type=int, default=100_000)
@@ -102,7 +112,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=DEFAULTS.api_concurrency,
         help="JOBARCHIVE_API_CONCURRENCY",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.large and 100_000 not in args.catch_up_sizes:
+        args.catch_up_sizes.append(100_000)
+    return args
 
 
 if __name__ == "__main__":

@@ -1,14 +1,22 @@
 """End to end through the real Kopf operator, against the same Kopf operator with no-op
-handlers (``bench/noop_operator.py``) on an identical emulated cluster:
+handlers (``bench/noop_operator.py``), on identical emulated clusters that list and
+watch as an API server does (``testbed.fast_emulator``):
 
-- catch-up: a cluster holding one PyTorchJob, N of its pods and an Event about each
-  is listed and watched from scratch; objects per second from the operator's launch
-  until every object is committed (jobarchive) or seen (no-op), and peak RSS;
+- catch-up, per size: a cluster holding one PyTorchJob, N of its pods and an Event
+  about each is listed and watched from scratch; objects per second from the launch
+  until every object is committed (jobarchive) or seen (no-op), the CPU seconds per
+  1,000 objects of the operator and of MariaDB (user+sys from ``/proc/PID/stat``, from
+  the launch to that moment), and peak RSS. Two no-ops: Kopf's defaults (what a user
+  would write), and Kopf with jobarchive's settings. Each figure is the median of
+  ``--runs`` runs, with their range: wall rates swing with other load on the machine,
+  CPU per object much less.
 - steady load: pods created at a fixed rate; the lag from each creation to its
   committed row (jobarchive) or its handler call (no-op), p50 and p99.
 """
 
 import asyncio
+import dataclasses
+import os
 import pathlib
 import statistics
 import tempfile
@@ -16,18 +24,29 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import kmock
-
 from bench import data
 from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
-from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, resource_of
+from testbed.cluster import EVENTS, PODS, Cluster, resource_of
+from testbed.fast_emulator import fast_cluster
 from testbed.mariadb import Databases
 from testbed.operator import REPO, OperatorProcess, write_kubeconfig
 
 NOOP = REPO / "bench" / "noop_operator.py"
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
+TICKS = os.sysconf("SC_CLK_TCK")
+MIB = 1024 * 1024
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User plus system CPU seconds a process has used so far (0 for none)."""
+    if pid is None:
+        return 0.0
+    stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    # The command may hold spaces and parentheses: fields are counted after its last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def fill(cluster: Cluster, pods: int) -> int:
@@ -85,33 +104,46 @@ def percentiles(lags: list[float]) -> tuple[float, float]:
     return cuts[49], cuts[98]
 
 
+@dataclasses.dataclass
 class Run:
-    """One operator against a freshly filled emulated cluster."""
+    """One catch-up of one operator against a freshly filled emulated cluster."""
 
-    def __init__(self, workdir: pathlib.Path, objects: int) -> None:
-        self.workdir = workdir
-        self.objects = objects
-        self.rate = 0.0
-        self.peak_rss = 0
-        self.lag = (0.0, 0.0)
+    objects: int
+    rate: float = 0.0
+    cpu: float = 0.0
+    database_cpu: float = 0.0
+    peak_rss: int = 0
+
+    def per_thousand(self, seconds: float) -> float:
+        return 1000 * seconds / self.objects
 
 
 async def with_cluster(pods: int, load: SteadyLoad | None, body: Callable[..., Any]) -> Any:
     """An emulated cluster holding a job with ``pods`` pods and Events, or streaming ``load``."""
-    async with emulated_cluster() as cluster:
+    before = [(PODS, load.stream)] if load is not None else []
+    async with fast_cluster(before) as cluster:
         if load is not None:
-            cluster.emulator[kmock.action.WATCH, kmock.resource("", "v1", "pods")] << load.stream
+            # Their job is in the cluster: a pod is stored once its job's namespace is known.
+            name = load.job["metadata"]["name"]
+            cluster.emulator.objects[PYTORCHJOBS.key, "steady", name] = load.job
         return await body(cluster, fill(cluster, pods))
 
 
-async def noop_catch_up(workdir: pathlib.Path, pods: int) -> Run:
+async def noop_catch_up(workdir: pathlib.Path, pods: int, settings: str, server: int | None) -> Run:
     async def body(cluster: Cluster, objects: int) -> Run:
-        result = Run(workdir, objects)
-        env: dict[str, str | None] = {"NOOP_EXPECT": str(objects), "JOBARCHIVE_DB_URL": None}
-        process = await launch(cluster, workdir, env, NOOP)
+        result = Run(objects)
+        env: dict[str, str | None] = {
+            "NOOP_EXPECT": str(objects),
+            "NOOP_SETTINGS": settings,
+            "JOBARCHIVE_DB_URL": None,
+        }
+        database_before = cpu_seconds(server)
         started = time.perf_counter()
+        process = await launch(cluster, workdir, env, NOOP)
         await caught_up(process)
         result.rate = objects / (time.perf_counter() - started)
+        result.cpu = cpu_seconds(process.process.pid if process.process else None)
+        result.database_cpu = cpu_seconds(server) - database_before
         result.peak_rss = process.peak_rss()
         await process.stop()
         return result
@@ -128,6 +160,7 @@ async def noop_lag(workdir: pathlib.Path, rate: int, seconds: int) -> tuple[floa
         env: dict[str, str | None] = {
             "NOOP_SEEN_FILE": str(seen_file),
             "NOOP_EXPECT": str(load.count),
+            "NOOP_SETTINGS": "default",
             "JOBARCHIVE_DB_URL": None,
         }
         process = await launch(cluster, workdir, env, NOOP)
@@ -141,17 +174,22 @@ async def noop_lag(workdir: pathlib.Path, rate: int, seconds: int) -> tuple[floa
     return lag
 
 
-async def jobarchive_catch_up(workdir: pathlib.Path, url: str, pods: int) -> Run:
+async def jobarchive_catch_up(
+    workdir: pathlib.Path, url: str, pods: int, server: int | None
+) -> Run:
     async def body(cluster: Cluster, objects: int) -> Run:
-        result = Run(workdir, objects)
+        result = Run(objects)
         await db.open_database(url, encryption=DbTls())
-        process = await launch(cluster, workdir, {"JOBARCHIVE_DB_URL": url}, None)
+        database_before = cpu_seconds(server)
         started = time.perf_counter()
+        process = await launch(cluster, workdir, {"JOBARCHIVE_DB_URL": url}, None)
         while (count := await total()) < objects:
             # COUNT(*) scans: polled coarsely it would steal the database's CPU from the
             # operator being measured; finely only near the end, where timing matters.
             await asyncio.sleep(0.1 if count > 0.97 * objects else 1.0)
         result.rate = objects / (time.perf_counter() - started)
+        result.cpu = cpu_seconds(process.process.pid if process.process else None)
+        result.database_cpu = cpu_seconds(server) - database_before
         result.peak_rss = process.peak_rss()
         await process.stop()
         await db.close_database()
@@ -181,7 +219,7 @@ async def jobarchive_lag(
     return lag
 
 
-async def caught_up(process: OperatorProcess, within: float = 600.0) -> None:
+async def caught_up(process: OperatorProcess, within: float = 1800.0) -> None:
     """Wait until the no-op operator says it has seen every object it expects."""
     deadline = time.monotonic() + within
     while "caught up" not in process.log():
@@ -208,29 +246,110 @@ async def launch(
     return process
 
 
-async def run(databases: Databases, line: Any, ratio: Any, args: Any) -> list[bool]:
-    """Both operators, the same cluster and load; prints figures and returns targets met."""
-    pods, rate, seconds = args.catch_up_pods, args.rate, args.seconds
-    print(f"End to end: catch up with 1 job, {pods:,} pods, {pods:,} Events; then {rate} pods/s")
-    with tempfile.TemporaryDirectory(prefix="jobarchive-bench-") as tmp:
-        dirs = [pathlib.Path(tmp, name) for name in ("noop-1", "noop-2", "ours-1", "ours-2")]
-        for directory in dirs:
+def spread(values: list[float], fmt: str) -> str:
+    """The median and the range of a figure over the runs: ``m (lo-hi)``."""
+    if len(values) == 1:
+        return format(values[0], fmt)
+    low, high = min(values), max(values)
+    return f"{format(statistics.median(values), fmt)} ({format(low, fmt)}-{format(high, fmt)})"
+
+
+async def catch_up_runs(
+    databases: Databases, workdir: pathlib.Path, pods: int, runs: int, server: int | None
+) -> dict[str, list[Run]]:
+    """``runs`` catch-ups of each operator, interleaved so that load elsewhere on the
+    machine falls on all of them alike."""
+    results: dict[str, list[Run]] = {"noop-default": [], "noop-tuned": [], "jobarchive": []}
+    for turn in range(runs):
+        for name in results:
+            directory = workdir / f"{name}-{pods}-{turn}"
             directory.mkdir()
-        noop = await noop_catch_up(dirs[0], pods)
-        noop.lag = await noop_lag(dirs[1], rate, seconds)
-        url = databases.create("jobarchive_bench_e2e")
-        ours = await jobarchive_catch_up(dirs[2], url, pods)
-        ours.lag = await jobarchive_lag(
-            dirs[3], databases.create("jobarchive_bench_lag"), rate, seconds
-        )
-    mib = 1024 * 1024
-    line("no-op Kopf catch-up objects/s", f"{noop.rate:,.0f}")
-    line("jobarchive catch-up objects/s", f"{ours.rate:,.0f}")
-    results = [ratio("e2e/kopf-noop", ours.rate / noop.rate, 0.8)]
-    line("no-op Kopf peak RSS MB", f"{noop.peak_rss / mib:,.0f}")
-    line("jobarchive peak RSS MB", f"{ours.peak_rss / mib:,.0f}")
-    results.append(ratio("RSS jobarchive/no-op", ours.peak_rss / noop.peak_rss, 1.25, False))
-    line(f"no-op Kopf lag p50/p99 at {rate}/s, s", f"{noop.lag[0]:.3f} / {noop.lag[1]:.3f}")
-    line(f"jobarchive lag p50/p99 at {rate}/s, s", f"{ours.lag[0]:.3f} / {ours.lag[1]:.3f}")
-    results.append(ratio("jobarchive lag p99, s", ours.lag[1], 1.0, False))
+            if name == "jobarchive":
+                url = databases.create(f"jobarchive_bench_e2e_{pods}_{turn}")
+                run = await jobarchive_catch_up(directory, url, pods, server)
+            else:
+                settings = "default" if name == "noop-default" else "jobarchive"
+                run = await noop_catch_up(directory, pods, settings, server)
+            results[name].append(run)
     return results
+
+
+def report(results: dict[str, list[Run]], line: Any, ratio: Any) -> list[bool]:
+    """Print one size's figures; returns the targets met."""
+    labels = {
+        "noop-default": "no-op, defaults",
+        "noop-tuned": "no-op, tuned",
+        "jobarchive": "jobarchive",
+    }
+    for name, runs in results.items():
+        line(f"{labels[name]}: objects/s", spread([r.rate for r in runs], ",.0f"))
+    for name, runs in results.items():
+        cpu = [r.per_thousand(r.cpu) for r in runs]
+        database = [r.per_thousand(r.database_cpu) for r in runs]
+        line(
+            f"{labels[name]}: CPU s/1,000", spread(cpu, ".2f"), f"MariaDB {spread(database, '.3f')}"
+        )
+    for name, runs in results.items():
+        line(f"{labels[name]}: peak RSS MB", spread([r.peak_rss / MIB for r in runs], ",.0f"))
+
+    def median(name: str, field: str) -> float:
+        return statistics.median(getattr(run, field) for run in results[name])
+
+    ours_rate, ours_cpu = median("jobarchive", "rate"), median("jobarchive", "cpu")
+    met = [
+        ratio(
+            "catch-up jobarchive / default no-op", ours_rate / median("noop-default", "rate"), 0.8
+        )
+    ]
+    line(
+        "  (against the no-op with the same settings)",
+        f"{ours_rate / median('noop-tuned', 'rate'):.2f}",
+    )
+    met.append(
+        ratio(
+            "CPU jobarchive / default no-op", ours_cpu / median("noop-default", "cpu"), 1.2, False
+        )
+    )
+    line(
+        "  (against the no-op with the same settings)",
+        f"{ours_cpu / median('noop-tuned', 'cpu'):.2f}",
+    )
+    rss = median("jobarchive", "peak_rss") / median("noop-default", "peak_rss")
+    met.append(ratio("peak RSS jobarchive / default no-op", rss, 1.25, False))
+    return met
+
+
+async def run(
+    databases: Databases, line: Any, ratio: Any, args: Any, server: int | None = None
+) -> list[bool]:
+    """All operators, the same clusters and load; prints figures and returns targets met."""
+    met: list[bool] = []
+    with tempfile.TemporaryDirectory(prefix="jobarchive-bench-") as tmp:
+        workdir = pathlib.Path(tmp)
+        for pods in args.catch_up_sizes:
+            print(
+                f"End to end: catch up with 1 job, {pods:,} pods, {pods:,} Events, "
+                f"{args.runs} runs each: median (range)"
+            )
+            met += report(
+                await catch_up_runs(databases, workdir, pods, args.runs, server), line, ratio
+            )
+        rate, seconds = args.rate, args.seconds
+        print(f"End to end: {rate} pods/s for {seconds} s, lag p50 / p99 in s, {args.runs} runs")
+        noop_lags, ours_lags = [], []
+        for turn in range(args.runs):
+            directory = workdir / f"lag-{turn}"
+            (directory / "noop").mkdir(parents=True)
+            (directory / "ours").mkdir()
+            noop_lags.append(await noop_lag(directory / "noop", rate, seconds))
+            url = databases.create(f"jobarchive_bench_lag_{turn}")
+            ours_lags.append(await jobarchive_lag(directory / "ours", url, rate, seconds))
+    for label, lags in (("no-op, defaults", noop_lags), ("jobarchive", ours_lags)):
+        p50s, p99s = [p50 for p50, _ in lags], [p99 for _, p99 in lags]
+        line(f"{label}: lag p50 / p99", f"{spread(p50s, '.3f')} / {spread(p99s, '.3f')}")
+    met.append(
+        ratio(
+            "jobarchive lag p99 (median), s", statistics.median(p for _, p in ours_lags), 1.0, False
+        )
+    )
+    return met

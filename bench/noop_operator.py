@@ -1,12 +1,16 @@
-"""The baseline operator: Kopf with the same settings and watched resources as jobarchive,
-and handlers that do nothing but note when each object was first seen.
+"""The baseline operator: Kopf watching the same resources as jobarchive, with handlers
+that do nothing but note when each object was first seen.
 
-Run as ``kopf run bench/noop_operator.py``. When ``NOOP_EXPECT`` objects have been
-seen it logs ``caught up``; at exit it writes ``uid first-seen-time`` lines to
-``NOOP_SEEN_FILE``, for the lag comparison.
+Run as ``kopf run bench/noop_operator.py``. ``NOOP_SETTINGS`` chooses Kopf's settings:
+``default`` leaves them as a user would (the baseline of the targets), ``jobarchive``
+applies the ones ``recording.handlers`` applies (the same values, repeated here:
+importing that module would build and register the operator itself). When
+``NOOP_EXPECT`` objects have been seen it logs ``caught up``; at exit it writes
+``uid first-seen-time`` lines to ``NOOP_SEEN_FILE``, for the lag comparison.
 """
 
 import asyncio
+import gc
 import logging
 import os
 import pathlib
@@ -20,15 +24,36 @@ from jobarchive import config
 SETTINGS = config.load()
 SEEN: dict[str, float] = {}
 EXPECT = int(os.environ.get("NOOP_EXPECT", "0"))
+TUNED = os.environ.get("NOOP_SETTINGS", "default") == "jobarchive"
 logger = logging.getLogger("noop")
+
+
+class NoDiffBase(kopf.DiffBaseStorage):
+    """As ``recording.handlers.NoDiffBase``: no essence built, fetched or stored."""
+
+    def build(self, *, body: kopf.Body, extra_fields: object = None) -> kopf.BodyEssence:
+        return kopf.BodyEssence()
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
 
 
 @kopf.on.startup()
 async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
-    """The same Kopf settings as jobarchive's."""
+    """Kopf's defaults, or the same Kopf settings and collector as jobarchive's."""
+    if not TUNED:
+        return
     settings.posting.enabled = False
     settings.persistence.finalizer = "jobarchive.kubeflow.org/never-set"
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    settings.persistence.diffbase_storage = NoDiffBase()
+    settings.queueing.idle_timeout = 0.05
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 1_000)
 
 
 @kopf.on.cleanup()

@@ -105,9 +105,10 @@ class Emulator(kmock.KubernetesEmulator):
 
 
 @contextlib.asynccontextmanager
-async def emulated_cluster() -> AsyncIterator["Cluster"]:
-    """A KubernetesEmulator on a real port serving every built-in kind, Pods, Events, CRDs."""
-    emulator = Emulator()
+async def emulated_cluster(emulator: "Emulator | None" = None) -> AsyncIterator["Cluster"]:
+    """A KubernetesEmulator (``emulator``, else the test bed's own) on a real port serving
+    every built-in kind, Pods, Events, CRDs."""
+    emulator = Emulator() if emulator is None else emulator
     async with (
         emulator,
         kmock.Server(emulator) as server,

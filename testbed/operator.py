@@ -66,14 +66,16 @@ class OperatorProcess:
             "KUBECONFIG": str(self.kubeconfig),
             "PYTHONUNBUFFERED": "1",
         }
-        # Alone unless the test makes it one of several peers.
+        # Alone unless the test makes it one of several peers; the whole cluster unless it
+        # names namespaces (a shard).
         peering = any(arg.startswith("--peering") for arg in extra_args)
+        scoped = any(arg.startswith(("--namespace", "-n")) for arg in extra_args)
         env = {key: value for key, value in merged.items() if value is not None}
         log = self.log_path.open("ab")
         self.process = await asyncio.create_subprocess_exec(
             str(KOPF),
             "run",
-            "--all-namespaces",
+            *([] if scoped else ["--all-namespaces"]),
             *([] if peering else ["--standalone"]),
             *extra_args,
             str(self.script),

@@ -16,10 +16,11 @@ import logging
 
 from aiohttp import web
 
-from jobarchive import metrics
+from jobarchive import metrics, scope
 from jobarchive.config import Settings
 from jobarchive.kinds import BATCH_JOB
 from jobarchive.logtails.capture import Capture
+from jobarchive.maintenance import peering as peerings
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
@@ -63,6 +64,31 @@ def databases(settings: Settings) -> str:
     return f"{settings.db_url_redacted} (API reads: {settings.read_db_url_redacted})"
 
 
+def maintenance(
+    settings: Settings, reconciler: Reconciler, peering: Peering
+) -> list[asyncio.Task[None]]:
+    """The work the operator starts itself, as tasks: with ``--peering``, creating the
+    peering object wherever it is missing (Kopf waits for it, see
+    ``maintenance.peering``); then reconciling with the cluster and pruning old jobs, as
+    far as the settings ask, on the active replica only: whenever either runs, the
+    peering objects are read every ``JOBARCHIVE_PEERING_LIFETIME`` seconds to tell
+    (``Activity``). A shard (``peering.scope``) maintains its own namespaces' rows."""
+    tasks = [asyncio.create_task(peerings.keep_objects(peering))]
+    if not (settings.resync_interval or settings.retention_days):
+        return tasks
+    activity = Activity(peering)
+    tasks.append(asyncio.create_task(activity.watch(settings.peering_lifetime)))
+    if settings.resync_interval:
+        reconciling = reconciler.run_forever(settings.resync_interval, activity)
+        tasks.append(asyncio.create_task(reconciling))
+    if settings.retention_days:
+        pruning = retention.prune_forever(
+            settings.retention_days, retention.PRUNE_INTERVAL, activity, peering.scope
+        )
+        tasks.append(asyncio.create_task(pruning))
+    return tasks
+
+
 class Operator:
     """The recording pipeline and what runs beside it, wired from the settings."""
 
@@ -80,10 +106,12 @@ class Operator:
         self.recorder = Recorder(settings, self.store, self.writer, Attribution())
         self.capture = Capture(settings)
         self.recorder.rows.tails = self.capture
+        # The namespaces Kopf serves, read from its own command line (``scope``).
+        self.scope = scope.from_command_line()
         # Opted-in batch Jobs are jobs too, and must be listed with the others, lest
         # they be taken for gone.
-        batch_jobs = [BATCH_JOB] if settings.batch_job_selector else []
-        self.reconciler = Reconciler([*settings.kinds, *batch_jobs], self.store, self.writer)
+        kinds = [*settings.kinds, *([BATCH_JOB] if settings.batch_job_selector else [])]
+        self.reconciler = Reconciler(kinds, self.store, self.writer, self.scope)
         self._servers: list[web.AppRunner] = []
         self._background: set[asyncio.Task[None]] = set()
         self._metrics_served = False
@@ -98,10 +126,12 @@ class Operator:
         self.writer.start()
         await self.capture.start()
         await self.serve_api()
-        self.start_maintenance(peering)
+        joined = peerings.joined(peering, self.scope)
+        self._background.update(maintenance(self.settings, self.reconciler, joined))
         logger.info(
-            "Recording %d job kinds, their pods and Events (region: %s)",
+            "Recording %d job kinds, their pods and Events in %s (region: %s)",
             len(self.settings.kinds),
+            self.scope.describe(),
             self.settings.region or "-",
         )
 
@@ -135,7 +165,7 @@ class Operator:
                 encryption=self.settings.db_tls,
                 read_pool=read_pool(self.settings),
             )
-            await self.recorder.load()
+            await self.recorder.load(await retention.stored_namespaces(self.scope))
         except schema.NotAdopted as exc:
             raise Unusable(f"Cannot record into {self.settings.db_url_redacted}: {exc}") from None
         except failures.ERRORS as exc:
@@ -160,23 +190,6 @@ class Operator:
                 narrowed=self.writer.recording,
             )
             self._keep(runner)
-
-    def start_maintenance(self, peering: Peering) -> None:
-        """Reconcile with the cluster and prune old jobs, as far as the settings ask, on
-        the active replica only: whenever either runs, the peering object is read every
-        ``JOBARCHIVE_PEERING_LIFETIME`` seconds to tell (``Activity``)."""
-        if not (self.settings.resync_interval or self.settings.retention_days):
-            return
-        activity = Activity(peering)
-        self._background.add(asyncio.create_task(activity.watch(self.settings.peering_lifetime)))
-        if self.settings.resync_interval:
-            reconciling = self.reconciler.run_forever(self.settings.resync_interval, activity)
-            self._background.add(asyncio.create_task(reconciling))
-        if self.settings.retention_days:
-            pruning = retention.prune_forever(
-                self.settings.retention_days, retention.PRUNE_INTERVAL, activity
-            )
-            self._background.add(asyncio.create_task(pruning))
 
     async def stop(self) -> None:
         """Stop maintaining and reading logs, commit what is queued, close the database."""

@@ -175,3 +175,28 @@ async def test_with_reconciliation_off_a_replica_prunes_only_while_it_is_the_act
 
     await eventually(pruned, within=30)
     assert value(await standby.scrape(), "jobarchive_active") == 1
+
+
+async def test_the_first_replica_creates_the_peering_object_that_kopf_waits_for(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    # A fresh cluster after one `kubectl apply -f manifests/`: the CRD, no object.
+    cluster.serve(PEERINGS)
+    replica = await start_operator("--peering=jobarchive", JOBARCHIVE_PEERING_LIFETIME=LIFETIME)
+    await eventually(lambda: logged(replica, "Created the peering object jobarchive"))
+    await cluster.wait_watching(ALL)
+    job = await cluster.create(
+        TFJOBS, o.with_meta(o.example("tfjob-simple.yaml"), name="first", namespace="fresh")
+    )
+    await eventually(lambda: Job.filter(job_id=job["metadata"]["uid"]).exists())
+
+    async def active() -> bool:
+        return value(await replica.scrape(), "jobarchive_active") == 1
+
+    await eventually(active)
+    created = [
+        request
+        for request in cluster.emulator
+        if request.method == "POST" and request.url.path == PEERINGS.path(None)
+    ]
+    assert len(created) == 1

@@ -1,5 +1,6 @@
-"""What `kubectl apply -f manifests/` installs: valid against the Kubernetes schemas,
-least privilege derived from the kinds registry, and a Deployment that matches the code."""
+"""What `kubectl apply -f manifests/` installs, and the shards' overlay
+(manifests/shards/): valid against the Kubernetes schemas, installable in one pass,
+least privilege derived from the kinds registry, and Deployments that match the code."""
 
 from typing import Any
 
@@ -15,6 +16,16 @@ from testbed.operator import REPO
 MANIFESTS = sorted((REPO / "manifests").glob("*.yaml"))
 TRY_OUT = sorted((REPO / "manifests" / "try-mariadb").glob("*.yaml"))
 EXAMPLES = sorted((REPO / "manifests" / "examples").glob("*.yaml"))
+SHARD_BASE = sorted((REPO / "manifests" / "shards" / "base").glob("*.yaml"))
+SHARD = sorted((REPO / "manifests" / "shards" / "example").glob("*.yaml"))
+# Each `kubectl apply -f DIR` the README tells of.
+APPLIES = {
+    "manifests": MANIFESTS,
+    "try-mariadb": TRY_OUT,
+    "examples": EXAMPLES,
+    "shards/base": SHARD_BASE,
+    "shards/example": SHARD,
+}
 KUBERNETES = "1.33"
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*"}
 # Read by Kopf, not by jobarchive: the replica's name in the peering object.
@@ -33,16 +44,32 @@ def one(kind: str, name: str | None = None) -> dict[str, Any]:
     return doc
 
 
-def test_manifests_apply_in_file_name_order_namespace_and_crd_first() -> None:
+def test_manifests_apply_in_file_name_order_namespace_first() -> None:
     kinds = [doc["kind"] for doc in DOCS]
     assert kinds.index("Namespace") == 0
-    assert kinds.index("CustomResourceDefinition") < kinds.index("ClusterKopfPeering")
+    assert next(doc["kind"] for doc in documents(SHARD_BASE)) == "Namespace"
+
+
+@pytest.mark.parametrize("apply", sorted(APPLIES))
+def test_no_apply_creates_an_object_of_a_kind_its_own_crds_define(apply: str) -> None:
+    docs = documents(APPLIES[apply])
+    defined = {
+        (doc["spec"]["group"], doc["spec"]["names"]["kind"])
+        for doc in docs
+        if doc["kind"] == "CustomResourceDefinition"
+    }
+    depending = [
+        f"{doc['kind']}/{doc['metadata']['name']}"
+        for doc in docs
+        if (doc["apiVersion"].split("/")[0], doc["kind"]) in defined
+    ]
+    assert docs and depending == []
 
 
 @pytest.mark.parametrize(
     "doc",
-    [d for d in DOCS + documents(TRY_OUT + EXAMPLES) if d["kind"] != "ClusterKopfPeering"],
-    ids=lambda d: f"{d['kind']}/{d['metadata']['name']}",
+    documents([path for paths in APPLIES.values() for path in paths]),
+    ids=lambda d: f"{d['kind']}/{d['metadata'].get('namespace', '')}/{d['metadata']['name']}",
 )
 def test_every_manifest_validates_against_the_kubernetes_schemas(doc: dict[str, Any]) -> None:
     kubernetes_validate.validate(doc, KUBERNETES, strict=True)
@@ -79,6 +106,8 @@ def test_the_role_cannot_write_anything_it_watches() -> None:
     verbs = granted(one("ClusterRole", "jobarchive"))
     writable = {resource for resource, allowed in verbs.items() if allowed & WRITE_VERBS}
     assert writable == {("kopf.dev", "clusterkopfpeerings"), *REVIEWS}
+    # Kopf keeps its record alive; the operator creates the object when missing.
+    assert verbs[("kopf.dev", "clusterkopfpeerings")] & WRITE_VERBS == {"patch", "create"}
     assert all(group != "*" and resource != "*" for group, resource in verbs)
 
 
@@ -122,7 +151,7 @@ def test_the_deployment_runs_the_operator_as_the_readme_says_with_peering() -> N
     assert command[:2] == ["kopf", "run"] and command[-1] == "operator/main.py"
     assert (REPO / command[-1]).exists()
     peering = next(arg.split("=", 1)[1] for arg in command if arg.startswith("--peering="))
-    assert peering == one("ClusterKopfPeering")["metadata"]["name"]
+    assert peering == "jobarchive" and "--all-namespaces" in command
     assert one("Deployment")["spec"]["replicas"] == 2
 
 
@@ -219,3 +248,78 @@ def test_the_try_out_database_is_where_the_secret_template_points() -> None:
     url = one("Secret")["stringData"]["url"]
     name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
     assert f"@{name}.{namespace}.svc:{service['spec']['ports'][0]['port']}/" in url
+
+
+def shard(kind: str, name: str | None = None) -> list[dict[str, Any]]:
+    return [
+        doc
+        for doc in documents(SHARD_BASE + SHARD)
+        if doc["kind"] == kind and name in (None, doc["metadata"]["name"])
+    ]
+
+
+def test_the_shards_base_shares_the_plain_installs_objects_unchanged() -> None:
+    plain = {(doc["kind"], doc["metadata"]["name"]): doc for doc in DOCS}
+    shared = [
+        doc for doc in documents(SHARD_BASE) if (doc["kind"], doc["metadata"]["name"]) in plain
+    ]
+    assert {(doc["kind"], doc["metadata"]["name"]) for doc in shared} == {
+        ("Namespace", "jobarchive"),
+        ("Secret", "jobarchive-db"),
+        ("Service", "jobarchive-metrics"),
+        ("Service", "jobarchive-api"),
+        ("NetworkPolicy", "jobarchive"),
+        ("ClusterRole", "jobarchive-reader"),
+    }
+    for doc in shared:
+        assert doc == plain[doc["kind"], doc["metadata"]["name"]]
+
+
+def test_the_shard_role_reads_every_tracked_kind_and_writes_only_its_peering() -> None:
+    [role] = shard("ClusterRole", "jobarchive-shard")
+    verbs = granted(role)
+    cluster_role = granted(one("ClusterRole", "jobarchive"))
+    # What the cluster-wide operator reads in every namespace, the shard reads in its own.
+    namespaced = {
+        resource: allowed
+        for resource, allowed in cluster_role.items()
+        if resource[1] not in ("namespaces", "customresourcedefinitions", "clusterkopfpeerings")
+        and resource not in REVIEWS
+    }
+    assert {r: v for r, v in verbs.items() if r != ("kopf.dev", "kopfpeerings")} == namespaced
+    writable = {resource for resource, allowed in verbs.items() if allowed & WRITE_VERBS}
+    assert writable == {("kopf.dev", "kopfpeerings")}
+    assert verbs[("kopf.dev", "kopfpeerings")] == {"get", "list", "watch", "patch", "create"}
+    [cluster] = shard("ClusterRole", "jobarchive-shard-cluster")
+    assert granted(cluster) == {
+        ("", "namespaces"): {"get", "list", "watch"},
+        ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
+        **{review: {"create"} for review in REVIEWS},
+    }
+
+
+def test_the_example_shard_is_the_plain_deployment_scoped_and_bound_in_each_namespace() -> None:
+    [deployment] = shard("Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    [operator] = pod["containers"]
+    command = operator["command"]
+    namespaces = [arg.split("=", 1)[1] for arg in command if arg.startswith("--namespace=")]
+    assert namespaces == ["team-a", "team-b"]
+    plain = [arg for arg in container()["command"] if arg != "--all-namespaces"]
+    assert [arg for arg in command if not arg.startswith("--namespace=")] == plain
+    assert operator["env"] == container()["env"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert deployment["spec"]["selector"]["matchLabels"] == labels
+    assert labels.items() > one("Deployment")["spec"]["template"]["metadata"]["labels"].items()
+    account = pod["serviceAccountName"]
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": "jobarchive"}
+    bound = {
+        doc["metadata"]["namespace"]
+        for doc in shard("RoleBinding")
+        if doc["roleRef"]["name"] == "jobarchive-shard" and doc["subjects"] == [subject]
+    }
+    assert bound == set(namespaces)
+    [cluster_binding] = shard("ClusterRoleBinding")
+    assert cluster_binding["roleRef"]["name"] == "jobarchive-shard-cluster"
+    assert cluster_binding["subjects"] == [subject]
+    assert [doc["metadata"]["name"] for doc in shard("ServiceAccount")] == [account]

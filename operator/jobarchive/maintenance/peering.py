@@ -9,35 +9,90 @@ paused: it asks here first. The rule is Kopf's own: a peer is alive until its
 reconciliation is on or not, so that retention alone (``JOBARCHIVE_RESYNC_INTERVAL=0``)
 still knows whether to prune. Until the peering object was first read the answer is
 "not known yet", which counts as standing by: two replicas starting together never
-both work. Without a cluster-wide peering (``kopf run --standalone``) the replica is
-the only one, and active from the start.
+both work. With ``kopf run --standalone`` the replica is the only one, and active
+from the start.
+
+Under ``--namespace`` Kopf keeps one ``KopfPeering`` of that name in every namespace it
+serves, and pauses the whole operator while a live peer outranks it in any of them:
+``is_active`` reads them all and applies the same rule.
+
+With ``--peering`` the peering is mandatory: Kopf pauses until the object exists. So
+that one ``kubectl apply`` installs everything (no object in the same apply as its
+CRD), the operator creates that one object itself (``keep_objects``), in each served
+namespace when namespaced, and nothing else; RBAC cannot limit ``create`` to a
+resource name, so the role grants ``create`` on the peering resource.
 """
 
 import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import metrics
-from jobarchive.cluster import api_client, get_json
+from jobarchive.cluster import api_client, get_json, post_json
 from jobarchive.recording.convert.common import integer, mapping, timestamp
+from jobarchive.scope import CLUSTER, Scope
 
 logger = logging.getLogger(__name__)
 # Kopf assumes this lifetime for a peer that states none.
 DEFAULT_LIFETIME = 60
+# Kopf's peering name when none is given (it then uses the object only if it exists).
+KOPF_DEFAULT_NAME = "default"
+GROUP_VERSION = "kopf.dev/v1"
+# How often missing peering objects are looked for: Kopf pauses every stream while a
+# served namespace lacks its object (a namespace that matches a pattern, just created).
+KEEP_INTERVAL = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
 class Peering:
-    """This replica's place in Kopf's peering: none when standalone or namespaced."""
+    """This replica's place in Kopf's peering: no name when standalone. ``scope`` says
+    whether the peering is namespaced (and where) and whether it is mandatory."""
 
     name: str | None
     priority: int
+    scope: Scope = CLUSTER
+
+    @property
+    def namespaced(self) -> bool:
+        """Whether Kopf uses a ``KopfPeering`` per served namespace."""
+        return not self.scope.clusterwide
+
+    @property
+    def mandatory(self) -> bool:
+        """Whether the object must exist (``--peering``): Kopf waits for it."""
+        return self.name is not None and self.scope.peering is not None
+
+    def path(self, namespace: str | None) -> str:
+        """The peering object's path in the API (``namespace`` None: cluster-wide)."""
+        return f"{self.collection(namespace)}/{self.name}"
+
+    def collection(self, namespace: str | None) -> str:
+        """Where the peering objects of a namespace (or the cluster) are listed."""
+        if namespace is None:
+            return f"/apis/{GROUP_VERSION}/clusterkopfpeerings"
+        return f"/apis/{GROUP_VERSION}/namespaces/{namespace}/kopfpeerings"
+
+    async def places(self, api: client.ApiClient) -> Sequence[str | None]:
+        """The namespaces whose peering objects count now (those Kopf serves: existing
+        ones); [None]: the cluster's one."""
+        if not self.namespaced:
+            return [None]
+        return list(await self.scope.namespaces(api, existing=True) or [])
+
+
+def joined(peering: Peering, scope: Scope) -> Peering:
+    """This replica's peering as Kopf runs it, from what the Kopf bindings know
+    (``name``, ``priority``; no name when standalone or namespaced) and the command line
+    Kopf parsed (``scope``): Kopf's namespaced peering under ``--namespace``."""
+    if scope.clusterwide or scope.standalone:
+        return dataclasses.replace(peering, scope=scope)
+    return Peering(scope.peering or KOPF_DEFAULT_NAME, peering.priority, scope)
 
 
 def outranked(status: Mapping[str, Any], priority: int, now: datetime.datetime) -> bool:
@@ -56,24 +111,102 @@ def outranked(status: Mapping[str, Any], priority: int, now: datetime.datetime) 
     return False
 
 
-async def is_active(api: client.ApiClient, peering: Peering) -> bool:
-    """Whether this replica works rather than stands by.
+async def is_active(
+    api: client.ApiClient, peering: Peering, places: Sequence[str | None] = (None,)
+) -> bool | None:
+    """Whether this replica works rather than stands by; None: not known yet.
 
-    Without a cluster-wide peering there is nobody to defer to; neither is there when
-    the peering object cannot be read, as Kopf then runs standalone too.
+    Without a peering there is nobody to defer to; neither is there when a peering
+    object cannot be read, as Kopf then runs standalone too, unless the peering is
+    mandatory: then Kopf waits for a missing object, and so does this replica.
+    ``places`` are the namespaces whose objects count (None: the cluster-wide one).
     """
     if peering.name is None:
         return True
-    try:
-        body = await get_json(api, f"/apis/kopf.dev/v1/clusterkopfpeerings/{peering.name}")
-    except ApiException as exc:
-        if exc.status != 404:
-            logger.warning(
-                "Cannot read the peering %s: %s %s", peering.name, exc.status, exc.reason
-            )
-        return True
     now = datetime.datetime.now(datetime.UTC)
-    return not outranked(mapping(body.get("status")), peering.priority, now)
+    for place in places:
+        try:
+            body = await get_json(api, peering.path(place))
+        except ApiException as exc:
+            if exc.status == 404 and peering.mandatory:
+                return None
+            if exc.status != 404:
+                logger.warning(
+                    "Cannot read the peering %s: %s %s",
+                    where(peering, place),
+                    exc.status,
+                    exc.reason,
+                )
+            continue
+        if outranked(mapping(body.get("status")), peering.priority, now):
+            return False
+    return True
+
+
+def where(peering: Peering, namespace: str | None) -> str:
+    """A peering object's name for a log line."""
+    return f"{peering.name}" if namespace is None else f"{peering.name} in {namespace}"
+
+
+async def create_missing(
+    api: client.ApiClient, peering: Peering, places: Sequence[str | None]
+) -> list[str | None]:
+    """Create the peering object where it is missing; returns the places where it now
+    exists. A place whose CRD is not served yet (404 to the create) is tried again later."""
+    present: list[str | None] = []
+    for place in places:
+        try:
+            await get_json(api, peering.path(place))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        else:
+            present.append(place)
+            continue
+        kind = "KopfPeering" if place is not None else "ClusterKopfPeering"
+        meta: dict[str, Any] = {"name": peering.name}
+        if place is not None:
+            meta["namespace"] = place
+        body = {"apiVersion": GROUP_VERSION, "kind": kind, "metadata": meta}
+        try:
+            await post_json(api, peering.collection(place), body)
+        except ApiException as exc:
+            if exc.status == 409:
+                present.append(place)
+            elif exc.status != 404:
+                raise
+            continue
+        logger.info("Created the peering object %s, which Kopf waits for", where(peering, place))
+        present.append(place)
+    return present
+
+
+async def keep_objects(peering: Peering, interval: float = KEEP_INTERVAL) -> None:
+    """Create the mandatory peering object wherever it is missing, for as long as
+    new places may appear (namespaces matching a pattern); then stop.
+
+    Errors are logged and tried again after ``interval`` seconds.
+    """
+    if not peering.mandatory:
+        return
+    done: set[str | None] = set()
+    api = await api_client()
+    try:
+        while True:
+            try:
+                places = await peering.places(api)
+                missing = [place for place in places if place not in done]
+                done.update(await create_missing(api, peering, missing))
+                # Exact names are all there is to create (when each exists); patterns
+                # may match a namespace created at any time.
+                wanted: set[str | None] = set(peering.scope.patterns) or {None}
+                if peering.scope.exact and done >= wanted:
+                    return
+            except Exception as exc:
+                logger.warning("Cannot create the peering object %s: %s", peering.name, exc)
+            await asyncio.sleep(interval)
+    finally:
+        await api.close()
 
 
 class Activity:
@@ -132,7 +265,9 @@ class Activity:
         try:
             while True:
                 try:
-                    self.record(await is_active(api, self.peering))
+                    active = await is_active(api, self.peering, await self.peering.places(api))
+                    if active is not None:
+                        self.record(active)
                 except Exception as exc:
                     logger.warning(
                         "Cannot read the peering %s, %s: %s",

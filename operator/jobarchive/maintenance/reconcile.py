@@ -4,7 +4,7 @@ was watching are marked gone, exactly as a seen delete would mark them.
 A watch only reports deletions it sees. Objects deleted while the operator was down
 (or during a watch gap) would stay ``is_in_etcd=1`` forever. At start and then
 periodically, every tracked kind and all pods are listed in pages, and every row
-still in etcd whose uid is not live is marked gone (DESIGN decision 4).
+still in etcd whose uid is not live is marked gone.
 
 Two rules keep this from marking a live object gone. Rows written after the
 listing started are left alone: their object may have been created after its page
@@ -14,6 +14,14 @@ error) leaves its rows alone. Rows written before ``api_version`` existed say on
 ``TFJob``, not which group's, and are reconciled when every group of that name was.
 Events are not reconciled: ``event_info`` records history and has no ``is_in_etcd``.
 A replica standing by in Kopf's peering does not reconcile: only the active one writes.
+
+Under ``kopf run --namespace`` (a shard) everything is listed namespace by namespace,
+and only rows of those namespaces are read and marked: another shard's rows are never
+touched, whether that shard runs or not. The namespaces are those served now
+(``Scope.namespaces``: exact names, or the namespaces matching a pattern) and, for
+patterns, those of rows still marked in the cluster that match: a namespace deleted
+with its objects is listed once more, empty. A namespace that may not be listed (no
+RoleBinding there) is skipped with a warning, its rows left alone.
 
 An outage does not cost an interval. The reconciliation's reads wait for the
 database as the writer's flushers do (backoff from 0.1 s to 5 s), so a run the
@@ -25,6 +33,7 @@ interval, and only a run that finished counts as done.
 
 import asyncio
 import dataclasses
+import datetime
 import functools
 import logging
 import random
@@ -41,6 +50,7 @@ from jobarchive.cluster import api_client, get_json
 from jobarchive.kinds import JobKind
 from jobarchive.maintenance.peering import Activity
 from jobarchive.recording.convert import mark_gone
+from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
 from jobarchive.storage.errors import is_unavailable
 from jobarchive.storage.models import Job, Pod, utcnow
@@ -127,6 +137,30 @@ class Outcome:
     jobs_gone: int = 0
     pods_gone: int = 0
     kinds_skipped: tuple[str, ...] = ()
+    namespaces_skipped: tuple[str, ...] = ()
+
+    def add(self, other: "Outcome") -> None:
+        """Count another namespace's outcome in."""
+        self.jobs_gone += other.jobs_gone
+        self.pods_gone += other.pods_gone
+        self.kinds_skipped = tuple(sorted({*self.kinds_skipped, *other.kinds_skipped}))
+        self.namespaces_skipped += other.namespaces_skipped
+
+
+def list_path(group: str, version: str, plural: str, namespace: str | None) -> str:
+    """Where a resource is listed: in one namespace, or (None) the whole cluster."""
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    where = f"/namespaces/{namespace}" if namespace is not None else ""
+    return f"{base}{where}/{plural}"
+
+
+async def stored_namespaces(store: Store, scope: Scope) -> set[str]:
+    """The namespaces of the scope that rows still marked in the cluster name."""
+    names: set[str] = set()
+    for model in (Job, Pod):
+        query = model.filter(is_in_etcd=True).distinct().using_db(store.connection)
+        names.update(str(name) for name in await query.values_list("namespace", flat=True))
+    return {name for name in names if scope.matches(name)}
 
 
 async def list_uids(api: client.ApiClient, path: str) -> set[str]:
@@ -150,22 +184,47 @@ async def list_uids(api: client.ApiClient, path: str) -> set[str]:
 
 
 class Reconciler:
-    """Marks rows gone whose objects are no longer in the cluster."""
+    """Marks rows gone whose objects are no longer in the cluster (or, for a shard, in the
+    namespaces of its ``scope``)."""
 
-    def __init__(self, kinds: Iterable[JobKind], store: Store, writer: Writer) -> None:
+    def __init__(
+        self, kinds: Iterable[JobKind], store: Store, writer: Writer, scope: Scope = CLUSTER
+    ) -> None:
         self.kinds = tuple(kinds)
         self.store = store
         self.writer = writer
+        self.scope = scope
         self.marked_total = 0
 
     async def run_once(self, api: client.ApiClient) -> Outcome:
         """List everything, then mark what is gone; returns the counts."""
         started = utcnow()
+        outcome = Outcome()
+        for namespace in await self.places(api):
+            outcome.add(await self._reconcile(api, namespace, started))
+        self.marked_total += outcome.jobs_gone + outcome.pods_gone
+        metrics.MARKED_GONE.labels(Job._meta.db_table).inc(outcome.jobs_gone)
+        metrics.MARKED_GONE.labels(Pod._meta.db_table).inc(outcome.pods_gone)
+        return outcome
+
+    async def places(self, api: client.ApiClient) -> list[str | None]:
+        """Where to list and reconcile: [None] for the whole cluster, else the namespaces."""
+        served = await self.scope.namespaces(api)
+        if served is None:
+            return [None]
+        names = set(served)
+        if not self.scope.exact:
+            names |= await ride_out(lambda: stored_namespaces(self.store, self.scope))
+        return [*sorted(names)]
+
+    async def _reconcile(
+        self, api: client.ApiClient, namespace: str | None, started: datetime.datetime
+    ) -> Outcome:
         live_jobs: set[str] = set()
         listed: set[tuple[str, str]] = set()
         failed: set[str] = set()
         for kind in self.kinds:
-            path = f"/apis/{kind.group}/{kind.version}/{kind.plural}"
+            path = list_path(kind.group, kind.version, kind.plural, namespace)
             try:
                 live_jobs |= await list_uids(api, path)
             except ApiException as exc:
@@ -177,18 +236,24 @@ class Reconciler:
         # Rows from before api_version existed say only their kind name: reconciled
         # when every group of that name was listed.
         complete = sorted({kind.kind for kind in self.kinds} - failed)
-        live_pods = await list_uids(api, "/api/v1/pods")
-        jobs = await ride_out(lambda: self.store.uids_in_etcd(Job, started, listed, complete))
-        pods = await ride_out(lambda: self.store.uids_in_etcd(Pod, started))
-        outcome = Outcome(
+        path = list_path("", "v1", "pods", namespace)
+        try:
+            live_pods = await list_uids(api, path)
+        except ApiException as exc:
+            # A shard's namespace without a RoleBinding: its rows wait, the others go on.
+            if namespace is None or exc.status not in (401, 403):
+                raise
+            logger.warning("Cannot list %s: %s %s", path, exc.status, exc.reason)
+            return Outcome(namespaces_skipped=(namespace,))
+        jobs = await ride_out(
+            lambda: self.store.uids_in_etcd(Job, started, listed, complete, namespace=namespace)
+        )
+        pods = await ride_out(lambda: self.store.uids_in_etcd(Pod, started, namespace=namespace))
+        return Outcome(
             jobs_gone=await self._mark(Job, [uid for uid in jobs if uid not in live_jobs]),
             pods_gone=await self._mark(Pod, [uid for uid in pods if uid not in live_pods]),
             kinds_skipped=tuple(sorted(failed)),
         )
-        self.marked_total += outcome.jobs_gone + outcome.pods_gone
-        metrics.MARKED_GONE.labels(Job._meta.db_table).inc(outcome.jobs_gone)
-        metrics.MARKED_GONE.labels(Pod._meta.db_table).inc(outcome.pods_gone)
-        return outcome
 
     async def run_forever(self, interval: float, activity: Activity) -> None:
         """Reconcile at once, then every ``interval`` seconds, while this replica is the
@@ -224,11 +289,12 @@ class Reconciler:
     @staticmethod
     def _report(outcome: Outcome) -> None:
         metrics.RECONCILIATIONS.labels("done").inc()
+        skipped = [*outcome.kinds_skipped, *(f"namespace {n}" for n in outcome.namespaces_skipped)]
         logger.info(
             "Reconciled with the cluster: %d jobs and %d pods were gone%s",
             outcome.jobs_gone,
             outcome.pods_gone,
-            f" (not listed: {', '.join(outcome.kinds_skipped)})" if outcome.kinds_skipped else "",
+            f" (not listed: {', '.join(skipped)})" if skipped else "",
         )
 
     async def _mark(self, model: type[Job] | type[Pod], gone: list[str]) -> int:

@@ -20,18 +20,25 @@ operator writes; the jobs and uids they are selected by come ``batch`` (or ``chu
 at a time, by keyset. The same statements run on MariaDB and SQLite. Events go first,
 then pods, the job last: an interrupted prune leaves the job row, and the next one
 finishes it. A dry run counts what each step would delete instead.
+
+A shard (``kopf run --namespace``) prunes only rows of its namespaces, one namespace
+at a time, so each statement reads one namespace's range of an index (``namespace``,
+``job_id``; for Events ``obj_namespace``, ``job_id``): the exact names it serves, or
+the stored namespaces that match its patterns. Another shard's rows are never
+touched, whether that shard runs or not.
 """
 
 import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, Protocol
 
 from tortoise.expressions import Q, Subquery
 from tortoise.queryset import QuerySet
 
+from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, utcnow
 
@@ -79,6 +86,15 @@ class _Pruning:
     before: datetime.datetime
     dry_run: bool
     chunk: int
+    # None: every namespace.
+    namespace: str | None = None
+
+    def within(self, model: type[Stamped]) -> Q:
+        """The condition that keeps a query in this prune's namespace."""
+        if self.namespace is None:
+            return Q()
+        column = "obj_namespace" if model is Event else "namespace"
+        return Q(**{column: self.namespace})
 
     async def drain(self, query: QuerySet[Any]) -> int:
         """Delete a query's rows, ``chunk`` by primary key per statement; dry, count them.
@@ -106,7 +122,7 @@ class _Pruning:
         after = 0
         while True:
             rows = (
-                await Job.filter(finished, is_in_etcd=False, id__gt=after)
+                await Job.filter(finished, self.within(Job), is_in_etcd=False, id__gt=after)
                 .order_by("id")
                 .limit(batch)
                 .values_list("id", "job_id")
@@ -145,7 +161,7 @@ class _Pruning:
         while True:
             page = [
                 str(uid)
-                for uid in await model.filter(job_id__gt=after)
+                for uid in await model.filter(self.within(model), job_id__gt=after)
                 .order_by("job_id")
                 .distinct()
                 .limit(self.chunk)
@@ -165,7 +181,9 @@ class _Pruning:
     async def orphan_pods(self, pruned: Pruned) -> None:
         """Prune gone pods whose job was never recorded, with the Events about them."""
         async for missing in self.unrecorded_jobs(Pod):
-            pods = Pod.filter(job_id__in=missing, is_in_etcd=False, gmt_modified__lt=self.before)
+            pods = Pod.filter(
+                self.within(Pod), job_id__in=missing, is_in_etcd=False, gmt_modified__lt=self.before
+            )
             events = await self.drain(Event.filter(obj_uid__in=Subquery(pods.values("pod_id"))))
             pruned.log_tails += await self.drain(
                 LogTail.filter(pod_id__in=Subquery(pods.values("pod_id")))
@@ -179,7 +197,8 @@ class _Pruning:
     async def orphan_events(self, pruned: Pruned) -> None:
         """Prune Events under no recorded job and about no stored job or pod."""
         unattached = (
-            Q(gmt_modified__lt=self.before)
+            self.within(Event)
+            & Q(gmt_modified__lt=self.before)
             & ~Q(obj_uid__in=Subquery(Pod.all().values("pod_id")))
             & ~Q(obj_uid__in=Subquery(Job.all().values("job_id")))
         )
@@ -195,20 +214,39 @@ async def prune(
     dry_run: bool = False,
     batch: int = BATCH_JOBS,
     chunk: int = CHUNK,
+    namespaces: Iterable[str] | None = None,
 ) -> Pruned:
     """Delete what retention drops before ``before`` (the module's rules): jobs ``batch``
-    at a time, at most ``chunk`` rows per statement; with ``dry_run``, only count."""
+    at a time, at most ``chunk`` rows per statement; with ``dry_run``, only count.
+    ``namespaces``: only rows of these, one namespace after the other (None: all)."""
     pruned = Pruned()
-    pruning = _Pruning(before, dry_run, chunk)
-    await pruning.jobs(batch, pruned)
-    await pruning.orphan_pods(pruned)
-    await pruning.orphan_events(pruned)
+    for namespace in [None] if namespaces is None else sorted(set(namespaces)):
+        pruning = _Pruning(before, dry_run, chunk, namespace)
+        await pruning.jobs(batch, pruned)
+        await pruning.orphan_pods(pruned)
+        await pruning.orphan_events(pruned)
     return pruned
 
 
-async def prune_forever(days: int, interval: float, activity: Activity) -> None:
+async def stored_namespaces(scope: Scope) -> list[str] | None:
+    """The namespaces a shard prunes: None (all) for the whole cluster, the names it
+    serves, or the namespaces of stored rows that match its patterns."""
+    if scope.clusterwide:
+        return None
+    if scope.exact:
+        return sorted(set(scope.patterns))
+    names: set[str] = set()
+    for model, column in ((Job, "namespace"), (Pod, "namespace"), (Event, "obj_namespace")):
+        query = model.all().distinct().values_list(column, flat=True)
+        names.update(str(name) for name in await query)
+    return sorted(name for name in names if scope.matches(name))
+
+
+async def prune_forever(
+    days: int, interval: float, activity: Activity, scope: Scope = CLUSTER
+) -> None:
     """Prune at once and then every ``interval`` seconds, while this replica is the
-    active one; errors are logged, not fatal.
+    active one; errors are logged, not fatal. A shard prunes its namespaces' rows only.
 
     A replica that does not know yet whether it is active stands by (``Activity``).
     """
@@ -217,7 +255,7 @@ async def prune_forever(days: int, interval: float, activity: Activity) -> None:
             logger.info("Pruning waits until this replica is the active one")
             await activity.until_active()
         try:
-            pruned = await prune(cutoff(days))
+            pruned = await prune(cutoff(days), namespaces=await stored_namespaces(scope))
         except Exception as exc:
             logger.warning("Pruning failed, trying again later: %s", failures.describe(exc))
         else:

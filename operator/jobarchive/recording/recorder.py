@@ -23,7 +23,7 @@ import contextlib
 import datetime
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from jobarchive import metrics
@@ -150,13 +150,18 @@ def pod_waiting(
     )
 
 
-def event_waiting(event_type: str | None, body: Mapping[str, Any], region: str | None) -> Waiting:
+def event_waiting(
+    event_type: str | None,
+    body: Mapping[str, Any],
+    region: str | None,
+    involved: convert.InvolvedObject | None = None,
+) -> Waiting:
     """An Event as it is attributed and kept while it waits: its row, the job left empty.
 
     Its namespace is the Event's own, where the API server put it: the namespace of
     the object it is about, if that is a job's.
     """
-    row = convert.event_row(body, region)
+    row = convert.event_row(body, region, involved=involved)
     namespace = text(mapping(body.get("metadata")).get("namespace")) or row["obj_namespace"]
     return Waiting(
         EVENT,
@@ -445,11 +450,13 @@ class Recorder:
             attribution.bound_waiting(settings.waiting_max, settings.waiting_bytes)
         )
 
-    async def load(self) -> None:
-        """Prime the attribution state from the database; call once at start."""
+    async def load(self, namespaces: Sequence[str] | None = None) -> None:
+        """Prime the attribution state from the database, of ``namespaces`` only when
+        given (a shard's); call once at start."""
         since = utcnow() - datetime.timedelta(hours=EVENT_LIFETIME_HOURS)
-        jobs = await self.store.live_jobs()
-        pods = await self.store.recent_pods(since, limit=self.attribution.capacity + 1)
+        jobs = await self.store.live_jobs(namespaces)
+        limit = self.attribution.capacity + 1
+        pods = await self.store.recent_pods(since, limit, namespaces)
         self.attribution.load(jobs, pods)
         logger.info("Attribution starts from %d live jobs and %d recent pods", len(jobs), len(pods))
 
@@ -568,7 +575,7 @@ class Recorder:
         if job_uid == UNRELATED:
             metrics.OBJECTS.labels(EVENT, "skipped_unrelated").inc()
             return
-        item = event_waiting(event_type, body, self.settings.region)
+        item = event_waiting(event_type, body, self.settings.region, involved)
         if job_uid is None:
             self.attributor.wait(involved.uid, item)
             return

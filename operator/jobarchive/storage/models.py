@@ -163,8 +163,9 @@ class Pod(Stamped):
 
     class Meta:
         table = "replica_info"
-        # A job's pods, page by page in the order they were recorded.
-        indexes = (("job_id", "gmt_created"),)
+        # A job's pods, page by page in the order they were recorded; a shard's pods
+        # (reconciled and pruned namespace by namespace) by the job they name.
+        indexes = (("job_id", "gmt_created"), ("namespace", "job_id"))
 
 
 class Event(Stamped):
@@ -204,6 +205,8 @@ class Event(Stamped):
             ("last_timestamp",),
             ("obj_namespace", "obj_name", "last_timestamp"),
             ("reason", "last_timestamp"),
+            # A shard's Events by the job they name (retention, namespace by namespace).
+            ("obj_namespace", "job_id"),
         )
 
 

@@ -115,12 +115,16 @@ class Store:
         before: datetime.datetime,
         kinds: Iterable[tuple[str, str]] | None = None,
         kinds_without_group: Iterable[str] = (),
+        namespace: str | None = None,
     ) -> list[str]:
-        """Uids of rows still marked in etcd and last written before ``before``; of jobs,
-        only those of the given (group, kind) pairs, and those written before
-        ``api_version`` existed (it is NULL) of the kind names given apart."""
+        """Uids of rows still marked in etcd and last written before ``before``, of one
+        ``namespace`` (None: all, read through its index when given); of jobs, only those
+        of the given (group, kind) pairs, and those written before ``api_version``
+        existed (it is NULL) of the kind names given apart."""
         key = TABLES[model].key
         query = model.filter(is_in_etcd=True, gmt_modified__lt=before)
+        if namespace is not None:
+            query = query.filter(namespace=namespace)
         if kinds is not None:
             legacy: dict[str, Any] = {
                 "api_version__isnull": True,
@@ -148,24 +152,32 @@ class Store:
         # The columns but ``id`` are the row's keys: a test holds the shapes to the models.
         return [cast(Row, {k: v for k, v in row.items() if k != "id"}) for row in found]
 
-    async def live_jobs(self) -> list[tuple[str, str, str]]:
-        """(namespace, name, uid) of every job still in the cluster, oldest first."""
+    async def live_jobs(
+        self, namespaces: Sequence[str] | None = None
+    ) -> list[tuple[str, str, str]]:
+        """(namespace, name, uid) of every job still in the cluster, oldest first; only
+        of ``namespaces`` when given (a shard's)."""
+        within = {} if namespaces is None else {"namespace__in": list(namespaces)}
         rows = (
-            await Job.filter(is_in_etcd=True)
+            await Job.filter(is_in_etcd=True, **within)
             .using_db(self.connection)
             .order_by("gmt_created")
             .values_list("namespace", "name", "job_id")
         )
         return [(str(ns), str(name), str(uid)) for ns, name, uid in rows]
 
-    async def recent_pods(self, since: datetime.datetime, limit: int) -> list[tuple[str, str]]:
-        """(pod uid, job uid) of pods still in the cluster or written since ``since``.
+    async def recent_pods(
+        self, since: datetime.datetime, limit: int, namespaces: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """(pod uid, job uid) of pods still in the cluster or written since ``since``; only
+        of ``namespaces`` when given (a shard's).
 
         Events outlive their pod by up to an hour, so a pod gone recently may still be
         the subject of Events listed at start.
         """
+        within = {} if namespaces is None else {"namespace__in": list(namespaces)}
         rows = (
-            await Pod.filter(Q(is_in_etcd=True) | Q(gmt_modified__gte=since))
+            await Pod.filter(Q(is_in_etcd=True) | Q(gmt_modified__gte=since), **within)
             .using_db(self.connection)
             .limit(limit)
             .values_list("pod_id", "job_id")

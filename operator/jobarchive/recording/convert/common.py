@@ -33,6 +33,9 @@ def text(value: object) -> str | None:
     """The value if it is a string, made safe for utf8mb4 (lone surrogates replaced)."""
     if not isinstance(value, str):
         return None
+    # CPython knows whether a string is ASCII without reading it: most strings are.
+    if value.isascii():
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

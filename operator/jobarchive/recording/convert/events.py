@@ -63,9 +63,16 @@ def involved_object(event: Mapping[str, Any]) -> InvolvedObject:
     )
 
 
-def event_row(event: Mapping[str, Any], region: str | None, job_uid: str | None = None) -> EventRow:
-    """The ``event_info`` row of an Event, about the job ``job_uid`` when known."""
-    involved = involved_object(event)
+def event_row(
+    event: Mapping[str, Any],
+    region: str | None,
+    job_uid: str | None = None,
+    involved: InvolvedObject | None = None,
+) -> EventRow:
+    """The ``event_info`` row of an Event, about the job ``job_uid`` when known;
+    ``involved`` is its ``involved_object``, when the caller has read it already."""
+    if involved is None:
+        involved = involved_object(event)
     series = mapping(event.get("series"))
     base = identity(event)
     if len(base["name"]) > EVENT_NAME_LENGTH:

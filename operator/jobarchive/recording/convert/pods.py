@@ -27,7 +27,7 @@ from jobarchive.recording.convert.common import (
     timestamp,
     uid,
 )
-from jobarchive.recording.convert.resources import effective_resources, resources_json
+from jobarchive.recording.convert.resources import pod_resources_json
 from jobarchive.rows import (
     IP_LENGTH,
     LABEL_VALUE_LENGTH,
@@ -131,7 +131,7 @@ def pod_row(
         "status": clip(phase, STATUS_LENGTH),
         "image": text(main_spec.get("image")) or "",
         "replica_type": clip(_replica_type(labels), LABEL_VALUE_LENGTH) or "",
-        "resources": resources_json(effective_resources(spec)),
+        "resources": pod_resources_json(spec),
         "host_ip": clip(text(status.get("hostIP")), IP_LENGTH),
         "pod_ip": clip(text(status.get("podIP")), IP_LENGTH),
         "deploy_region": clip(region, SHORT_TEXT_LENGTH),

