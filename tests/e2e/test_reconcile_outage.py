@@ -10,7 +10,6 @@ import kmock
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS
-from jobarchive.maintenance.reconcile import Backoff
 from jobarchive.storage.models import Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
@@ -124,13 +123,3 @@ async def test_pods_deleted_while_down_are_marked_as_soon_as_the_database_return
     done = samples[("jobarchive_reconciliations_total", frozenset({("result", "done")}))]
     assert done == 1
     print(f"missed deletes marked {took:.1f} s after the database returned")
-
-
-def test_the_backoff_doubles_to_its_cap_with_jitter_and_starts_again() -> None:
-    backoff = Backoff(1.0, 8.0)
-    delays = [backoff.next() for _ in range(6)]
-    for delay, ceiling in zip(delays, [1, 2, 4, 8, 8, 8], strict=True):
-        assert ceiling / 2 <= delay <= ceiling
-    assert len(set(delays)) == len(delays)
-    backoff.reset()
-    assert backoff.next() <= 1.0

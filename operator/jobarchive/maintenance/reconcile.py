@@ -36,7 +36,6 @@ import dataclasses
 import datetime
 import functools
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
@@ -55,7 +54,7 @@ from jobarchive.storage import failures
 from jobarchive.storage.errors import is_unavailable
 from jobarchive.storage.models import Job, Pod, utcnow
 from jobarchive.storage.store import Store
-from jobarchive.storage.writer import Writer
+from jobarchive.storage.writer import Backoff, Writer
 
 logger = logging.getLogger(__name__)
 
@@ -74,26 +73,6 @@ RETRY_CAP = 60.0
 READ_RETRY_FIRST = 0.1
 READ_RETRY_CAP = 5.0
 T = TypeVar("T")
-
-
-@dataclasses.dataclass
-class Backoff:
-    """Delays that double from ``first`` up to ``cap``, each jittered between half and all
-    of its value, so that replicas and tasks that failed together do not retry together."""
-
-    first: float
-    cap: float
-    attempts: int = 0
-
-    def next(self) -> float:
-        """The delay before the next try."""
-        ceiling = min(self.cap, self.first * 2 ** min(self.attempts, 32))
-        self.attempts += 1
-        return random.uniform(ceiling / 2, ceiling)
-
-    def reset(self) -> None:
-        """Start again from ``first``: the last try succeeded."""
-        self.attempts = 0
 
 
 def describe(error: BaseException) -> str:
