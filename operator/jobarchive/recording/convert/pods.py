@@ -89,13 +89,8 @@ def pod_job_link(
         kind = kinds.find(owner.get("apiVersion"), owner.get("kind"))
         if owner_uid and kind is not None:
             return OwnerLink(owner_uid, kind)
-    labels = mapping(meta.get("labels"))
-    namespace = text(meta.get("namespace")) or ""
-    job_name = text(labels.get(KUBEFLOW_JOB_NAME)) or text(labels.get(JOBSET_NAME))
-    if not job_name and "replica-type" in labels:
-        job_name = text(labels.get(KUBEDL_JOB_NAME))
-    if job_name:
-        return NameLink(namespace, job_name)
+    # An owner chain names one job by uid; a label names whichever job has that name
+    # now, which after a delete the operator missed is still the old one.
     controller = controller_of(meta.get("ownerReferences"))
     if controller is not None and is_intermediate(
         controller.get("apiVersion"), controller.get("kind")
@@ -103,6 +98,13 @@ def pod_job_link(
         owner_uid = text(controller.get("uid"))
         if owner_uid:
             return IntermediateLink(owner_uid)
+    labels = mapping(meta.get("labels"))
+    namespace = text(meta.get("namespace")) or ""
+    job_name = text(labels.get(KUBEFLOW_JOB_NAME)) or text(labels.get(JOBSET_NAME))
+    if not job_name and "replica-type" in labels:
+        job_name = text(labels.get(KUBEDL_JOB_NAME))
+    if job_name:
+        return NameLink(namespace, job_name)
     return None
 
 
