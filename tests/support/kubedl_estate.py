@@ -282,6 +282,8 @@ class Planned:
     finished: datetime.datetime | None = None
     gone: bool = False
     pods: list[Body] = dataclasses.field(default_factory=list)
+    # Batch Jobs between the job and its pods, seen before the pods (as on a watch).
+    batch_jobs: list[Body] = dataclasses.field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -450,10 +452,37 @@ def _kubeflow_jobs() -> list[Planned]:
 
 def _mpijob() -> Planned:
     """mpi-operator's pi example (MPIJob v2beta1), succeeded, with its launcher pod,
-    which a batch Job owns and only its training labels link to the MPIJob."""
+    which a batch Job owns (the link jobarchive follows; its training labels name the
+    MPIJob too)."""
     job = o.with_meta(o.fixture("mpijob-v2beta1-pi.yaml"), uid=str(uuid.uuid4()))
     launcher = o.with_meta(o.fixture("mpijob-v2beta1-launcher-pod.yaml"), uid=str(uuid.uuid4()))
-    return Planned(job, "Succeeded", finished=at("2026-11-20T09:01:10Z"), pods=[launcher])
+    [owner] = launcher["metadata"]["ownerReferences"]
+    batch_job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": owner["name"],
+            "namespace": job["metadata"]["namespace"],
+            "uid": owner["uid"],
+            "resourceVersion": version(),
+            "ownerReferences": [
+                {
+                    "apiVersion": job["apiVersion"],
+                    "kind": job["kind"],
+                    "name": job["metadata"]["name"],
+                    "uid": job["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+    }
+    return Planned(
+        job,
+        "Succeeded",
+        finished=at("2026-11-20T09:01:10Z"),
+        pods=[launcher],
+        batch_jobs=[batch_job],
+    )
 
 
 def _kubedl_jobs() -> list[Planned]:
@@ -606,6 +635,8 @@ class Archive:
     async def planned(self, job: Planned) -> None:
         """A planned job and its pods; then, for a gone one, their deletion."""
         await self.job(job.body)
+        for batch_job in job.batch_jobs:
+            await self.recorder.batch_job("ADDED", batch_job)
         for pod in job.pods:
             await self.pod(pod)
         if job.gone:
