@@ -9,7 +9,7 @@ import pytest
 
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
-from testbed.cluster import EVENTS, PODS, Cluster, resource_of
+from testbed.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, resource_of
 from testbed.objects import Body
 from testbed.operator import OperatorProcess
 from tests.support.waiting import eventually
@@ -160,7 +160,7 @@ async def test_an_event_that_arrives_before_its_pod_is_kept(
     assert (row.reason, row.kind, row.obj_name) == ("Scheduled", "Pod", pod["metadata"]["name"])
 
 
-async def test_an_mpijob_launcher_seen_before_its_job_is_linked_by_label(
+async def test_an_mpijob_launcher_seen_before_its_job_is_linked_through_its_batch_job(
     cluster: Cluster, operator: OperatorProcess
 ) -> None:
     job_body = o.fixture("mpijob-v2beta1-pi.yaml")
@@ -171,6 +171,26 @@ async def test_an_mpijob_launcher_seen_before_its_job_is_linked_by_label(
     launcher = await cluster.create(PODS, launcher)
     await cluster.create(EVENTS, o.event(launcher, "Started", "Started container mpi-launcher"))
     job = await cluster.create(MPIJOBS, job_body)
+    # mpi-operator's batch Job, which owns the launcher, comes last of all.
+    [owner] = launcher["metadata"]["ownerReferences"]
+    owned_by_job = {
+        "apiVersion": job["apiVersion"],
+        "kind": job["kind"],
+        "name": job["metadata"]["name"],
+        "uid": job["metadata"]["uid"],
+        "controller": True,
+    }
+    await cluster.create(
+        BATCH_JOBS,
+        {
+            "metadata": {
+                "name": owner["name"],
+                "namespace": job["metadata"]["namespace"],
+                "uid": owner["uid"],
+                "ownerReferences": [owned_by_job],
+            }
+        },
+    )
 
     pod_row = await eventually(lambda: Pod.filter(pod_id=launcher["metadata"]["uid"]).first())
     assert (pod_row.job_id, pod_row.replica_type) == (job["metadata"]["uid"], "launcher")
