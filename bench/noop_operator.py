@@ -53,7 +53,6 @@ async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.queueing.idle_timeout = 0.05
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 50, 1_000)
 
 
 @kopf.on.cleanup()
