@@ -21,6 +21,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.times import timestamp
+
 OOM_KILLED = "OOMKilled"
 # 128 + SIGKILL, 128 + SIGTERM: how a container the kubelet stopped exits.
 STOPPED_BY_KUBELET = frozenset({137, 143})
@@ -73,22 +75,6 @@ def _integer(value: object) -> int | None:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _time(value: object) -> datetime.datetime | None:
-    raw = _text(value)
-    if raw is None:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    try:
-        return parsed.astimezone(datetime.UTC)
-    except OverflowError:
-        return None
 
 
 def is_failure(terminated: Mapping[str, Any], succeeded_too: bool) -> bool:
@@ -168,7 +154,7 @@ def failures(pod: Mapping[str, Any], succeeded_too: bool = False) -> list[Failur
                         restart_count=number,
                         exit_code=_integer(terminated.get("exitCode")),
                         reason=_text(terminated.get("reason")),
-                        finished_at=_time(terminated.get("finishedAt")),
+                        finished_at=timestamp(terminated.get("finishedAt")),
                         previous=previous,
                     )
                 )

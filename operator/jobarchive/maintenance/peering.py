@@ -35,8 +35,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import metrics
 from jobarchive.cluster import api_client, get_json, post_json
-from jobarchive.recording.convert.common import integer, mapping, timestamp
+from jobarchive.recording.convert.common import integer, mapping
 from jobarchive.scope import CLUSTER, Scope
+from jobarchive.times import timestamp
 
 logger = logging.getLogger(__name__)
 # Kopf assumes this lifetime for a peer that states none.

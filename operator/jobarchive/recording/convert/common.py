@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict, overload
 
 from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH, VERSION_LENGTH, LiveRow
+from jobarchive.times import timestamp
 
 TERMINAL_STATUSES = frozenset({"Succeeded", "Failed"})
 STOPPED = "Stopped"
@@ -59,23 +60,6 @@ def clip(value: str | None, length: int) -> str | None:
 def integer(value: object) -> int | None:
     """The value if it is a JSON integer (booleans are not)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def timestamp(value: object) -> datetime.datetime | None:
-    """Parse an RFC 3339 Time or MicroTime to an aware UTC datetime; None if unparseable."""
-    raw = text(value)
-    if not raw:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    try:
-        return parsed.astimezone(datetime.UTC)
-    except OverflowError:
-        return None
 
 
 def required(meta: Mapping[str, Any], field: str, length: int) -> str:

@@ -18,7 +18,6 @@ from jobarchive.recording.convert.common import (
     integer,
     mapping,
     text,
-    timestamp,
     uid,
 )
 from jobarchive.rows import (
@@ -30,6 +29,7 @@ from jobarchive.rows import (
     UID_LENGTH,
     EventRow,
 )
+from jobarchive.times import timestamp
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,6 @@ from jobarchive.recording.convert.common import (
     mapping,
     sequence,
     text,
-    timestamp,
     uid,
 )
 from jobarchive.recording.convert.resources import pod_resources_json
@@ -36,6 +35,7 @@ from jobarchive.rows import (
     UID_LENGTH,
     PodRow,
 )
+from jobarchive.times import timestamp
 
 KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
 # A TrainJob's JobSet has the TrainJob's name, and labels every pod with it.

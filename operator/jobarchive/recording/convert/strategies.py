@@ -21,9 +21,9 @@ from jobarchive.recording.convert.common import (
     mapping,
     sequence,
     text,
-    timestamp,
 )
 from jobarchive.recording.convert.resources import effective_resources
+from jobarchive.times import timestamp
 
 Object = Mapping[str, Any]
 CREATED = "Created"
