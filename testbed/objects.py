@@ -65,6 +65,8 @@ def job_status(*conditions: Body, completion: str | None = None, **replicas: Bod
 
 
 def owner_ref(job: Body) -> Body:
+    """An ownerReference naming ``job`` (or any owner) as the controller, as its
+    controller sets it on what it creates."""
     return {
         "apiVersion": job["apiVersion"],
         "kind": job["kind"],

@@ -12,7 +12,7 @@ from jobarchive.reading import queries
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, resource_of
-from testbed.objects import Body
+from testbed.objects import Body, owner_ref
 from testbed.operator import OperatorProcess
 from tests.support.waiting import eventually
 
@@ -28,20 +28,6 @@ def unrelated(kind: str) -> tuple[str, frozenset[tuple[str, str]]]:
         "jobarchive_objects_total",
         frozenset({"kind": kind, "outcome": "skipped_unrelated"}.items()),
     )
-
-
-def owned_by(owner: Body) -> list[Body]:
-    meta = owner["metadata"]
-    return [
-        {
-            "apiVersion": owner["apiVersion"],
-            "kind": owner["kind"],
-            "name": meta["name"],
-            "uid": meta["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
 
 
 def in_sandbox(body: Body, name: str) -> Body:
@@ -66,7 +52,7 @@ def ray_head(raycluster: Body, namespace: str, name: str) -> Body:
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "ownerReferences": owned_by(raycluster),
+            "ownerReferences": [owner_ref(raycluster)],
             "labels": {"ray.io/node-type": "head", "ray.io/group": "headgroup"},
         },
         "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.41.0"}]},
@@ -103,7 +89,7 @@ async def test_pods_clusters_and_events_of_another_namespace_stay_out_of_a_job(
             "metadata": {
                 "name": "rl-sweep-raycluster-a1b2c",
                 "namespace": VICTIM,
-                "ownerReferences": owned_by(rayjob),
+                "ownerReferences": [owner_ref(rayjob)],
             },
             "spec": rayjob["spec"]["rayClusterSpec"],
         },
@@ -127,7 +113,7 @@ async def test_pods_clusters_and_events_of_another_namespace_stay_out_of_a_job(
             "metadata": {
                 "name": "decoy",
                 "namespace": ATTACKER,
-                "ownerReferences": owned_by(rayjob),
+                "ownerReferences": [owner_ref(rayjob)],
             },
             "spec": rayjob["spec"]["rayClusterSpec"],
         },

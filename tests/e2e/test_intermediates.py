@@ -11,7 +11,7 @@ from jobarchive.reading import queries
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import BATCH_JOBS, EVENTS, PODS, Cluster, job_resource, resource_of
-from testbed.objects import Body
+from testbed.objects import Body, owner_ref
 from testbed.operator import OperatorProcess
 from tests.support.operators import OperatorFactory
 from tests.support.waiting import eventually
@@ -20,20 +20,6 @@ pytestmark = pytest.mark.e2e
 RAYJOBS = resource_of("ray.io", "RayJob")
 RAYCLUSTERS = resource_of("ray.io", "RayCluster")
 ALL = [PODS, EVENTS, *(job_resource(k) for k in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS))]
-
-
-def owned_by(owner: Body) -> list[Body]:
-    meta = owner["metadata"]
-    return [
-        {
-            "apiVersion": owner["apiVersion"],
-            "kind": owner["kind"],
-            "name": meta["name"],
-            "uid": meta["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
 
 
 def fresh(body: Body) -> Body:
@@ -52,7 +38,7 @@ async def ray_cluster(cluster: Cluster, rayjob: Body, suffix: str) -> Body:
             "metadata": {
                 "name": f"{meta['name']}-raycluster-{suffix}",
                 "namespace": meta["namespace"],
-                "ownerReferences": owned_by(rayjob),
+                "ownerReferences": [owner_ref(rayjob)],
                 "labels": {
                     "ray.io/originated-from-cr-name": meta["name"],
                     "ray.io/originated-from-crd": "RayJob",
@@ -69,7 +55,7 @@ def ray_pod(raycluster: Body, node_type: str, group: str, index: int) -> Body:
         "metadata": {
             "name": f"{meta['name']}-{group}-{index}",
             "namespace": meta["namespace"],
-            "ownerReferences": owned_by(raycluster),
+            "ownerReferences": [owner_ref(raycluster)],
             "labels": {
                 "ray.io/cluster": meta["name"],
                 "ray.io/node-type": node_type,
@@ -95,7 +81,7 @@ async def test_a_rayjob_with_one_retry_keeps_every_pod_of_both_clusters(
     submitter = await cluster.create(
         BATCH_JOBS,
         {
-            "metadata": {"name": name, "namespace": ns, "ownerReferences": owned_by(rayjob)},
+            "metadata": {"name": name, "namespace": ns, "ownerReferences": [owner_ref(rayjob)]},
             "spec": {
                 "template": {
                     "spec": {
@@ -113,7 +99,7 @@ async def test_a_rayjob_with_one_retry_keeps_every_pod_of_both_clusters(
             "metadata": {
                 "name": f"{name}-x7k2p",
                 "namespace": ns,
-                "ownerReferences": owned_by(submitter),
+                "ownerReferences": [owner_ref(submitter)],
                 "labels": {"batch.kubernetes.io/job-name": name, "job-name": name},
             },
             "spec": {
@@ -144,7 +130,7 @@ async def test_a_rayjob_with_one_retry_keeps_every_pod_of_both_clusters(
         RAYCLUSTERS,
         {
             **second_meta,
-            "metadata": {**second_meta["metadata"], "ownerReferences": owned_by(rayjob)},
+            "metadata": {**second_meta["metadata"], "ownerReferences": [owner_ref(rayjob)]},
             "spec": rayjob["spec"]["rayClusterSpec"],
         },
     )
@@ -215,7 +201,7 @@ async def test_plain_batch_jobs_are_recorded_only_when_opted_in(
                 "metadata": {
                     "name": f"{name}-abcde",
                     "namespace": "ml",
-                    "ownerReferences": owned_by(job),
+                    "ownerReferences": [owner_ref(job)],
                     "labels": {"job-name": name, **labels},
                 },
                 "spec": template["spec"],

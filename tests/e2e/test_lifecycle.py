@@ -173,13 +173,6 @@ async def test_an_mpijob_launcher_seen_before_its_job_is_linked_through_its_batc
     job = await cluster.create(MPIJOBS, job_body)
     # mpi-operator's batch Job, which owns the launcher, comes last of all.
     [owner] = launcher["metadata"]["ownerReferences"]
-    owned_by_job = {
-        "apiVersion": job["apiVersion"],
-        "kind": job["kind"],
-        "name": job["metadata"]["name"],
-        "uid": job["metadata"]["uid"],
-        "controller": True,
-    }
     await cluster.create(
         BATCH_JOBS,
         {
@@ -187,7 +180,7 @@ async def test_an_mpijob_launcher_seen_before_its_job_is_linked_through_its_batc
                 "name": owner["name"],
                 "namespace": job["metadata"]["namespace"],
                 "uid": owner["uid"],
-                "ownerReferences": [owned_by_job],
+                "ownerReferences": [o.owner_ref(job)],
             }
         },
     )
