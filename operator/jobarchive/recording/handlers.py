@@ -17,11 +17,12 @@ which stops the operator; ``Unhealthy`` a ``PermanentError``, which fails the
 liveness probe.
 """
 
+import contextlib
 import gc
 import logging
 import random
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, cast
 
 import kopf
 
@@ -38,6 +39,11 @@ RETRY_START_AFTER = 10
 # starts one worker per object: at 5 s, tens of thousands of idle tasks and queues live
 # at once, which the collector walks again and again.
 WORKER_IDLE_TIMEOUT = 0.05
+
+# Python's collector after start-up: a young collection every 50,000 allocations
+# (Python's own: 700), the older generations as often as Python collects them relative
+# to the young one. Chosen from figures: ARCHITECTURE.md, decision 21.
+COLLECTOR_THRESHOLDS = (50_000, 10, 10)
 
 logger = logging.getLogger(__name__)
 
@@ -103,17 +109,19 @@ def _pace(settings: kopf.OperatorSettings) -> None:
 
 
 def _settle_collector() -> None:
-    """Freeze what start-up built; says so in one line.
+    """Freeze what start-up built and raise the collector's thresholds; says so in one
+    line.
 
     Everything alive once the operator is primed (modules, Kopf's registry, the
     attribution loaded from the database) lives as long as the process: frozen, the
-    collector never walks it again. The thresholds stay Python's: raised (50,000
-    allocations a young collection), a quiet process never reaches them, and a
-    burst's cyclic garbage stayed resident (+21 MB after 1,000 large pods, against
-    +9 MB at the defaults; ARCHITECTURE.md, decision 21).
+    collector never walks it again. Kopf leaves two small reference cycles per event
+    (its body and patch views), which only the collector frees; with the event's
+    object emptied after recording (``_taken``) they hold no body, so young
+    collections can be rare (ARCHITECTURE.md, decision 21).
     """
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
     logger.info(
         "Collector: %d objects frozen after start-up, thresholds %s",
         gc.get_freeze_count(),
@@ -145,20 +153,32 @@ async def database_health(**_: Any) -> str:
         raise kopf.PermanentError(str(exc)) from None
 
 
-def _raw_object(event: kopf.RawEvent) -> dict[str, Any]:
-    """The object exactly as the API sent it.
+@contextlib.contextmanager
+def _taken(event: kopf.RawEvent) -> Iterator[dict[str, Any]]:
+    """The object exactly as the API sent it; emptied once it is recorded.
 
     Kopf's ``body`` is a live view that resolves every key access through layers of
     mappings (``resolve`` showed in profiles of the catch-up); the converters read
     dozens of keys per object and expect plain dicts, which the watch event holds.
+    Kopf's views of the event's object sit in reference cycles that outlive the
+    handler until a collection: emptied, the object is freed at once instead. After
+    an on.event handler Kopf reads the object only to look for its own finalizer and
+    deletion mark, so an empty one leaves it nothing to do, which is what this
+    operator asks of it anyway.
     """
-    raw: dict[str, Any] = dict(event.get("object") or {})
-    return raw
+    # A plain dict parsed from the watch stream; Kopf types it as a TypedDict.
+    source = cast("dict[str, Any] | None", event.get("object"))
+    try:
+        yield dict(source or {})
+    finally:
+        if source is not None:
+            source.clear()
 
 
 def _job_handler(kind: JobKind) -> EventHandler:
     async def record_job(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
-        await OPERATOR.recorder.job(kind, type, _raw_object(event))
+        with _taken(event) as body:
+            await OPERATOR.recorder.job(kind, type, body)
 
     return record_job
 
@@ -171,7 +191,8 @@ for _kind in OPERATOR.settings.kinds:
 
 def _intermediate_handler(kind: JobKind) -> EventHandler:
     async def record_intermediate(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
-        await OPERATOR.recorder.intermediate(kind.kind, type, _raw_object(event))
+        with _taken(event) as body:
+            await OPERATOR.recorder.intermediate(kind.kind, type, body)
 
     return record_intermediate
 
@@ -186,16 +207,19 @@ for _kind in INTERMEDIATE_KINDS:
 @kopf.on.event("batch", "v1", "jobs")
 async def record_batch_job(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
     """A batch Job: recorded when opted in, else learnt as an intermediate object."""
-    await OPERATOR.recorder.batch_job(type, _raw_object(event))
+    with _taken(event) as body:
+        await OPERATOR.recorder.batch_job(type, body)
 
 
 @kopf.on.event("v1", "pods")
 async def record_pod(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
     """Record a pod if it belongs to a tracked job."""
-    await OPERATOR.recorder.pod(type, _raw_object(event))
+    with _taken(event) as body:
+        await OPERATOR.recorder.pod(type, body)
 
 
 @kopf.on.event("v1", "events")
 async def record_event(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
     """Record an Event about a tracked job or one of its pods."""
-    await OPERATOR.recorder.event(type, _raw_object(event))
+    with _taken(event) as body:
+        await OPERATOR.recorder.event(type, body)
