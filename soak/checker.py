@@ -10,8 +10,8 @@ For every object the workload made:
   object the operator never could have seen may have a row or not, but a row it has
   must hold one of its states;
 - an Event carries its latest count and lastTimestamp by the same rules, and the job
-  it is about; it must be stored only if its subject could be known: a job, a pod that
-  has or must have a row, a launcher Job still in the cluster;
+  it is about; it must be stored only if its subject could be known: a job or a pod
+  that has or must have a row, a launcher Job still in the cluster;
 - nothing else: no row for a pod or Event of no job, for a batch Job, for a uid the
   soak never made; no uid twice.
 """
@@ -231,9 +231,9 @@ class Checker:
         """Whether the operator can tell which job an Event's subject belongs to."""
         if subject is None:
             return False
-        if subject.table == JOBS:
-            return True
-        if subject.table == PODS:
+        # A job made and deleted while the operator could not see it is unknowable like
+        # such a pod: its Events name a uid that no process ever learnt the namespace of.
+        if subject.table in (JOBS, PODS):
             if subject.uid in by_uid:
                 return True
             return self._expect(subject, healthy, now, by_uid, expectations).required
