@@ -1,4 +1,4 @@
-from jobarchive.recording.attribution import UNRELATED, Attribution, Waiting
+from jobarchive.recording.attribution import ABSENT_FOR, UNRELATED, Attribution, Waiting
 
 
 class Clock:
@@ -122,3 +122,20 @@ def test_pods_and_intermediates_waiting_for_an_owner_expire() -> None:
     attribution.wait("unknown-jobset", Waiting("Job", "batch-1", "ns", "nightly"))
     clock.now = 100.0
     assert [item.uid for item in attribution.sweep(every=0) or []] == ["pod-1", "batch-1"]
+
+
+def test_a_job_the_database_lacks_is_believed_absent_briefly_and_until_seen() -> None:
+    clock = Clock()
+    attribution = Attribution(clock=clock)
+    attribution.job_absent("j1")
+    attribution.job_absent("j2")
+    clock.now = ABSENT_FOR - 1
+    assert attribution.recently_absent("j1")
+    attribution.job_seen("ns", "one", "j1", gone=False)
+    assert not attribution.recently_absent("j1")
+    clock.now = ABSENT_FOR + 1
+    # A peer may have stored it since: asked again.
+    assert not attribution.recently_absent("j2")
+    attribution.job_absent("j3")
+    attribution.job_known("j3", "ns")
+    assert not attribution.recently_absent("j3")

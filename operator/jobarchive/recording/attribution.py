@@ -39,6 +39,11 @@ EVENT = "Event"
 # What an object waits for: the uid of a job, pod or intermediate object, or a job's
 # (namespace, name) for a pod linked by label.
 Subject = str | tuple[str, str]
+# Seconds a lookup's answer that a job is not stored is believed: the pods and Events of
+# a job listed before it ask once, not each (a shard's catch-up, whose lists of jobs,
+# pods and Events of every namespace arrive in any order, asked once per pod). Short,
+# because a peer that held the lease meanwhile may store the job.
+ABSENT_FOR = 10.0
 # What keeping one waiting object costs beyond its row: the Waiting itself and its
 # entries in the waiting map and its index; rounded up, so that the bytes counted are
 # never fewer than tracemalloc finds kept (a unit test holds them to it).
@@ -161,6 +166,8 @@ class Attribution:
         self._job_namespaces: Lru[str, str] = Lru(capacity)
         self._pods: Lru[str, str] = Lru(capacity)
         self._owners: Lru[str, str] = Lru(capacity)
+        # Job uid -> when the database said it had no such job.
+        self._absent: Lru[str, float] = Lru(capacity)
         self._waiting = WaitingSet(waiting_max, waiting_bytes)
         self._last_sweep = clock()
         self._loaded = False
@@ -192,6 +199,7 @@ class Attribution:
         Events' last versions may come after it is gone), by its name unless it is gone.
         """
         self._job_namespaces.put(uid, namespace)
+        self._absent.pop(uid)
         released = self._waiting.release(uid)
         key = f"{namespace}/{name}"
         if gone:
@@ -204,6 +212,17 @@ class Attribution:
     def job_known(self, uid: str, namespace: str) -> None:
         """Record the namespace of a job learnt from the database."""
         self._job_namespaces.put(uid, namespace)
+        self._absent.pop(uid)
+
+    def job_absent(self, uid: str) -> None:
+        """Record that the database has no job ``uid`` now."""
+        self._absent.put(uid, self._clock())
+
+    def recently_absent(self, uid: str) -> bool:
+        """Whether the database said, within ``ABSENT_FOR`` seconds, that it has no job
+        ``uid`` (and the job has not been seen since)."""
+        since = self._absent.get(uid)
+        return since is not None and self._clock() - since < ABSENT_FOR
 
     def job_namespace(self, uid: str) -> str | None:
         """The namespace of the job ``uid``, if known here."""

@@ -257,11 +257,13 @@ class Attributor:
     async def _settle(self, items: list[Waiting], job_uid: str) -> list[tuple[list[Waiting], str]]:
         """``settle`` for one job: returns what was released, and the job it names."""
         judged = self.attribution.judge(job_uid, items)
-        if judged is None:
+        if judged is None and not self.attribution.recently_absent(job_uid):
             rows = await lookup(lambda: self.store.rows(Job, [job_uid]))
             if rows:
                 self.attribution.job_known(job_uid, rows[0]["namespace"])
             judged = self.attribution.judge(job_uid, items)
+            if judged is None:
+                self.attribution.job_absent(job_uid)
         if judged is None:
             for item in items:
                 self.wait(job_uid, item)
