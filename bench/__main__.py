@@ -10,7 +10,7 @@ import asyncio
 import os
 import sys
 
-from bench import console_bench, e2e_bench, query_bench, reads_bench, store_bench
+from bench import console_bench, e2e_bench, query_bench, reads_bench, scale_bench, store_bench
 from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
 
@@ -69,6 +69,8 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             page_p50, _, page_size = pages["console: job page"]
             results.append(ratio("job page p50, s", page_p50, 0.5, higher_is_better=False))
             results.append(ratio("job page weight, kB", page_size / 1000, 200, False))
+        if "scale" in args.only:
+            results.append(await scale_bench.run(databases, line, args, server_pid))
     finally:
         databases.drop_all()
     print("all targets met" if all(results) else "some targets missed")
@@ -80,8 +82,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         nargs="+",
-        default=["store", "e2e", "queries", "reads", "console"],
-        choices=["store", "e2e", "queries", "reads", "console"],
+        default=["store", "e2e", "queries", "reads", "console", "scale"],
+        choices=["store", "e2e", "queries", "reads", "console", "scale"],
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
@@ -111,6 +113,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
         type=int,
         default=DEFAULTS.api_concurrency,
         help="JOBARCHIVE_API_CONCURRENCY",
+    )
+    parser.add_argument("--scale-pods", type=int, default=100_000, help="pods (and Events)")
+    parser.add_argument("--scale-jobs", type=int, default=5000, help="jobs the pods spread over")
+    parser.add_argument(
+        "--scale-namespaces", type=int, default=100, help="namespaces; each shard serves half"
+    )
+    parser.add_argument(
+        "--scale-env",
+        nargs="*",
+        type=scale_bench.setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help="settings of every operator of the scale run, e.g. JOBARCHIVE_WAITING_MAX=200000",
     )
     args = parser.parse_args(argv)
     if args.large and 100_000 not in args.catch_up_sizes:
