@@ -127,8 +127,8 @@ def test_pods_and_intermediates_waiting_for_an_owner_expire() -> None:
 def test_a_job_the_database_lacks_is_believed_absent_briefly_and_until_seen() -> None:
     clock = Clock()
     attribution = Attribution(clock=clock)
-    attribution.job_absent("j1")
-    attribution.job_absent("j2")
+    attribution.job_looked_up("j1", None)
+    attribution.job_looked_up("j2", None)
     clock.now = ABSENT_FOR - 1
     assert attribution.recently_absent("j1")
     attribution.job_seen("ns", "one", "j1", gone=False)
@@ -136,6 +136,10 @@ def test_a_job_the_database_lacks_is_believed_absent_briefly_and_until_seen() ->
     clock.now = ABSENT_FOR + 1
     # A peer may have stored it since: asked again.
     assert not attribution.recently_absent("j2")
-    attribution.job_absent("j3")
+    attribution.job_looked_up("j3", None)
     attribution.job_known("j3", "ns")
     assert not attribution.recently_absent("j3")
+    # Seen while the database was asked: the database's "no" is already out of date.
+    attribution.job_seen("ns", "four", "j4", gone=False)
+    attribution.job_looked_up("j4", None)
+    assert not attribution.recently_absent("j4")

@@ -166,8 +166,7 @@ class Attribution:
         self._job_namespaces: Lru[str, str] = Lru(capacity)
         self._pods: Lru[str, str] = Lru(capacity)
         self._owners: Lru[str, str] = Lru(capacity)
-        # Job uid -> when the database said it had no such job.
-        self._absent: Lru[str, float] = Lru(capacity)
+        self._absent_since: Lru[str, float] = Lru(capacity)
         self._waiting = WaitingSet(waiting_max, waiting_bytes)
         self._last_sweep = clock()
         self._loaded = False
@@ -199,7 +198,7 @@ class Attribution:
         Events' last versions may come after it is gone), by its name unless it is gone.
         """
         self._job_namespaces.put(uid, namespace)
-        self._absent.pop(uid)
+        self._absent_since.pop(uid)
         released = self._waiting.release(uid)
         key = f"{namespace}/{name}"
         if gone:
@@ -212,16 +211,19 @@ class Attribution:
     def job_known(self, uid: str, namespace: str) -> None:
         """Record the namespace of a job learnt from the database."""
         self._job_namespaces.put(uid, namespace)
-        self._absent.pop(uid)
+        self._absent_since.pop(uid)
 
-    def job_absent(self, uid: str) -> None:
-        """Record that the database has no job ``uid`` now."""
-        self._absent.put(uid, self._clock())
+    def job_looked_up(self, uid: str, namespace: str | None) -> None:
+        """Record what the database said of job ``uid``: its namespace, or None for no
+        such job (unless seen meanwhile), believed for ``ABSENT_FOR`` seconds."""
+        if namespace is not None:
+            self.job_known(uid, namespace)
+        elif self._job_namespaces.get(uid) is None:
+            self._absent_since.put(uid, self._clock())
 
     def recently_absent(self, uid: str) -> bool:
-        """Whether the database said, within ``ABSENT_FOR`` seconds, that it has no job
-        ``uid`` (and the job has not been seen since)."""
-        since = self._absent.get(uid)
+        """Whether the database said lately that it has no job ``uid``, not seen since."""
+        since = self._absent_since.get(uid)
         return since is not None and self._clock() - since < ABSENT_FOR
 
     def job_namespace(self, uid: str) -> str | None:

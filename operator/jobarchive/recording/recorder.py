@@ -259,11 +259,8 @@ class Attributor:
         judged = self.attribution.judge(job_uid, items)
         if judged is None and not self.attribution.recently_absent(job_uid):
             rows = await lookup(lambda: self.store.rows(Job, [job_uid]))
-            if rows:
-                self.attribution.job_known(job_uid, rows[0]["namespace"])
+            self.attribution.job_looked_up(job_uid, rows[0]["namespace"] if rows else None)
             judged = self.attribution.judge(job_uid, items)
-            if judged is None:
-                self.attribution.job_absent(job_uid)
         if judged is None:
             for item in items:
                 self.wait(job_uid, item)
