@@ -17,10 +17,16 @@ PYTORCH = next(k for k in KINDS if k.group == "kubeflow.org" and k.kind == "PyTo
 IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
 
 
-def job_object(index: int, namespace: str = "bench") -> Body:
+def job_object(
+    index: int,
+    namespace: str = "bench",
+    example: str = "pytorch-simple.yaml",
+    prefix: str = "mnist",
+) -> Body:
+    """A running job made from a published example, named ``prefix-index``."""
     body = o.with_meta(
-        o.example("pytorch-simple.yaml"),
-        name=f"mnist-{index}",
+        o.example(example),
+        name=f"{prefix}-{index}",
         namespace=namespace,
         uid=str(uuid.uuid4()),
         resourceVersion=str(1000 + index),
@@ -30,16 +36,18 @@ def job_object(index: int, namespace: str = "bench") -> Body:
     return body
 
 
-def pod_object(job: Body, index: int) -> Body:
-    pod = o.kubeflow_pod(job, "pytorchReplicaSpecs", "Worker", index)
+def pod_object(job: Body, index: int, specs_key: str = "pytorchReplicaSpecs") -> Body:
+    """A running worker pod of ``job``, as its controller and the kubelet leave it."""
+    pod = o.kubeflow_pod(job, specs_key, "Worker", index)
     pod["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", creationTimestamp=o.T0)
-    pod["spec"]["containers"][0]["resources"] = {
+    container = pod["spec"]["containers"][0]
+    container["resources"] = {
         "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1},
         "limits": {"nvidia.com/gpu": 1, "memory": "16Gi"},
     }
     pod["spec"]["nodeName"] = f"gpu-node-{index % 64}"
     pod["status"] = o.running_status(
-        "pytorch", IMAGE, f"10.0.{index % 250}.1", f"172.16.{index % 250}.9"
+        container["name"], container["image"], f"10.0.{index % 250}.1", f"172.16.{index % 250}.9"
     )
     return pod
 

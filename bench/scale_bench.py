@@ -39,20 +39,18 @@ from jobarchive.config import DbTls
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
-from testbed import objects as o
 from testbed.cluster import EVENTS, NAMESPACES, PODS, Cluster, job_resource, resource_of
 from testbed.fast_emulator import FastEmulator, fast_cluster
 from testbed.mariadb import Databases
-from testbed.objects import Body
 from testbed.operator import OperatorProcess, write_kubeconfig
 
-# (example spec, replica specs key) of the kinds mixed, one job in five each.
+# (name prefix, example spec, replica specs key) of the kinds mixed, one job in five each.
 KINDS = (
-    ("pytorch-simple.yaml", "pytorchReplicaSpecs"),
-    ("tfjob-simple.yaml", "tfReplicaSpecs"),
-    ("jaxjob-simple.yaml", "jaxReplicaSpecs"),
-    ("xgboostjob.yaml", "xgbReplicaSpecs"),
-    ("paddle-simple-gpu.yaml", "paddleReplicaSpecs"),
+    ("pytorchjob", "pytorch-simple.yaml", "pytorchReplicaSpecs"),
+    ("tfjob", "tfjob-simple.yaml", "tfReplicaSpecs"),
+    ("jaxjob", "jaxjob-simple.yaml", "jaxReplicaSpecs"),
+    ("xgboostjob", "xgboostjob.yaml", "xgbReplicaSpecs"),
+    ("paddlejob", "paddle-simple-gpu.yaml", "paddleReplicaSpecs"),
 )
 TRACKED = [PODS, EVENTS, *(job_resource(kind) for kind in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS))]
 # Long enough for a slow machine at the default size; a stuck run ends instead of hanging.
@@ -85,40 +83,6 @@ class Plan:
         return sum(self.jobs[ns] + 2 * self.pods[ns] for ns in namespaces)
 
 
-def job_object(index: int, namespace: str) -> tuple[Body, str]:
-    """A running job of one of the mixed kinds, and its replica specs key."""
-    example, specs_key = KINDS[index % len(KINDS)]
-    spec = o.example(example)
-    job = o.with_meta(
-        spec,
-        name=f"{spec['kind'].lower()}-{index}",
-        namespace=namespace,
-        uid=f"job-{index}-{namespace}",
-        resourceVersion=str(1000 + index),
-        creationTimestamp=o.T0,
-    )
-    job["status"] = o.job_status(o.condition("Created"), o.condition("Running"))
-    return job, specs_key
-
-
-def pod_object(job: Body, specs_key: str, index: int) -> Body:
-    """A running worker pod of ``job``, as its controller and the kubelet leave it."""
-    pod = o.kubeflow_pod(job, specs_key, "Worker", index)
-    pod["metadata"].update(
-        uid=f"{job['metadata']['uid']}-worker-{index}", resourceVersion="1", creationTimestamp=o.T0
-    )
-    container = pod["spec"]["containers"][0]
-    container["resources"] = {
-        "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1},
-        "limits": {"nvidia.com/gpu": 1, "memory": "16Gi"},
-    }
-    pod["spec"]["nodeName"] = f"gpu-node-{index % 64}"
-    pod["status"] = o.running_status(
-        container["name"], container["image"], f"10.0.{index % 250}.1", f"172.16.{index % 250}.9"
-    )
-    return pod
-
-
 def fill(cluster: Cluster, pods: int, jobs: int, namespaces: int) -> Plan:
     """Put namespaces, jobs, their pods and an Event per pod straight into the store:
     jobs round-robin over the namespaces (kinds mixed within each), pods evenly over
@@ -132,13 +96,14 @@ def fill(cluster: Cluster, pods: int, jobs: int, namespaces: int) -> Plan:
         store[NAMESPACES.key, None, name] = namespace_body
     for index in range(jobs):
         namespace = names[index % namespaces]
-        job, specs_key = job_object(index // namespaces, namespace)
+        prefix, example, specs_key = KINDS[index % len(KINDS)]
+        job = data.job_object(index // namespaces, namespace, example, prefix)
         resource = resource_of(job["apiVersion"].split("/")[0], job["kind"])
         store[resource.key, namespace, job["metadata"]["name"]] = job
         plan.jobs[namespace] += 1
         own = pods // jobs + (1 if index < pods % jobs else 0)
         for replica in range(own):
-            pod = pod_object(job, specs_key, replica)
+            pod = data.pod_object(job, replica, specs_key)
             store[PODS.key, namespace, pod["metadata"]["name"]] = pod
             event = data.event_object(pod)
             store[EVENTS.key, namespace, event["metadata"]["name"]] = event
