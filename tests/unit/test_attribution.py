@@ -137,7 +137,7 @@ def test_a_job_the_database_lacks_is_believed_absent_briefly_and_until_seen() ->
     # A peer may have stored it since: asked again.
     assert not attribution.recently_absent("j2")
     attribution.job_looked_up("j3", None)
-    attribution.job_known("j3", "ns")
+    attribution.job_looked_up("j3", "ns")
     assert not attribution.recently_absent("j3")
     # Seen while the database was asked: the database's "no" is already out of date.
     attribution.job_seen("ns", "four", "j4", gone=False)

@@ -26,7 +26,7 @@ def test_nothing_belongs_to_no_job() -> None:
 def test_a_job_whose_namespace_is_unknown_cannot_be_judged_yet() -> None:
     attribution = Attribution()
     assert attribution.judge("job-uid", [pod("worker", "ml-prod")]) is None
-    attribution.job_known("job-uid", "ml-prod")
+    attribution.job_looked_up("job-uid", "ml-prod")
     assert attribution.judge("job-uid", []) == ([], [])
     attribution.load([("ml-prod", "mnist", "other-uid")], [])
     assert attribution.job_namespace("other-uid") == "ml-prod"

@@ -208,16 +208,12 @@ class Attribution:
         self._jobs_by_name.put(key, uid)
         return released + self._waiting.release((namespace, name))
 
-    def job_known(self, uid: str, namespace: str) -> None:
-        """Record the namespace of a job learnt from the database."""
-        self._job_namespaces.put(uid, namespace)
-        self._absent_since.pop(uid)
-
     def job_looked_up(self, uid: str, namespace: str | None) -> None:
         """Record what the database said of job ``uid``: its namespace, or None for no
         such job (unless seen meanwhile), believed for ``ABSENT_FOR`` seconds."""
         if namespace is not None:
-            self.job_known(uid, namespace)
+            self._job_namespaces.put(uid, namespace)
+            self._absent_since.pop(uid)
         elif self._job_namespaces.get(uid) is None:
             self._absent_since.put(uid, self._clock())
 
