@@ -465,15 +465,7 @@ def _mpijob() -> Planned:
             "namespace": job["metadata"]["namespace"],
             "uid": owner["uid"],
             "resourceVersion": version(),
-            "ownerReferences": [
-                {
-                    "apiVersion": job["apiVersion"],
-                    "kind": job["kind"],
-                    "name": job["metadata"]["name"],
-                    "uid": job["metadata"]["uid"],
-                    "controller": True,
-                }
-            ],
+            "ownerReferences": [o.owner_ref(job)],
         },
     }
     return Planned(
