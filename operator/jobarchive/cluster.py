@@ -14,6 +14,7 @@ request shows both that the server answers and that it takes the credentials.
 import asyncio
 import os
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -27,6 +28,11 @@ from kubernetes_asyncio.config.kube_config import (
 from jobarchive.logs import silenced
 
 JSON = dict[str, Any]
+PAGE_SIZE = 500
+# Only metadata is needed of what is listed: ask for it alone, as kubectl does, and take
+# full objects from a server that cannot serve it. Full pods cost most of a listing's
+# time and memory.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
 class Unavailable(Exception):
@@ -88,6 +94,33 @@ async def get_json(api: client.ApiClient, path: str, **options: Any) -> JSON:
     raises for it only when it reads the body itself.
     """
     return await _call_json(api, "GET", path, **options)
+
+
+def list_path(group: str, version: str, plural: str, namespace: str | None) -> str:
+    """Where a resource is listed: in one namespace, or (None) the whole cluster."""
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    where = f"/namespaces/{namespace}" if namespace is not None else ""
+    return f"{base}{where}/{plural}"
+
+
+async def listed(api: client.ApiClient, path: str) -> AsyncIterator[JSON]:
+    """The metadata of every object at a list path, read page by page (``PAGE_SIZE``
+    objects a request, following the server's continue token)."""
+    token: str | None = None
+    while True:
+        query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
+        if token:
+            query.append(("continue", token))
+        page = await get_json(
+            api, path, query_params=query, header_params={"Accept": METADATA_ONLY}
+        )
+        for item in page.get("items") or []:
+            meta = item.get("metadata") if isinstance(item, dict) else None
+            if isinstance(meta, dict):
+                yield meta
+        token = (page.get("metadata") or {}).get("continue") or None
+        if not token:
+            return
 
 
 async def post_json(api: client.ApiClient, path: str, body: JSON, **options: Any) -> JSON:

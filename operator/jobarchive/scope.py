@@ -23,14 +23,13 @@ import click
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.cluster import get_json
+from jobarchive.cluster import listed
 
 logger = logging.getLogger(__name__)
 # Kopf's own legacy variable for one namespace, added to the flags by ``kopf run``.
 LEGACY_VARIABLE = "KOPF_RUN_NAMESPACE"
 # The characters that make a pattern more than one namespace's name (Kopf's rule).
 PATTERN_CHARACTERS = frozenset(",*?!")
-PAGE_SIZE = 500
 
 
 def match(namespace: str, pattern: str) -> bool:
@@ -119,20 +118,7 @@ CLUSTER = Scope()
 
 async def list_names(api: client.ApiClient, path: str) -> list[str]:
     """The names of every object at a list path, page by page."""
-    names: list[str] = []
-    token: str | None = None
-    while True:
-        query: list[tuple[str, object]] = [("limit", PAGE_SIZE)]
-        if token:
-            query.append(("continue", token))
-        page = await get_json(api, path, query_params=query)
-        for item in page.get("items") or []:
-            name = (item.get("metadata") or {}).get("name")
-            if isinstance(name, str):
-                names.append(name)
-        token = (page.get("metadata") or {}).get("continue") or None
-        if not token:
-            return names
+    return [name async for meta in listed(api, path) if isinstance(name := meta.get("name"), str)]
 
 
 def from_command_line(environ: Mapping[str, str] = os.environ) -> Scope:

@@ -38,14 +38,14 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import metrics
 from jobarchive.bounded import chunks
-from jobarchive.cluster import api_client, get_json
+from jobarchive.cluster import api_client, list_path, listed
 from jobarchive.kinds import JobKind
 from jobarchive.maintenance.peering import Activity
 from jobarchive.recording.convert import mark_gone
@@ -58,10 +58,6 @@ from jobarchive.storage.writer import Backoff, Writer
 
 logger = logging.getLogger(__name__)
 
-PAGE_SIZE = 500
-# Only uids are needed: ask for metadata alone, as kubectl does, and take full objects
-# from a server that cannot serve it. Full pods cost most of a listing's time and memory.
-METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 ROWS_PER_WRITE = 500
 # A failed run is tried again after 1 s, doubling up to a minute (or the interval, if
 # shorter): each try lists the whole cluster, which a retry every few seconds would
@@ -126,13 +122,6 @@ class Outcome:
         self.namespaces_skipped += other.namespaces_skipped
 
 
-def list_path(group: str, version: str, plural: str, namespace: str | None) -> str:
-    """Where a resource is listed: in one namespace, or (None) the whole cluster."""
-    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    where = f"/namespaces/{namespace}" if namespace is not None else ""
-    return f"{base}{where}/{plural}"
-
-
 async def stored_namespaces(store: Store, scope: Scope) -> set[str]:
     """The namespaces of the scope that rows still marked in the cluster name."""
     names: set[str] = set()
@@ -144,22 +133,7 @@ async def stored_namespaces(store: Store, scope: Scope) -> set[str]:
 
 async def list_uids(api: client.ApiClient, path: str) -> set[str]:
     """The uids of every object at a list path, read page by page."""
-    uids: set[str] = set()
-    token: str | None = None
-    while True:
-        query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
-        if token:
-            query.append(("continue", token))
-        page = await get_json(
-            api, path, query_params=query, header_params={"Accept": METADATA_ONLY}
-        )
-        for item in page.get("items") or []:
-            uid = (item.get("metadata") or {}).get("uid")
-            if isinstance(uid, str):
-                uids.add(uid)
-        token = (page.get("metadata") or {}).get("continue") or None
-        if not token:
-            return uids
+    return {uid async for meta in listed(api, path) if isinstance(uid := meta.get("uid"), str)}
 
 
 class Reconciler:
