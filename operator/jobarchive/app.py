@@ -25,6 +25,7 @@ from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
 from jobarchive.reading import api, auth
+from jobarchive.recording import priming
 from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage import database as db
@@ -123,6 +124,8 @@ class Operator:
         """
         await self.serve_metrics()
         await self.open_database()
+        # Before Kopf's watches begin: the startup handler this runs in holds them back.
+        await priming.prime(self.recorder.attribution, self.settings.kinds, self.scope)
         self.writer.start()
         await self.capture.start()
         await self.serve_api()

@@ -177,12 +177,16 @@ class Attribution:
         After this, a pod unknown here is unknown to the database too, as long as
         nothing was forgotten; ``knows_all`` says so and spares a query per Event.
         """
-        for namespace, name, uid in jobs:
-            self._jobs_by_name.put(f"{namespace}/{name}", uid)
-            self._job_namespaces.put(uid, namespace)
+        self.jobs_live(jobs)
         for pod_uid, job_uid in pods:
             self._pods.put(pod_uid, job_uid)
         self._loaded = True
+
+    def jobs_live(self, jobs: list[tuple[str, str, str]]) -> None:
+        """Learn jobs (namespace, name, uid) that are live, from the database or a list."""
+        for namespace, name, uid in jobs:
+            self._jobs_by_name.put(f"{namespace}/{name}", uid)
+            self._job_namespaces.put(uid, namespace)
 
     @property
     def knows_all(self) -> bool:

@@ -18,12 +18,11 @@ a bug), is logged with its kind, namespace, name and the reason, counted
 ``invalid``, and skipped; nothing raises into Kopf.
 """
 
-import asyncio
 import contextlib
 import datetime
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from jobarchive import metrics
@@ -43,15 +42,14 @@ from jobarchive.recording.attribution import (
 from jobarchive.recording.convert.common import clip, mapping, text
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
+from jobarchive.recording.lookups import Shared, lookup
 from jobarchive.rows import UID_LENGTH, EventRow, JobRow, PodRow
-from jobarchive.storage.errors import is_unavailable
 from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
 from jobarchive.storage.store import Store
-from jobarchive.storage.writer import Backoff, Writer
+from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 R = TypeVar("R", JobRow, PodRow, EventRow)
 DELETED = "DELETED"
 ROLES_REMEMBERED = 10_000
@@ -87,6 +85,12 @@ def named(items: list[Waiting]) -> str:
     return ", ".join(names) + (f" and {more} more" if more else "")
 
 
+def given_up(items: list[Waiting], outcome: str) -> None:
+    """Count objects given up, by kind, as ``outcome`` (dropped, expired)."""
+    for kind, count in Counter(item.kind for item in items).items():
+        metrics.OBJECTS.labels(kind, outcome).inc(count)
+
+
 def reason(exc: Exception) -> str:
     """What went wrong, in a line: an InvalidObject's own words, else the exception's
     type and the start of its message."""
@@ -94,22 +98,6 @@ def reason(exc: Exception) -> str:
         return str(exc)
     message = str(exc)[:REASON_LENGTH].replace("\n", " ")
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-async def lookup(query: Callable[[], Awaitable[T]]) -> T:
-    """A database lookup, asked again until the database answers, as the writer waits.
-
-    An object whose lookup failed must not wait for its job or pod to appear: one
-    deleted meanwhile never appears again, and the object would be lost.
-    """
-    backoff = Backoff()
-    while True:
-        try:
-            return await query()
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
-            await asyncio.sleep(backoff.next())
 
 
 async def labelled_job(
@@ -218,10 +206,9 @@ class RowWriter:
 
 
 class Attributor:
-    """Attributes objects to the job they name, within its namespace: stores what is the
-    job's, counts the rest unrelated (and what waited for them), lets what cannot be
-    judged yet wait. Keeps the roles a TrainJob's JobSet states, which know the
-    runtime's defaults that the TrainJob's own spec leaves out."""
+    """Attributes objects to the job they name, within its namespace: stores the job's,
+    counts the rest unrelated (with what waited for them), lets the unjudged wait. Keeps
+    the roles a TrainJob's JobSet states (the runtime's defaults its own spec leaves out)."""
 
     def __init__(self, store: Store, attribution: Attribution, rows: RowWriter) -> None:
         self.store = store
@@ -229,6 +216,7 @@ class Attributor:
         self.rows = rows
         # TrainJob uid -> its resources JSON, as its JobSet states the roles.
         self._roles: Lru[str, str] = Lru(ROLES_REMEMBERED)
+        self._look_up_job = Shared(self._ask_job)
 
     def roles(self, trainjob_uid: str) -> str | None:
         """The roles the TrainJob's JobSet stated, as resources JSON, if one was seen."""
@@ -258,8 +246,7 @@ class Attributor:
         """``settle`` for one job: returns what was released, and the job it names."""
         judged = self.attribution.judge(job_uid, items)
         if judged is None and not self.attribution.recently_absent(job_uid):
-            rows = await lookup(lambda: self.store.rows(Job, [job_uid]))
-            self.attribution.job_looked_up(job_uid, rows[0]["namespace"] if rows else None)
+            await self._look_up_job(job_uid)
             judged = self.attribution.judge(job_uid, items)
         if judged is None:
             for item in items:
@@ -280,13 +267,17 @@ class Attributor:
                 released.append((self.attribution.intermediate_seen(item.uid, job_uid), job_uid))
         return released
 
+    async def _ask_job(self, job_uid: str) -> None:
+        """Ask the database for the job ``job_uid``, and note its answer."""
+        rows = await lookup(lambda: self.store.rows(Job, [job_uid]))
+        self.attribution.job_looked_up(job_uid, rows[0]["namespace"] if rows else None)
+
     def wait(self, subject: Subject, item: Waiting) -> None:
         """Let an object wait for ``subject``; say what the bounds dropped, and sweep."""
         self.dropped(self.attribution.wait(subject, item))
         expired = self.attribution.sweep()
         if expired:
-            for kind, count in Counter(item.kind for item in expired).items():
-                metrics.OBJECTS.labels(kind, "expired").inc(count)
+            given_up(expired, "expired")
             logger.info(
                 "Gave up on %d object(s) whose job, pod or owner never appeared within %.0f s: %s",
                 len(expired),
@@ -296,16 +287,14 @@ class Attributor:
 
     def dropped(self, items: list[Waiting]) -> None:
         """Count and name what was dropped from the waiting set, its content unsaid."""
-        if not items:
-            return
-        for kind, count in Counter(item.kind for item in items).items():
-            metrics.OBJECTS.labels(kind, "dropped").inc(count)
-        logger.warning(
-            "Dropped %d object(s) that waited longest for their job, pod or owner: the "
-            "waiting set is full (JOBARCHIVE_WAITING_MAX, JOBARCHIVE_WAITING_BYTES): %s",
-            len(items),
-            named(items),
-        )
+        if items:
+            given_up(items, "dropped")
+            logger.warning(
+                "Dropped %d object(s) that waited longest for their job, pod or owner: the "
+                "waiting set is full (JOBARCHIVE_WAITING_MAX, JOBARCHIVE_WAITING_BYTES): %s",
+                len(items),
+                named(items),
+            )
 
     def _unrelated(self, item: Waiting, job_uid: str) -> list[Waiting]:
         """Count an object that is no tracked job's; return what waited for it."""
@@ -337,9 +326,10 @@ class Attributor:
                 convert.mark_gone(row, now)
             rows.append(row)
             changed.append(item.changed)
-        released: list[Waiting] = []
-        for stored in await self.rows.write(Pod, POD, rows, changed):
-            released.extend(self.attribution.pod_tracked(stored["pod_id"], job_uid))
+        # The job's before the commit, so that its Events need not wait for it (in a
+        # catch-up commits trail handlers by thousands); refused, it is still the job's.
+        released = [e for row in rows for e in self.attribution.pod_tracked(row["pod_id"], job_uid)]
+        await self.rows.write(Pod, POD, rows, changed)
         return released
 
     async def _store_events(self, items: list[Waiting], job_uid: str) -> None:

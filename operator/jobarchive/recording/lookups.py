@@ -1,0 +1,66 @@
+"""The recorder's database lookups: asked again until the database answers, and shared
+by everyone who asks the same question while it is being answered.
+
+A shard's catch-up handles the pods of a job before the job (its lists of every kind
+and namespace arrive together, in any order), and Kopf handles them concurrently:
+asked each, 100,000 pods asked as many queries at once, which queued in the pool ahead
+of the writer's commits and stopped them for tens of seconds.
+"""
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
+
+from jobarchive.storage.errors import is_unavailable
+from jobarchive.storage.writer import Backoff
+
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
+
+
+async def lookup(query: Callable[[], Awaitable[T]]) -> T:
+    """A database lookup, asked again until the database answers, as the writer waits.
+
+    An object whose lookup failed must not wait for its job or pod to appear: one
+    deleted meanwhile never appears again, and the object would be lost.
+    """
+    backoff = Backoff()
+    while True:
+        try:
+            return await query()
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            await asyncio.sleep(backoff.next())
+
+
+class Shared(Generic[K, T]):
+    """One ``ask(key)`` in flight per key: whoever asks meanwhile waits for its answer
+    (or its exception) instead of asking again."""
+
+    def __init__(self, ask: Callable[[K], Awaitable[T]]) -> None:
+        self._ask = ask
+        self._asking: dict[K, asyncio.Future[T]] = {}
+
+    async def __call__(self, key: K) -> T:
+        """The answer for ``key``, from the question in flight if there is one."""
+        pending = self._asking.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._ask(key))
+            self._asking[key] = pending
+            pending.add_done_callback(lambda done: self._finished(key, done))
+        # Shielded: one asker cancelled (Kopf stopping its handler) must not cancel the
+        # question the others wait for.
+        return await asyncio.shield(pending)
+
+    @property
+    def in_flight(self) -> int:
+        """How many questions are being answered now."""
+        return len(self._asking)
+
+    def _finished(self, key: K, done: asyncio.Future[T]) -> None:
+        del self._asking[key]
+        # Retrieved here, so that a failure nobody waits for any more (all its askers
+        # cancelled) is not reported by asyncio as never retrieved; askers still get it.
+        if not done.cancelled():
+            done.exception()

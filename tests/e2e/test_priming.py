@@ -1,0 +1,110 @@
+"""The live jobs are listed before Kopf's watches begin, so that the pods and Events of a
+job whose own list Kopf has not read yet are stored at once instead of waiting for it
+(a shard's catch-up, whose lists of every kind and namespace arrive in any order). A
+list the operator may not read only leaves its jobs to the watches."""
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import aiohttp.web
+import kmock
+import pytest
+
+from jobarchive.cluster import METADATA_ONLY
+from jobarchive.storage.models import Event, Job, Pod
+from testbed import objects as o
+from testbed.cluster import (
+    EVENTS,
+    PODS,
+    Cluster,
+    Emulator,
+    Resource,
+    emulated_cluster,
+    resource_of,
+)
+from tests.support.operators import OperatorFactory
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.e2e
+TFJOBS = resource_of("kubeflow.org", "TFJob")
+PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
+WORKERS = 20
+
+
+class HeldJobLists(Emulator):
+    """Holds Kopf's list of TFJobs until ``release`` is set, and refuses the operator's own
+    metadata-only list of PyTorchJobs as a server refuses what RBAC does not grant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        own = METADATA_ONLY in request.headers.get("Accept", "")
+        if request.action == kmock.action.LIST and request.url.path.endswith("/tfjobs") and not own:
+            await self.release.wait()
+        if request.url.path.endswith("/pytorchjobs") and own:
+            status = {"kind": "Status", "code": 403, "reason": "Forbidden"}
+            return aiohttp.web.json_response(status, status=403)
+        return await super()._handle(request)
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    """The test bed's cluster, holding and refusing job lists as ``HeldJobLists`` does."""
+    async with emulated_cluster(HeldJobLists()) as api:
+        yield api
+
+
+async def job_with_workers(cluster: Cluster, resource: Resource, example: str, key: str) -> str:
+    """A job with ``WORKERS`` worker pods and an Event about each; the job's uid."""
+    job = await cluster.create(resource, o.example(example))
+    for index in range(WORKERS):
+        pod = await cluster.create(PODS, o.kubeflow_pod(job, key, "Worker", index))
+        await cluster.create(EVENTS, o.event(pod, "Pulled", "Container image pulled"))
+    return str(job["metadata"]["uid"])
+
+
+async def stored(job_uid: str, rows: tuple[int, int, int]) -> bool:
+    """Whether the job's rows, its pods' and its Events' number ``rows``."""
+    found = (
+        await Job.filter(job_id=job_uid).count(),
+        await Pod.filter(job_id=job_uid).count(),
+        await Event.filter(job_id=job_uid).count(),
+    )
+    return found == rows
+
+
+async def test_pods_and_events_of_a_job_kopf_has_not_listed_yet_are_stored_without_waiting(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    emulator = cluster.emulator
+    assert isinstance(emulator, HeldJobLists)
+    job_uid = await job_with_workers(cluster, TFJOBS, "tfjob-simple.yaml", "tfReplicaSpecs")
+
+    operator = await start_operator()
+
+    # Kopf has not had the job: its pods and their Events are stored all the same.
+    await eventually(lambda: stored(job_uid, (0, WORKERS, WORKERS)), within=60)
+    assert "Listed 1 live jobs before watching" in operator.log()
+
+    emulator.release.set()
+    await eventually(lambda: stored(job_uid, (1, WORKERS, WORKERS)))
+
+
+async def test_a_job_list_the_operator_may_not_read_leaves_its_jobs_to_the_watches(
+    cluster: Cluster, start_operator: OperatorFactory
+) -> None:
+    emulator = cluster.emulator
+    assert isinstance(emulator, HeldJobLists)
+    emulator.release.set()
+    job_uid = await job_with_workers(
+        cluster, PYTORCHJOBS, "pytorch-simple.yaml", "pytorchReplicaSpecs"
+    )
+
+    operator = await start_operator()
+
+    await eventually(lambda: stored(job_uid, (1, WORKERS, WORKERS)), within=60)
+    refused = [line for line in operator.log().splitlines() if "Could not list" in line]
+    assert len(refused) == 1
+    assert "/pytorchjobs: 403 Forbidden" in refused[0]
