@@ -315,6 +315,8 @@ async def test_shards_record_reconcile_and_prune_only_their_own_namespaces(
     assert not await Job.filter(namespace="ml-scratch").exists()
     assert await Pod.filter(namespace="team-a").count() == 1
     assert "namespaces team-b ml-*,!ml-scratch" in shard_b.log()
+    # One stream per kind and namespace: a shard bounds what each has in flight.
+    assert "Handling at most 200 objects of each kind and namespace at once" in shard_b.log()
     served = {"team-a", "team-b", "ml-one", "ml-late"}
     assert ungranted(cluster, served) == []
 

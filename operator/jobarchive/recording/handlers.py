@@ -40,6 +40,12 @@ RETRY_START_AFTER = 10
 # at once, which the collector walks again and again.
 WORKER_IDLE_TIMEOUT = 0.05
 
+# Under --namespace, objects of one watch stream (one kind in one namespace) handled at
+# once. Kopf starts one object's handling per stream per turn of its loop: one operator
+# has two busy streams (pods, Events), a shard of 100 namespaces two hundred, which put
+# every listed object in flight at once (ARCHITECTURE.md, decision 22).
+SHARD_WORKER_LIMIT = 200
+
 # Python's collector after start-up: a young collection every 50,000 allocations
 # (Python's own: 700), the older generations as often as Python collects them relative
 # to the young one. Chosen from figures: ARCHITECTURE.md, decision 21.
@@ -103,9 +109,15 @@ def _observe_passively(settings: kopf.OperatorSettings) -> None:
 
 
 def _pace(settings: kopf.OperatorSettings) -> None:
-    """Turn off the Kopf machinery that on.event handlers do not use."""
+    """Turn off the Kopf machinery that on.event handlers do not use; under
+    ``--namespace``, bound what each watch stream has in flight."""
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
+    if not OPERATOR.scope.clusterwide:
+        settings.queueing.worker_limit = SHARD_WORKER_LIMIT
+        logger.info(
+            "Handling at most %d objects of each kind and namespace at once", SHARD_WORKER_LIMIT
+        )
 
 
 def _settle_collector() -> None:
