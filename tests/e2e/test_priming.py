@@ -9,8 +9,12 @@ from collections.abc import AsyncIterator
 import aiohttp.web
 import kmock
 import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive.cluster import METADATA_ONLY
+from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.recording.priming import failure, identity, live_jobs
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import (
@@ -28,6 +32,7 @@ from tests.support.waiting import eventually
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
+XGBOOSTJOBS = resource_of("kubeflow.org", "XGBoostJob")
 WORKERS = 20
 
 
@@ -38,11 +43,16 @@ class HeldJobLists(Emulator):
     def __init__(self) -> None:
         super().__init__()
         self.release = asyncio.Event()
+        # Whether the operator's own list of TFJobs is held too (until the server stops).
+        self.hold_own = False
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         own = METADATA_ONLY in request.headers.get("Accept", "")
-        if request.action == kmock.action.LIST and request.url.path.endswith("/tfjobs") and not own:
-            await self.release.wait()
+        if request.action == kmock.action.LIST and request.url.path.endswith("/tfjobs"):
+            if not own:
+                await self.release.wait()
+            elif self.hold_own:
+                await asyncio.Event().wait()
         if request.url.path.endswith("/pytorchjobs") and own:
             status = {"kind": "Status", "code": 403, "reason": "Forbidden"}
             return aiohttp.web.json_response(status, status=403)
@@ -108,3 +118,49 @@ async def test_a_job_list_the_operator_may_not_read_leaves_its_jobs_to_the_watch
     refused = [line for line in operator.log().splitlines() if "Could not list" in line]
     assert len(refused) == 1
     assert "/pytorchjobs: 403 Forbidden" in refused[0]
+
+
+async def test_a_listing_the_server_does_not_answer_in_time_is_cut_keeping_what_it_found(
+    cluster: Cluster,
+) -> None:
+    emulator = cluster.emulator
+    assert isinstance(emulator, HeldJobLists)
+    emulator.hold_own = True
+    tfjob = await cluster.create(TFJOBS, o.example("tfjob-simple.yaml"))
+    xgboost = await cluster.create(XGBOOSTJOBS, o.example("xgboostjob.yaml"))
+    kinds = [
+        kind
+        for kind in BUILTIN_KINDS
+        if kind.group == "kubeflow.org" and kind.plural in ("tfjobs", "xgboostjobs")
+    ]
+
+    async with client.ApiClient(client.Configuration(host=cluster.url)) as api:
+        found = await live_jobs(api, kinds, [None, "default"], within=1.0)
+
+    meta = xgboost["metadata"]
+    assert found.jobs == [(meta["namespace"], meta["name"], meta["uid"])] * 2
+    assert found.lists == 4
+    assert found.failures == ["not all listed within 1 s"]
+    assert tfjob["metadata"]["uid"] not in {uid for _, _, uid in found.jobs}
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        ({"namespace": "ns", "name": "a", "uid": "u"}, ("ns", "a", "u")),
+        ({"namespace": "ns", "name": "a"}, None),
+        ({"namespace": "", "name": "a", "uid": "u"}, None),
+        ({"namespace": "ns", "name": 7, "uid": "u"}, None),
+        ({}, None),
+    ],
+)
+def test_a_listed_job_is_known_by_its_namespace_name_and_uid_or_not_at_all(
+    meta: dict[str, object], expected: tuple[str, str, str] | None
+) -> None:
+    assert identity(meta) == expected
+
+
+def test_a_failed_list_is_said_in_a_few_words() -> None:
+    assert failure(ApiException(status=403, reason="Forbidden")) == "403 Forbidden"
+    assert failure(TimeoutError()) == "TimeoutError"
+    assert failure(ValueError("x" * 500)) == "ValueError " + "x" * 200

@@ -21,11 +21,10 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 
-import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.cluster import Unavailable, api_client, list_path, listed
+from jobarchive.cluster import api_client, list_path, listed
 from jobarchive.kinds import JobKind
 from jobarchive.recording.attribution import Attribution
 from jobarchive.scope import Scope
@@ -57,11 +56,12 @@ async def prime(attribution: Attribution, kinds: Iterable[JobKind], served: Scop
         async with await api_client() as api:
             places = await served.namespaces(api)
             found = await live_jobs(api, list(kinds), [None] if places is None else places)
-    except (ApiException, aiohttp.ClientError, TimeoutError, Unavailable) as exc:
+    # Whatever went wrong only leaves the jobs to the watches, which Kopf starts next.
+    except Exception as exc:
         logger.warning(
             "Could not list the live jobs before watching (%s); pods handled before their "
             "job wait for it",
-            f"{exc.status} {exc.reason}" if isinstance(exc, ApiException) else type(exc).__name__,
+            failure(exc),
         )
         return
     attribution.jobs_live(found.jobs)
@@ -99,11 +99,10 @@ async def live_jobs(
                     job = identity(meta)
                     if job is not None:
                         found.jobs.append(job)
-            except ApiException as exc:
-                if exc.status != NOT_FOUND:
-                    found.failures.append(f"{path}: {exc.status} {exc.reason}")
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                found.failures.append(f"{path}: {type(exc).__name__} {exc}".rstrip())
+            # One list's failure, of whatever kind, leaves only its jobs to the watches.
+            except Exception as exc:
+                if not (isinstance(exc, ApiException) and exc.status == NOT_FOUND):
+                    found.failures.append(f"{path}: {failure(exc)}")
 
     paths = [list_path(k.group, k.version, k.plural, place) for k in kinds for place in places]
     found.lists = len(paths)
@@ -112,6 +111,14 @@ async def live_jobs(
     except TimeoutError:
         found.failures.append(f"not all listed within {within:g} s")
     return found
+
+
+def failure(exc: Exception) -> str:
+    """Why a request failed, in a few words: the status, else the exception's type and
+    the start of its message."""
+    if isinstance(exc, ApiException):
+        return f"{exc.status} {exc.reason}"
+    return f"{type(exc).__name__} {str(exc)[:200]}".rstrip()
 
 
 def identity(meta: dict[str, object]) -> tuple[str, str, str] | None:
