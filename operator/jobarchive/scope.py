@@ -96,7 +96,7 @@ class Scope:
         if self.exact and not existing:
             return sorted(names)
         try:
-            listed = await list_names(api, "/api/v1/namespaces")
+            found = await list_names(api, "/api/v1/namespaces")
         except ApiException as exc:
             if exc.status not in (401, 403):
                 raise
@@ -109,7 +109,7 @@ class Scope:
                 " ".join(sorted(names)) or "none",
             )
             return sorted(names)
-        return sorted(name for name in listed if self.matches(name))
+        return sorted(name for name in found if self.matches(name))
 
 
 # Every namespace: ``--all-namespaces``, and Kopf's default.

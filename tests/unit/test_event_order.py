@@ -19,11 +19,13 @@ class HeldWriter:
     commits at once. What it committed, by table."""
 
     def __init__(self) -> None:
+        self.writing_pod = asyncio.Event()
         self.commit = asyncio.Event()
         self.committed: dict[type[Stamped], list[object]] = {Pod: [], Event: []}
 
     async def write(self, model: type[Stamped], rows: list[object], changed: object) -> list[None]:
         if model is Pod:
+            self.writing_pod.set()
             await self.commit.wait()
         self.committed.setdefault(model, []).extend(rows)
         return [None] * len(rows)
@@ -32,15 +34,14 @@ class HeldWriter:
 async def test_an_event_about_a_pod_whose_row_is_being_committed_does_not_wait() -> None:
     writer = HeldWriter()
     attribution = Attribution()
-    attribution.load([], [])
+    attribution.load([("ns", "train", "job-1")], [])
     recorder = Recorder(load({}), cast(Store, None), cast(Writer, writer), attribution)
     job = o.with_meta(o.example("tfjob-simple.yaml"), name="train", namespace="ns", uid="job-1")
-    attribution.jobs_live([("ns", "train", "job-1")])
     pod = o.kubeflow_pod(job, "tfReplicaSpecs", "Worker", 0)
     pod["metadata"] |= {"uid": "pod-1", "resourceVersion": "1"}
 
     storing = asyncio.ensure_future(recorder.pod(None, pod))
-    await asyncio.sleep(0)
+    await writer.writing_pod.wait()
     event = o.event(pod, "Pulled", "Container image pulled")
     event["metadata"] |= {"uid": "event-1", "resourceVersion": "2"}
     await recorder.event(None, event)

@@ -3,6 +3,7 @@ shard's catch-up, whose lists arrive in any order, asked once per pod and starve
 own commits. Once in a row, and once when Kopf handles them all at the same time."""
 
 import asyncio
+import gc
 from typing import cast
 
 import pytest
@@ -59,6 +60,13 @@ async def test_pods_of_a_job_not_yet_stored_look_it_up_once(together: bool) -> N
     assert attribution.waiting_counts() == (PODS, 0)
 
 
+async def turns() -> None:
+    """A few turns of the loop: enough for an asker to start its question, and for a
+    question to start."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
 async def test_a_shared_question_is_asked_once_and_its_failure_reaches_every_asker() -> None:
     asked: list[str] = []
     gate = asyncio.Event()
@@ -73,15 +81,14 @@ async def test_a_shared_question_is_asked_once_and_its_failure_reaches_every_ask
     shared = Shared(ask)
     good = [asyncio.ensure_future(shared("a")) for _ in range(3)]
     bad = [asyncio.ensure_future(shared("bad")) for _ in range(2)]
-    await asyncio.sleep(0)
-    assert shared.in_flight == 2
+    await turns()
+    assert sorted(asked) == ["a", "bad"]
     gate.set()
 
     assert await asyncio.gather(*good) == ["A", "A", "A"]
     for failed in await asyncio.gather(*bad, return_exceptions=True):
         assert isinstance(failed, ValueError)
     assert sorted(asked) == ["a", "bad"]
-    assert shared.in_flight == 0
     assert await shared("a") == "A"
     assert asked.count("a") == 2
 
@@ -103,3 +110,35 @@ async def test_a_cancelled_asker_leaves_the_question_to_the_others() -> None:
 
     assert await second == "k"
     assert first.cancelled()
+
+
+async def test_a_question_whose_askers_all_left_fails_quietly_and_is_asked_anew() -> None:
+    gate = asyncio.Event()
+    asked = 0
+    reported: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context))
+
+    async def ask(key: str) -> str:
+        nonlocal asked
+        asked += 1
+        await gate.wait()
+        raise ValueError("no such thing")
+
+    shared = Shared(ask)
+    askers = [asyncio.ensure_future(shared("k")) for _ in range(2)]
+    await turns()
+    for asker in askers:
+        asker.cancel()
+    gate.set()
+    await asyncio.gather(*askers, return_exceptions=True)
+    await turns()
+    gc.collect()
+
+    assert reported == []
+    gate.clear()
+    again = asyncio.ensure_future(shared("k"))
+    await turns()
+    assert asked == 2
+    gate.set()
+    with pytest.raises(ValueError, match="no such thing"):
+        await again

@@ -113,7 +113,8 @@ def _pace(settings: kopf.OperatorSettings) -> None:
     ``--namespace``, bound what each watch stream has in flight."""
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
-    if not OPERATOR.scope.clusterwide:
+    # Said once: the start is tried again every few seconds while the database is away.
+    if not OPERATOR.scope.clusterwide and settings.queueing.worker_limit != SHARD_WORKER_LIMIT:
         settings.queueing.worker_limit = SHARD_WORKER_LIMIT
         logger.info(
             "Handling at most %d objects of each kind and namespace at once", SHARD_WORKER_LIMIT

@@ -48,19 +48,8 @@ class Shared(Generic[K, T]):
         if pending is None:
             pending = asyncio.ensure_future(self._ask(key))
             self._asking[key] = pending
-            pending.add_done_callback(lambda done: self._finished(key, done))
+            pending.add_done_callback(lambda _: self._asking.pop(key))
         # Shielded: one asker cancelled (Kopf stopping its handler) must not cancel the
-        # question the others wait for.
+        # question the others wait for. A failure nobody waits for any more is marked
+        # retrieved by the shield, so asyncio reports nothing.
         return await asyncio.shield(pending)
-
-    @property
-    def in_flight(self) -> int:
-        """How many questions are being answered now."""
-        return len(self._asking)
-
-    def _finished(self, key: K, done: asyncio.Future[T]) -> None:
-        del self._asking[key]
-        # Retrieved here, so that a failure nobody waits for any more (all its askers
-        # cancelled) is not reported by asyncio as never retrieved; askers still get it.
-        if not done.cancelled():
-            done.exception()

@@ -8,11 +8,16 @@ together, and its pods came before their jobs by the thousand (ARCHITECTURE.md,
 decision 22).
 
 So the operator lists the live jobs first, metadata only, in the places it serves, and
-tells the attribution each one's namespace and name: a pod of a job live at the start
-is judged the moment it is handled. Job lists are small (one object per job), so this
-costs a few requests, not a second catch-up. Whatever cannot be listed (a kind not
-installed, a namespace not granted, a server that does not answer in time) is learnt
-from the watches, as before: this only spares waiting, and decides nothing.
+tells the attribution each one's namespace and name: a pod whose owner or labels name
+a job live at the start is judged the moment it is handled. (A pod reached through an
+intermediate object, a JobSet, batch Job or RayCluster, still waits for that object.)
+Job lists are small (one object per job), so this costs a few requests, not a second
+catch-up. Whatever cannot be listed (a kind not installed, a namespace not granted, a
+server that does not answer in time) is learnt from the watches, as before.
+
+What it decides: the pods and Events of a job listed here are stored even if the job's
+own row never is (the job is deleted before Kopf lists it, or it is invalid, or the
+database refuses it; each is logged). Before, they waited for it and were given up.
 """
 
 import asyncio
@@ -53,8 +58,10 @@ async def prime(attribution: Attribution, kinds: Iterable[JobKind], served: Scop
     how many, and what could not be listed. Never raises for the cluster's sake."""
     started = time.monotonic()
     try:
-        async with await api_client() as api:
-            places = await served.namespaces(api)
+        # Each step is cut: the client (a kubeconfig's credential plugin may run), the
+        # namespaces matching a pattern, the lists. The watches wait for all of it.
+        async with await asyncio.wait_for(api_client(), WITHIN) as api:
+            places = await asyncio.wait_for(served.namespaces(api), WITHIN)
             found = await live_jobs(api, list(kinds), [None] if places is None else places)
     # Whatever went wrong only leaves the jobs to the watches, which Kopf starts next.
     except Exception as exc:
@@ -91,6 +98,7 @@ async def live_jobs(
     what was found within ``within`` seconds, the rest counted as failed."""
     found = LiveJobs()
     limit = asyncio.Semaphore(CONCURRENCY)
+    unfinished: dict[str, None] = {}
 
     async def one(path: str) -> None:
         async with limit:
@@ -103,13 +111,15 @@ async def live_jobs(
             except Exception as exc:
                 if not (isinstance(exc, ApiException) and exc.status == NOT_FOUND):
                     found.failures.append(f"{path}: {failure(exc)}")
+            del unfinished[path]
 
     paths = [list_path(k.group, k.version, k.plural, place) for k in kinds for place in places]
+    unfinished.update(dict.fromkeys(paths))
     found.lists = len(paths)
     try:
         await asyncio.wait_for(asyncio.gather(*map(one, paths)), within)
     except TimeoutError:
-        found.failures.append(f"not all listed within {within:g} s")
+        found.failures.extend(f"{path}: not listed within {within:g} s" for path in unfinished)
     return found
 
 
