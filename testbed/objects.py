@@ -39,6 +39,16 @@ def job_kind(kinds: KindRegistry, body: Body) -> JobKind:
     return found
 
 
+def fresh(body: Body) -> Body:
+    """A copy of an object as a client creates it: without what the API server sets
+    (uid, resourceVersion, creationTimestamp, status)."""
+    result = copy.deepcopy(body)
+    for field in ("uid", "resourceVersion", "creationTimestamp"):
+        result["metadata"].pop(field, None)
+    result.pop("status", None)
+    return result
+
+
 def with_meta(body: Body, **meta: Any) -> Body:
     """A copy of an object with metadata fields set (uid, resourceVersion, ...)."""
     result = copy.deepcopy(body)

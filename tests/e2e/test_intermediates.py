@@ -2,8 +2,6 @@
 per retry) and submitter Job, including a cluster deleted before its pods; and plain
 batch Jobs, recorded when opted in by a label selector and only then."""
 
-import copy
-
 import pytest
 
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
@@ -20,14 +18,6 @@ pytestmark = pytest.mark.e2e
 RAYJOBS = resource_of("ray.io", "RayJob")
 RAYCLUSTERS = resource_of("ray.io", "RayCluster")
 ALL = [PODS, EVENTS, *(job_resource(k) for k in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS))]
-
-
-def fresh(body: Body) -> Body:
-    result = copy.deepcopy(body)
-    for field in ("uid", "resourceVersion", "creationTimestamp"):
-        result["metadata"].pop(field, None)
-    result.pop("status", None)
-    return result
 
 
 async def ray_cluster(cluster: Cluster, rayjob: Body, suffix: str) -> Body:
@@ -71,7 +61,7 @@ def ray_pod(raycluster: Body, node_type: str, group: str, index: int) -> Body:
 async def test_a_rayjob_with_one_retry_keeps_every_pod_of_both_clusters(
     cluster: Cluster, operator: OperatorProcess
 ) -> None:
-    rayjob = await cluster.create(RAYJOBS, fresh(o.fixture("rayjob.yaml")))
+    rayjob = await cluster.create(RAYJOBS, o.fresh(o.fixture("rayjob.yaml")))
     ns, name, uid = (rayjob["metadata"][k] for k in ("namespace", "name", "uid"))
     first = await ray_cluster(cluster, rayjob, "aaaaa")
     first_pods = [await cluster.create(PODS, ray_pod(first, "head", "headgroup", 0))]
