@@ -13,7 +13,7 @@ from kubernetes_asyncio import client
 
 from jobarchive.cluster import METADATA_ONLY
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, KindRegistry
-from jobarchive.recording.priming import live_jobs
+from jobarchive.recording.priming import list_live
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import (
@@ -143,7 +143,7 @@ async def test_a_listing_the_server_does_not_answer_in_time_is_cut_keeping_what_
     ]
 
     async with client.ApiClient(client.Configuration(host=cluster.url)) as api:
-        found = await live_jobs(api, KindRegistry(kinds), [None, "default"], within=1.0)
+        found = await list_live(api, KindRegistry(kinds), [None, "default"], within=1.0)
 
     meta = xgboost["metadata"]
     assert found.jobs == [(meta["namespace"], meta["name"], meta["uid"])] * 2

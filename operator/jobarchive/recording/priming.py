@@ -41,6 +41,7 @@ from jobarchive.kinds import (
     is_intermediate,
 )
 from jobarchive.recording.attribution import Attribution
+from jobarchive.recording.convert.common import text
 from jobarchive.scope import Scope
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ async def prime(attribution: Attribution, kinds: KindRegistry, served: Scope) ->
         # namespaces matching a pattern, the lists. The watches wait for all of it.
         async with await asyncio.wait_for(api_client(), WITHIN) as api:
             places = await asyncio.wait_for(served.namespaces(api), WITHIN)
-            found = await live_jobs(api, kinds, [None] if places is None else places)
+            found = await list_live(api, kinds, [None] if places is None else places)
     # Whatever went wrong only leaves the jobs to the watches, which Kopf starts next.
     except Exception as exc:
         logger.warning(
@@ -117,7 +118,7 @@ async def prime(attribution: Attribution, kinds: KindRegistry, served: Scope) ->
         )
 
 
-async def live_jobs(
+async def list_live(
     api: client.ApiClient,
     kinds: KindRegistry,
     places: Sequence[str | None],
@@ -215,8 +216,3 @@ def identity(meta: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """(namespace, name, uid) of a listed job; None when the server left one out."""
     namespace, name, uid = (text(meta.get(key)) for key in ("namespace", "name", "uid"))
     return (namespace, name, uid) if namespace and name and uid else None
-
-
-def text(value: object) -> str:
-    """A metadata field as a string, empty when it is not one."""
-    return value if isinstance(value, str) else ""
