@@ -52,6 +52,14 @@ Execute = Callable[[str, list[Any]], Awaitable[tuple[int, Sequence[Mapping[str, 
 _INSERT_ONLY = frozenset({"gmt_created"})
 
 
+def _quoted(identifier: str, mark: str, refused: str) -> str:
+    """``identifier`` between two ``mark``s, each ``mark`` in it doubled: how both engines
+    read a quote character inside a quoted name. A character of ``refused`` raises."""
+    if any(character in identifier for character in refused):
+        raise ValueError(f"{identifier[:80]!r} holds one of {refused!r}, refused in a name")
+    return mark + identifier.replace(mark, mark * 2) + mark
+
+
 class Dialect(abc.ABC):
     """What differs between the databases the store supports."""
 
@@ -71,7 +79,7 @@ class Dialect(abc.ABC):
 
     @abc.abstractmethod
     def quote(self, identifier: str) -> str:
-        """A table or column name, quoted."""
+        """A table, column or index name as one identifier, whatever characters it holds."""
 
     @abc.abstractmethod
     def upsert_sql(self, table: Table, rows: int) -> str:
@@ -185,14 +193,15 @@ class MySQL(Dialect):
         return "asyncmy" if importlib.util.find_spec("asyncmy") else "aiomysql"
 
     def quote(self, identifier: str) -> str:
-        """Backquoted."""
-        return f"`{identifier}`"
+        """Backquoted, a backquote in it doubled; NUL and ``%`` refused (decision 13)."""
+        return _quoted(identifier, "`", refused="\0%")
 
     def upsert_sql(self, table: Table, rows: int) -> str:
         """INSERT ... ON DUPLICATE KEY UPDATE, each column assigned unless the row is stale."""
-        cols = ", ".join(self.quote(c) for c in table.columns)
+        q = self.quote
+        cols = ", ".join(q(c) for c in table.columns)
         one = "(" + ", ".join([self.placeholder] * len(table.columns)) + ")"
-        old, new = "`version`", "VALUES(`version`)"
+        old, new = q("version"), f"VALUES({q('version')})"
         stale = (
             f"({old} REGEXP '^[0-9]+$' AND {new} REGEXP '^[0-9]+$' AND "
             f"(CHAR_LENGTH({new}) < CHAR_LENGTH({old}) OR "
@@ -207,11 +216,11 @@ class MySQL(Dialect):
         first, *rest = updated
         # A stale row also bumps a counter, so the caller learns how many the guard kept.
         counted = f"(@jobarchive_stale := {stale}) AND (@jobarchive_kept := @jobarchive_kept + 1)"
-        sets = [f"`{first}` = IF({counted}, `{first}`, VALUES(`{first}`))"]
-        sets += [f"`{c}` = IF(@jobarchive_stale, `{c}`, VALUES(`{c}`))" for c in rest]
+        sets = [f"{q(first)} = IF({counted}, {q(first)}, VALUES({q(first)}))"]
+        sets += [f"{q(c)} = IF(@jobarchive_stale, {q(c)}, VALUES({q(c)}))" for c in rest]
         values = ", ".join([one] * rows)
         return (
-            f"INSERT INTO `{table.name}` ({cols}) VALUES {values} "
+            f"INSERT INTO {q(table.name)} ({cols}) VALUES {values} "
             f"ON DUPLICATE KEY UPDATE {', '.join(sets)}"
         )
 
@@ -221,9 +230,10 @@ class MySQL(Dialect):
         cols = ", ".join(self.quote(c) for c in table.columns)
         one = "(" + ", ".join([self.placeholder] * len(table.columns)) + ")"
         values = ", ".join([one] * rows)
+        key = self.quote("id")
         return (
-            f"INSERT INTO `{table.name}` ({cols}) VALUES {values} "
-            "ON DUPLICATE KEY UPDATE `id` = `id`"
+            f"INSERT INTO {self.quote(table.name)} ({cols}) VALUES {values} "
+            f"ON DUPLICATE KEY UPDATE {key} = {key}"
         )
 
     def value(self, value: Any) -> Any:
@@ -402,25 +412,26 @@ class SQLite(Dialect):
         return "aiosqlite"
 
     def quote(self, identifier: str) -> str:
-        """Double-quoted."""
-        return f'"{identifier}"'
+        """Double-quoted, a double quote in it doubled; NUL refused."""
+        return _quoted(identifier, '"', refused="\0")
 
     def upsert_sql(self, table: Table, rows: int) -> str:
         """INSERT ... ON CONFLICT DO UPDATE, whose WHERE skips a stale row entirely."""
-        cols = ", ".join(self.quote(c) for c in table.columns)
+        q = self.quote
+        cols = ", ".join(q(c) for c in table.columns)
         one = "(" + ", ".join([self.placeholder] * len(table.columns)) + ")"
-        old, new = f'"{table.name}"."version"', 'excluded."version"'
+        old, new = f"{q(table.name)}.{q('version')}", f"excluded.{q('version')}"
         digits = "{0} <> '' AND {0} NOT GLOB '*[^0-9]*'"
         stale = (
             f"({digits.format(old)} AND {digits.format(new)} AND "
             f"(length({new}) < length({old}) OR (length({new}) = length({old}) AND {new} < {old})))"
         )
         updated = [c for c in table.columns if c not in _INSERT_ONLY and c != table.key]
-        sets = ", ".join(f'"{c}" = excluded."{c}"' for c in updated)
+        sets = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in updated)
         values = ", ".join([one] * rows)
         return (
-            f'INSERT INTO "{table.name}" ({cols}) VALUES {values} '
-            f'ON CONFLICT("{table.key}") DO UPDATE SET {sets} WHERE NOT {stale}'
+            f"INSERT INTO {q(table.name)} ({cols}) VALUES {values} "
+            f"ON CONFLICT({q(table.key)}) DO UPDATE SET {sets} WHERE NOT {stale}"
         )
 
     def insert_new_sql(self, table: Table, rows: int) -> str:
@@ -428,7 +439,9 @@ class SQLite(Dialect):
         cols = ", ".join(self.quote(c) for c in table.columns)
         one = "(" + ", ".join([self.placeholder] * len(table.columns)) + ")"
         values = ", ".join([one] * rows)
-        return f'INSERT INTO "{table.name}" ({cols}) VALUES {values} ON CONFLICT DO NOTHING'
+        return (
+            f"INSERT INTO {self.quote(table.name)} ({cols}) VALUES {values} ON CONFLICT DO NOTHING"
+        )
 
     def value(self, value: Any) -> Any:
         """Booleans as 0/1; aiosqlite converts the rest."""

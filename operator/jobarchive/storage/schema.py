@@ -114,7 +114,10 @@ async def ensure_columns(
             if not field.null:
                 raise RuntimeError(f"{table}.{column} is missing and cannot be added NOT NULL")
             sql_type = field.get_for_dialect(dialect.name, "SQL_TYPE")
-            await conn.execute_script(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type} NULL")
+            await conn.execute_script(
+                f"ALTER TABLE {dialect.quote(table)} ADD COLUMN {dialect.quote(column)} "
+                f"{sql_type} NULL"
+            )
             logger.info("Added column %s.%s (%s)", table, column, sql_type)
             added.append(f"{table}.{column}")
     return added
@@ -136,7 +139,9 @@ async def ensure_indexes(conn: BaseDBAsyncClient) -> list[str]:
                 continue
             name = f"ix_{table}_{'_'.join(wanted)}"[:64]
             quoted = ", ".join(dialect.quote(column) for column in wanted)
-            await conn.execute_script(f"CREATE INDEX {name} ON {table} ({quoted})")
+            await conn.execute_script(
+                f"CREATE INDEX {dialect.quote(name)} ON {dialect.quote(table)} ({quoted})"
+            )
             logger.info("Created index %s on %s (%s)", name, table, ", ".join(wanted))
             created.append(name)
     return created
