@@ -221,19 +221,25 @@ class Databases:
         self.names.clear()
 
 
+def read_only_account(database_url: str) -> contextlib.AbstractContextManager[str]:
+    """An account that may only SELECT from the database of ``database_url``
+    (``limited_account``)."""
+    return limited_account(database_url, "SELECT")
+
+
 @contextlib.contextmanager
-def read_only_account(database_url: str) -> Iterator[str]:
-    """A new account, of a random name and password, that may only SELECT from the
-    database of ``database_url``; yields that database's URL under it, and drops the
-    account at the end."""
+def limited_account(database_url: str, privileges: str) -> Iterator[str]:
+    """A new account, of a random name and password, that has ``privileges`` (``SELECT,
+    ALTER``, say) on the database of ``database_url`` and nothing else; yields that
+    database's URL under it, and drops the account at the end."""
     parts = urlsplit(database_url)
     server_url = database_url.rsplit("/", 1)[0]
     database = parts.path.strip("/")
-    user = f"reader_{uuid.uuid4().hex[:10]}"
+    user = f"limited_{uuid.uuid4().hex[:10]}"
     password = uuid.uuid4().hex
     with connect(server_url) as conn, conn.cursor() as cursor:
         cursor.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'")
-        cursor.execute(f"GRANT SELECT ON `{database}`.* TO '{user}'@'%'")
+        cursor.execute(f"GRANT {privileges} ON `{database}`.* TO '{user}'@'%'")
     try:
         yield f"mysql://{user}:{password}@{parts.hostname}:{parts.port or 3306}/{database}"
     finally:

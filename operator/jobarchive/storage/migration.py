@@ -32,9 +32,13 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.storage import dialects, schema
 from jobarchive.storage.dialects import Column, Dialect
-from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, utcnow
+from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow
 
 BATCH = 500
+# A line names a column it does not know by its repr cut at SHOWN characters, and at
+# most NAMED of a table's such columns.
+SHOWN = 80
+NAMED = 10
 # jobarchive's finish columns of a job: the seed's and KubeDL >= 0.4's, kept equal.
 FINISH_COLUMNS = ("gmt_finished", "gmt_job_finished")
 
@@ -53,6 +57,23 @@ class Step:
 
 
 Report = Callable[[Step], None]
+
+
+def shown(name: str) -> str:
+    """A name the database gave, for a line of output: its repr (every control character
+    escaped, so it stays one line), cut at SHOWN characters, saying so."""
+    text = repr(name)
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(name)} characters)"
+
+
+def left_alone(table: str, unknown: Sequence[str]) -> Step:
+    """The step naming a table's columns the model does not know, in one line (the first
+    NAMED, ``shown``): reported only, as nothing is done to them."""
+    names = ", ".join(shown(name) for name in unknown[:NAMED])
+    more = f", and {len(unknown) - NAMED} more" if len(unknown) > NAMED else ""
+    return Step(
+        table, f"leave alone the columns jobarchive does not know, {names}{more}", len(unknown)
+    )
 
 
 def newest_first(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -160,33 +181,38 @@ class Rows(_Part):
             f"SELECT {key} AS uid FROM {quote(table.name)} WHERE {key} IS NOT NULL "
             f"GROUP BY {key} HAVING COUNT(*) > 1 LIMIT {self.batch}"
         )
+        existing = await self.dialect.columns(self.conn, table.name)
+        known = [column for column in ("id", *table.columns) if column in existing]
         while uids := [row["uid"] for row in await self.conn.execute_query_dict(uids_sql)]:
-            await self._merge(table.name, table.key, uids)
+            await self._merge(table, known, uids)
         return [step]
 
-    async def _merge(self, table: str, key: str, uids: list[Any]) -> None:
+    async def _merge(self, table: Table, known: Sequence[str], uids: list[Any]) -> None:
         """Merge the rows of these uids, in one transaction: an interrupted batch leaves
-        its duplicates for the next run."""
+        its duplicates for the next run. Only the ``known`` columns (the model's) are
+        read and written: a column another account added is left as it is."""
         quote, mark = self.dialect.quote, self.dialect.placeholder
         marks = ", ".join([mark] * len(uids))
         async with self.dialect.transaction(self.conn) as execute:
             _, found = await execute(
-                f"SELECT * FROM {quote(table)} WHERE {quote(key)} IN ({marks})", list(uids)
+                f"SELECT {', '.join(quote(column) for column in known)} FROM "
+                f"{quote(table.name)} WHERE {quote(table.key)} IN ({marks})",
+                list(uids),
             )
             by_uid: dict[Any, list[Mapping[str, Any]]] = {}
             for row in found:
-                by_uid.setdefault(row[key], []).append(row)
+                by_uid.setdefault(row[table.key], []).append(row)
             for rows in by_uid.values():
                 keeper = merged(rows)
                 columns = [column for column in keeper if column != "id"]
                 assignments = ", ".join(f"{quote(column)} = {mark}" for column in columns)
                 await execute(
-                    f"UPDATE {quote(table)} SET {assignments} WHERE {quote('id')} = {mark}",
+                    f"UPDATE {quote(table.name)} SET {assignments} WHERE {quote('id')} = {mark}",
                     [keeper[column] for column in columns] + [keeper["id"]],
                 )
                 others = [row["id"] for row in rows if row["id"] != keeper["id"]]
                 await execute(
-                    f"DELETE FROM {quote(table)} WHERE {quote('id')} IN "
+                    f"DELETE FROM {quote(table.name)} WHERE {quote('id')} IN "
                     f"({', '.join([mark] * len(others))})",
                     others,
                 )
@@ -308,6 +334,14 @@ class Links(_Part):
 class Columns(_Part):
     """The schema steps: missing columns, text and column types, the unique key."""
 
+    async def unknown(self, model: type[Stamped]) -> Step | None:
+        """The table's columns the model does not know, as ``left_alone`` names them;
+        None when it has none."""
+        table = model._meta.db_table
+        known = set(model._meta.fields_db_projection.values())
+        unknown = await self.dialect.columns(self.conn, table) - known
+        return left_alone(table, sorted(unknown)) if unknown else None
+
     async def columns(self, model: type[Stamped], dry_run: bool) -> list[Step]:
         table = model._meta.db_table
         missing = await schema.missing_columns(self.conn, model)
@@ -398,6 +432,10 @@ class Migration:
         for model, table in TABLES.items():
             if table.name not in tables:
                 continue
+            if (unknown := await self.columns.unknown(model)) is not None:
+                # Reported, not returned: it is not a step to do, and a second run
+                # still finds nothing to do.
+                report(unknown)
             for step in (
                 self.columns.columns,
                 self.rows.duplicates,
