@@ -85,6 +85,10 @@ BOUNDED: dict[str, Bounded] = {
     "log_concurrency": Bounded("JOBARCHIVE_LOG_CONCURRENCY", 4, 1, 64),
     "log_rate": Bounded("JOBARCHIVE_LOG_RATE", 10, 1, 1000),
     "log_succeeded": Bounded("JOBARCHIVE_LOG_SUCCEEDED", 0, 0, 1),
+    # Most failed containers of one pod read, and of one namespace waiting at once: at
+    # most half the queue (10,000), so that one namespace cannot fill it.
+    "log_tails_per_pod": Bounded("JOBARCHIVE_LOG_TAILS_PER_POD", 20, 1, 10_000),
+    "log_tails_per_namespace": Bounded("JOBARCHIVE_LOG_TAILS_PER_NAMESPACE", 500, 1, 5_000),
 }
 
 # Who may read through the API: callers' tokens and access reviewed by Kubernetes
@@ -138,6 +142,8 @@ class Settings:
     log_concurrency: int
     log_rate: int
     log_succeeded: int
+    log_tails_per_pod: int
+    log_tails_per_namespace: int
     api_host: str
     api_auth: str
     # Labels a plain batch Job must carry to be recorded as a job; None: none are.

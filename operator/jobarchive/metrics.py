@@ -79,7 +79,8 @@ LOG_TAILS = Counter(
     "jobarchive_log_tails",
     "Failed containers' log tails, by outcome and reason: captured (complete, truncated), "
     "failed (not_found, bad_request, forbidden, server_error, timeout, unreachable, "
-    "refused), skipped (queue_full, already_captured, stopped).",
+    "refused), skipped (per_pod, per_namespace, queue_full, already_captured, invalid, "
+    "stopped).",
     ["outcome", "reason"],
 )
 LOG_TAIL_QUEUE = Gauge(

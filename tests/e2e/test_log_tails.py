@@ -203,8 +203,12 @@ async def test_a_mass_failure_keeps_to_the_limits_and_recording_does_not_slow(
 ) -> None:
     feed = Feed(cluster, PODS)
     # The default rate (10 reads a second); a slow node answers each read in 0.5 s, so
-    # the concurrency limit binds too.
-    operator = await start_operator(JOBARCHIVE_LOG_CONCURRENCY=str(CONCURRENCY))
+    # the concurrency limit binds too. Every failure queued (the default queues 500 of
+    # a namespace at once), so that the reads go on through every turn.
+    operator = await start_operator(
+        JOBARCHIVE_LOG_CONCURRENCY=str(CONCURRENCY),
+        JOBARCHIVE_LOG_TAILS_PER_NAMESPACE=str(FAILING_PODS),
+    )
     await cluster.wait_watching([PODS, EVENTS, PYTORCHJOBS])
     await record_other_pods(cluster, feed, "warm-up")
     logs.delay = 0.5

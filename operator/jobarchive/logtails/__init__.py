@@ -1,7 +1,8 @@
 """Why a container failed: the last lines of its log, read once when it terminates.
 
-``triggers`` (pure: which containers of a pod body failed) -> ``capture`` (the
-bounded queue, the concurrency and rate limits) -> ``fetcher`` (a GET on the
+``triggers`` (pure: which containers of a pod body failed) -> ``intake`` (the caps,
+what is set aside and why) -> ``queue`` (pure: one line per namespace, served in
+turn) -> ``capture`` (the concurrency and rate limits) -> ``fetcher`` (a GET on the
 pods/log subresource) -> ``text`` (pure: decoding and cutting) -> ``store`` (the
 ``container_log_tail`` rows, written once each).
 """

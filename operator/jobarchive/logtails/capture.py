@@ -1,28 +1,25 @@
-"""The capture of failed containers' log tails: bounded, polite, each read once.
+"""The capture of failed containers' log tails: bounded, polite, fair, each read once.
 
-The recorder hands over facts and never waits: ``noted`` takes a pod body that may
-belong to a tracked job (its failed containers, ``triggers``), ``recorded`` says its
-row was stored under a job, and only then are its failures queued, in the order they
-were seen. A full queue (``QUEUE_SIZE``) skips the failure, counted and logged; it
-never blocks recording.
+The recorder hands over facts and never waits (``intake``: what is queued, what is
+set aside and why). One dispatcher takes the queue a batch at a time, the namespaces
+in turn, a batch about a second of reads (``JOBARCHIVE_LOG_RATE``, at most
+``LOOKUP_BATCH``) so that a namespace's first failure waits no longer than that behind
+another's backlog. It asks the database which of the batch have a row already (a
+restart lists every failed pod again), then starts each read once a token of the rate
+limit (a token bucket: ``JOBARCHIVE_LOG_RATE`` reads a second, bursts of
+``JOBARCHIVE_LOG_CONCURRENCY``) and a slot of the concurrency limit are free; the rows
+of failures set aside need no read and go to the writer between batches. A read holds
+its slot until its row is handed to the tails' writer, whose queue is small: while
+the database is away, reads stop, the queue fills and further failures are set aside,
+so memory stays bounded.
 
-One dispatcher takes the queue in order: a batch at a time it asks the database which
-failures have a row already (a restart lists every failed pod again), then starts
-each read once a token of the rate limit (a token bucket: ``JOBARCHIVE_LOG_RATE``
-reads a second, bursts of ``JOBARCHIVE_LOG_CONCURRENCY``) and a slot of the
-concurrency limit are free. A read holds its slot until its row is handed to the
-tails' writer, whose queue is small: while the database is away, reads stop, the
-queue fills and further failures are skipped, so memory stays bounded.
-
-Every failure read ends as one row, captured or "not captured: <reason>", and a key
-queued or done is remembered (``REMEMBERED`` of them; past that the database says),
-so nothing is read twice or retried in a loop.
+Every failure read ends as one row, captured or "not captured: <reason>"; every one
+set aside is one row or counted in the note of one, so nothing is read twice or
+retried in a loop, and nothing is dropped unsaid.
 """
 
 import asyncio
-import collections
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -31,23 +28,17 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from jobarchive import metrics
-from jobarchive.bounded import Lru
 from jobarchive.cluster import api_client
 from jobarchive.config import Settings
 from jobarchive.logtails import store as tails
 from jobarchive.logtails import text
 from jobarchive.logtails.fetcher import Fetcher, Read
-from jobarchive.logtails.triggers import Failure, failures
+from jobarchive.logtails.intake import Intake, Key, Pending, count
 from jobarchive.storage import failures as db_failures
 from jobarchive.storage.errors import is_unavailable
-from jobarchive.storage.models import CONTAINER_NAME_LENGTH
 from jobarchive.storage.writer import Backoff
 
 logger = logging.getLogger(__name__)
-QUEUE_SIZE = 10_000
-# Pods whose failures wait for their row (their job not known yet).
-NOTED_PODS = 10_000
-REMEMBERED = 100_000
 LOOKUP_BATCH = 100
 # Rows read and not yet written: a read waits for room, holding its slot.
 ROWS_HELD = 64
@@ -55,9 +46,6 @@ WRITE_BATCH = 50
 WRITE_DELAY = 0.2
 # What stopping gives the tails' writer to write what was read.
 STOP_GRACE = 3.0
-UID_LENGTH = 64
-
-Key = tuple[str, str, int]
 
 
 class TokenBucket:
@@ -90,48 +78,22 @@ class TokenBucket:
             wait = self.delay()
 
 
-@dataclasses.dataclass
-class Pending:
-    """A failure queued for its read, the job its pod was recorded under."""
-
-    failure: Failure
-    job_uid: str
-
-
-def count(outcome: str, reason: str, amount: int = 1) -> None:
-    """Count tails by outcome (captured, failed, skipped) and reason."""
-    metrics.LOG_TAILS.labels(outcome, reason).inc(amount)
-
-
-def invalid(failure: Failure) -> str | None:
-    """Why a failure cannot have a row (an identity wider than its column), if it cannot."""
-    if len(failure.container) > CONTAINER_NAME_LENGTH:
-        return f"the container name is over {CONTAINER_NAME_LENGTH} characters"
-    if len(failure.pod_uid) > UID_LENGTH:
-        return f"the pod uid is over {UID_LENGTH} characters"
-    return None
-
-
 class Capture:
     """Reads the log tails of failed containers of recorded pods, once each.
 
-    Longer than a sitting because it holds the three stages of one pipeline (the
-    queue, the dispatcher of reads, the writer of rows) and stopping them in order;
-    each method is short and stands alone.
+    Longer than a sitting because it holds two stages of one pipeline (the dispatcher
+    of reads, the writer of rows) and stopping them in order; each method is short and
+    stands alone.
     """
 
     def __init__(self, settings: Settings, store: tails.TailStore | None = None) -> None:
         self.lines = settings.log_tail_lines
         self.limit = settings.log_tail_bytes
-        self.succeeded = bool(settings.log_succeeded)
-        self.concurrency = settings.log_concurrency
         self.store = store or tails.TailStore()
+        self.intake = Intake(settings)
         self._bucket = TokenBucket(settings.log_rate, settings.log_concurrency)
-        self._noted: Lru[str, dict[Key, Failure]] = Lru(NOTED_PODS)
-        self._pending: dict[Key, Pending] = {}
-        self._order: collections.deque[Key] = collections.deque()
-        self._remembered: Lru[Key, bool] = Lru(REMEMBERED)
-        self._wake = asyncio.Event()
+        # About a second of reads: what a namespace's first failure may wait behind.
+        self._batch = max(1, min(LOOKUP_BATCH, settings.log_rate))
         self._slots = asyncio.Semaphore(settings.log_concurrency)
         self._rows: asyncio.Queue[tails.Row] = asyncio.Queue(ROWS_HELD)
         self._reads: set[asyncio.Task[None]] = set()
@@ -149,51 +111,17 @@ class Capture:
     @property
     def depth(self) -> int:
         """Failures queued whose log is not being read yet."""
-        return len(self._pending)
+        return self.intake.depth
 
     def noted(self, pod: Mapping[str, Any]) -> None:
-        """A pod body that may be a tracked job's: keep its failed containers until its
-        row is stored (``recorded``). A failure still queued takes the newer facts."""
-        if not self.enabled:
-            return
-        found = failures(pod, self.succeeded)
-        if not found:
-            return
-        new: dict[Key, Failure] = {}
-        for failure in found:
-            pending = self._pending.get(failure.key)
-            if pending is not None:
-                pending.failure = failure
-            elif not self._remembered.get(failure.key) and failure.key not in new:
-                new[failure.key] = failure
-        if new:
-            uid = found[0].pod_uid
-            self._noted.put(uid, {**(self._noted.get(uid) or {}), **new})
+        """A pod body that may be a tracked job's (``Intake.noted``)."""
+        if self.enabled:
+            self.intake.noted(pod)
 
     def recorded(self, pod_uid: str, job_uid: str) -> None:
-        """A pod's row was stored under ``job_uid``: queue what it was noted with."""
-        noted = self._noted.pop(pod_uid) if self.enabled else None
-        for key, failure in (noted or {}).items():
-            if key in self._pending or self._remembered.get(key):
-                continue
-            why = invalid(failure)
-            if why is not None:
-                self._remembered.put(key, True)
-                count("skipped", "invalid")
-                logger.warning("Not reading the log of %s: %s", failure.describe(), why)
-                continue
-            if len(self._pending) >= QUEUE_SIZE:
-                count("skipped", "queue_full")
-                logger.warning(
-                    "Not reading the log of %s: %d failed containers wait already",
-                    failure.describe(),
-                    QUEUE_SIZE,
-                )
-                continue
-            self._pending[key] = Pending(failure, job_uid)
-            self._order.append(key)
-            self._remembered.put(key, True)
-            self._wake.set()
+        """A pod's row was stored under ``job_uid`` (``Intake.recorded``)."""
+        if self.enabled:
+            self.intake.recorded(pod_uid, job_uid)
 
     async def start(self, api: client.ApiClient | None = None) -> None:
         """Start reading with ``api`` (else a client of the operator's own cluster)."""
@@ -220,7 +148,7 @@ class Capture:
             await asyncio.wait_for(self._rows.join(), STOP_GRACE)
         writer.cancel()
         await asyncio.gather(writer, return_exceptions=True)
-        left = len(self._pending) + self._unwritten
+        left = self.depth + len(self.intake.notes) + self._unwritten
         if left:
             count("skipped", "stopped", left)
             logger.info(
@@ -234,25 +162,27 @@ class Capture:
             self._api = None
 
     async def _dispatch(self) -> None:
-        """Start the reads in order, within the rate and the concurrency."""
+        """Hand the rows set aside to the writer, and start the reads in turn, within the
+        rate and the concurrency."""
+        intake = self.intake
         while True:
-            while not self._order:
-                self._wake.clear()
-                await self._wake.wait()
-            keys = [self._order.popleft() for _ in range(min(LOOKUP_BATCH, len(self._order)))]
+            while intake.notes:
+                self._unwritten += 1
+                await self._rows.put(intake.notes.popleft())
+            keys = intake.take(self._batch)
+            if not keys:
+                intake.wake.clear()
+                await intake.wake.wait()
+                continue
             done = await self._stored(keys)
             for key in keys:
                 if key in done:
-                    self._pending.pop(key, None)
+                    intake.release(key)
                     count("skipped", "already_captured")
                     continue
                 await self._bucket.take()
                 await self._slots.acquire()
-                pending = self._pending.pop(key, None)
-                if pending is None:
-                    self._slots.release()
-                    continue
-                task = asyncio.create_task(self._capture(pending))
+                task = asyncio.create_task(self._capture(intake.release(key)))
                 self._reads.add(task)
                 task.add_done_callback(self._reads.discard)
 
