@@ -29,6 +29,15 @@ STATUS_LENGTH = 320
 # Core Event names are "<involved object name>.<hex>": longer than any object name.
 EVENT_NAME_LENGTH = 512
 IP_LENGTH = 64
+# Free text and JSON are cut on write to these bounds (``jobarchive.cutting``), so that
+# no tenant can store a value a read would choke on. An image reference with a digest
+# is under 300 characters; a kubelet's termination message is at most 4,096 bytes;
+# the Events recorders of client-go cut their notes at 1,024.
+IMAGE_LENGTH = 1024
+MESSAGE_LENGTH = 4096
+REMARK_LENGTH = 4096
+# A job's roles and a pod's resources as JSON: a few hundred characters in practice.
+RESOURCES_LENGTH = 8192
 
 
 class JobRow(TypedDict):

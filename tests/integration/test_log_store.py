@@ -65,13 +65,16 @@ async def test_a_jobs_tails_are_read_newest_failure_first_and_narrowed(database:
         tails.row(failure("p3"), "job-2", tail(b"other job\n", 10, 100), None),
     ]
     await tails.TailStore().insert(written)
-    found = await queries.job_log_tails("job-1")
+    found = (await queries.job_log_tails("job-1")).items
     assert [(t["pod_id"], t["restart_count"]) for t in found] == [("p1", 1), ("p1", 0), ("p2", 0)]
     assert found[0]["log_tail"] == "second\n" and found[0]["gmt_failed"] == "2026-11-20T10:01:00Z"
-    by_name = await queries.job_log_tails("job-1", pod="name-of-p2")
+    by_name = (await queries.job_log_tails("job-1", pod="name-of-p2")).items
     assert [t["note"] for t in by_name] == ["gone"]
-    assert [t["pod_id"] for t in await queries.job_log_tails("job-1", pod="p1", limit=1)] == ["p1"]
-    assert await queries.job_log_tails("job-1", container="nope") == []
+    first = await queries.job_log_tails("job-1", pod="p1", limit=1)
+    assert [t["pod_id"] for t in first.items] == ["p1"] and first.next_cursor is not None
+    rest = await queries.job_log_tails("job-1", pod="p1", limit=1, cursor=first.next_cursor)
+    assert [t["restart_count"] for t in rest.items] == [0] and rest.next_cursor is None
+    assert (await queries.job_log_tails("job-1", container="nope")).items == []
     assert await queries.pods_with_log_tails("job-1", ["p1", "p2", "p3"]) == {"p1"}
 
 

@@ -4,6 +4,7 @@ from typing import Any
 import pytest
 
 from jobarchive.recording.convert import InvalidObject, event_row, involved_object
+from jobarchive.rows import MESSAGE_LENGTH
 from testbed import objects as o
 from testbed.objects import Body
 
@@ -93,9 +94,12 @@ def test_an_event_about_nothing_is_invalid(involved: object) -> None:
         involved_object(core_event(involvedObject=involved))
 
 
-def test_huge_non_ascii_messages_with_quotes_are_kept_whole() -> None:
+def test_huge_non_ascii_messages_with_quotes_are_cut_to_their_bound_with_a_mark() -> None:
     message = ("日本語 'quoted' \"double\" back\\slash 🚀 \x00 " * 30_000)[:1_048_576]
-    assert event_row(core_event(message=message), None)["message"] == message
+    stored = event_row(core_event(message=message), None)["message"]
+    assert len(stored) == MESSAGE_LENGTH and stored == message[: MESSAGE_LENGTH - 1] + "…"
+    short = message[:MESSAGE_LENGTH]
+    assert event_row(core_event(message=short), None)["message"] == short
 
 
 def test_a_lone_surrogate_is_replaced_so_the_database_can_store_it() -> None:

@@ -175,7 +175,8 @@ class Api:
         found = await self.reads.within(lambda: queries.find_jobs(uid))
         if len(found) != 1 or not await caller.may("get", found[0]["namespace"]):
             return error(404, f"no job with uid {queries.quoted(uid)}")
-        return {"items": await self.reads.within(lambda: queries.job_log_tails(uid, **values))}
+        page = await self.reads.within(lambda: queries.job_log_tails(uid, **values))
+        return page.as_json()
 
     async def _named(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, PAGE)

@@ -410,7 +410,8 @@ def logs(
         found = await queries.find_jobs(reference)
         if len(found) != 1:
             return found, []
-        return found, await queries.job_log_tails(found[0]["job_id"], pod, container, limit)
+        page = await queries.job_log_tails(found[0]["job_id"], pod, container, limit)
+        return found, page.items
 
     found, tails = _run(db_url, look_up)
     if not found:

@@ -94,6 +94,7 @@ LOG_PARAMS = (
         "integer",
         f"Tails, 1..{queries.LOG_TAILS_MAX} (default {queries.LOG_TAILS_PAGE}).",
     ),
+    Param("cursor", "string", "The next_cursor of the previous page."),
 )
 STATS_PARAMS = (
     Param("by", "string", f"One of {', '.join(queries.STATS_GROUPS)} (default status)."),

@@ -22,22 +22,43 @@ import dataclasses
 import datetime
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pypika_tortoise.terms import Function as SqlFunction
 from tortoise.backends.base.client import BaseDBAsyncClient
-from tortoise.expressions import Q
+from tortoise.expressions import Function, Q
 from tortoise.functions import Count
 from tortoise.models import Model
 from tortoise.queryset import QuerySet
 
 from jobarchive import config
+from jobarchive.cutting import clip
 from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS
-from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
+from jobarchive.rows import (
+    IMAGE_LENGTH,
+    MESSAGE_LENGTH,
+    NAME_LENGTH,
+    NAMESPACE_LENGTH,
+    REMARK_LENGTH,
+    RESOURCES_LENGTH,
+    SHORT_TEXT_LENGTH,
+    UID_LENGTH,
+)
 from jobarchive.storage import database, dialects
-from jobarchive.storage.models import CONTAINER_NAME_LENGTH, Event, Job, LogTail, Pod
+from jobarchive.storage.models import (
+    CONTAINER_NAME_LENGTH,
+    LOG_TAIL_LENGTH,
+    NOTE_LENGTH,
+    Event,
+    Job,
+    LogTail,
+    Pod,
+    Stamped,
+)
 
 M = TypeVar("M", bound=Model)
+S = TypeVar("S", bound=Stamped)
 
 JOB_STATUSES = (
     "Created",
@@ -52,6 +73,9 @@ POD_STATUSES = ("Pending", "Running", "Succeeded", "Failed", "Unknown", "Stopped
 EVENT_TYPES = ("Normal", "Warning")
 MAX_PAGE = 500
 DEFAULT_PAGE = 50
+# No page is longer than this as JSON, whatever its rows hold: past it the page ends
+# early and its cursor goes on from there (decision 15). A job's detail holds two.
+PAGE_BYTES = 2 * 2**20
 STATS_GROUPS = ("status", "kind", "owner", "namespace", "tenant")
 
 
@@ -63,6 +87,27 @@ def _reader() -> BaseDBAsyncClient:
 def _read(model: type[M]) -> "QuerySet[M]":
     """Every row of ``model``, read through the read side's connection."""
     return model.all(using_db=_reader())
+
+
+class _SqlHead(SqlFunction):
+    def __init__(self, term: Any, length: int, alias: str | None = None) -> None:
+        super().__init__("SUBSTR", term, 1, length, alias=alias)
+
+
+class Head(Function):
+    """The first characters of a text column, cut by the database (SUBSTR, both engines)."""
+
+    database_func = _SqlHead
+
+
+def _bounded(model: type[S]) -> "QuerySet[S]":
+    """Whole rows of ``model`` whose free text and JSON the database cuts to one past
+    their bounds, so that a row stored before they were kept costs a read no more than
+    a new one; the shapes then cut them with a mark (``cutting.clip``)."""
+    bounds = {**model.BOUNDS, **model.JSON_BOUNDS}
+    others = [column for column in model._meta.db_fields if column not in bounds]
+    heads = {column: Head(column, length + 1) for column, length in bounds.items()}
+    return _read(model).only(*others).annotate(**heads)
 
 
 class BadQuery(ValueError):
@@ -247,7 +292,7 @@ def job_json(job: Job, now: datetime.datetime | None = None) -> dict[str, Any]:
         "version": job.version,
         "status": job.status,
         "kind": job.kind,
-        "resources": _json_or_text(job.resources),
+        "resources": _json_or_text(clip(job.resources, RESOURCES_LENGTH)),
         "deploy_region": job.deploy_region,
         "tenant": job.tenant,
         "owner": job.owner,
@@ -271,16 +316,16 @@ def pod_json(pod: Pod) -> dict[str, Any]:
         "pod_id": pod.pod_id,
         "version": pod.version,
         "status": pod.status,
-        "image": pod.image,
+        "image": clip(pod.image, IMAGE_LENGTH),
         "job_id": pod.job_id,
         "replica_type": pod.replica_type,
-        "resources": _json_or_text(pod.resources),
+        "resources": _json_or_text(clip(pod.resources, RESOURCES_LENGTH)),
         "host_ip": pod.host_ip,
         "pod_ip": pod.pod_ip,
         "deploy_region": pod.deploy_region,
         "is_del": int(pod.deleted),
         "is_in_etcd": int(pod.is_in_etcd),
-        "remark": pod.remark,
+        "remark": clip(pod.remark, REMARK_LENGTH),
         "gmt_created": _time(pod.gmt_created),
         "gmt_modified": _time(pod.gmt_modified),
         "gmt_started": _time(pod.gmt_started),
@@ -301,7 +346,7 @@ def event_json(event: Event) -> dict[str, Any]:
         "obj_uid": event.obj_uid,
         "job_id": event.job_id,
         "reason": event.reason,
-        "message": event.message,
+        "message": clip(event.message, MESSAGE_LENGTH),
         "count": event.count,
         "region": event.region,
         "first_timestamp": _time(event.first_timestamp),
@@ -349,19 +394,37 @@ def _ordered(
     return _after(query, field, cursor, kind, ascending).order_by(*order).limit(limit + 1)
 
 
+@dataclasses.dataclass(frozen=True)
+class Order:
+    """How a list is paged: by which field, which way, and the name its cursors carry."""
+
+    field: str
+    kind: str
+    ascending: bool = False
+
+
 async def _page(
     query: "QuerySet[Any]",
-    field: str,
+    order: Order,
     limit: int,
     cursor: str | None,
-    kind: str,
-    ascending: bool = False,
-) -> tuple[list[Any], str | None]:
-    rows: list[Any] = await _ordered(query, field, limit, cursor, kind, ascending)
-    if len(rows) <= limit:
-        return rows, None
-    last = rows[limit - 1]
-    return rows[:limit], encode_cursor(kind, _utc(getattr(last, field)), last.id)
+    shape: Callable[[Any], dict[str, Any]],
+) -> Page:
+    """One page of ``query``'s rows as ``shape`` makes them: at most ``limit`` rows and
+    ``PAGE_BYTES`` of JSON (one row at least); the cursor goes on after the last."""
+    rows: list[Any] = await _ordered(query, order.field, limit, cursor, order.kind, order.ascending)
+    items: list[dict[str, Any]] = []
+    size = 0
+    for row in rows[:limit]:
+        item = shape(row)
+        size += len(json.dumps(item)) + 2
+        if items and size > PAGE_BYTES:
+            break
+        items.append(item)
+    if len(rows) <= len(items):
+        return Page(items, None)
+    last = rows[len(items) - 1]
+    return Page(items, encode_cursor(order.kind, _utc(getattr(last, order.field)), last.id))
 
 
 async def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> str:
@@ -383,7 +446,7 @@ async def event_page_sql(
 
 def _job_filters(query: JobQuery) -> "QuerySet[Job]":
     _refuse_scans(query)
-    found = _read(Job)
+    found = _bounded(Job)
     exact = {
         "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
         "kind": one_of("kind", query.kind, known_job_kinds()),
@@ -463,9 +526,10 @@ def known_job_kinds() -> tuple[str, ...]:
 
 async def list_jobs(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> Page:
     """Jobs matching the filters, newest first (by creation), one page."""
-    rows, after = await _page(_job_filters(query), "gmt_created", page_size(limit), cursor, "jobs")
     now = datetime.datetime.now(datetime.UTC)
-    return Page([job_json(row, now) for row in rows], after)
+    found = await _hinted(_job_filters(query), query)
+    order = Order("gmt_created", "jobs")
+    return await _page(found, order, page_size(limit), cursor, lambda row: job_json(row, now))
 
 
 async def find_jobs(reference: str) -> list[dict[str, Any]]:
@@ -473,7 +537,7 @@ async def find_jobs(reference: str) -> list[dict[str, Any]]:
     if "/" in reference:
         namespace, _, name = reference.partition("/")
         return (await named_jobs(namespace, name)).items
-    found = await _read(Job).filter(job_id=fits("uid", reference, UID_LENGTH))
+    found = await _bounded(Job).filter(job_id=fits("uid", reference, UID_LENGTH))
     now = datetime.datetime.now(datetime.UTC)
     return [job_json(job, now) for job in found]
 
@@ -482,13 +546,13 @@ async def named_jobs(
     namespace: str, name: str, limit: int | None = None, cursor: str | None = None
 ) -> Page:
     """Every job recorded under one name (each recreation has its own uid), newest first."""
-    query = _read(Job).filter(
+    query = _bounded(Job).filter(
         namespace=fits("namespace", namespace, NAMESPACE_LENGTH),
         name=fits("name", name, NAME_LENGTH),
     )
-    rows, after = await _page(query, "gmt_created", page_size(limit), cursor, "named-jobs")
     now = datetime.datetime.now(datetime.UTC)
-    return Page([job_json(row, now) for row in rows], after)
+    order = Order("gmt_created", "named-jobs")
+    return await _page(query, order, page_size(limit), cursor, lambda row: job_json(row, now))
 
 
 async def replica_summary(job_uid: str) -> dict[str, dict[str, int]]:
@@ -521,18 +585,18 @@ async def replica_summary(job_uid: str) -> dict[str, dict[str, int]]:
 
 async def job_pods(job_uid: str, limit: int | None = None, cursor: str | None = None) -> Page:
     """A job's pods in the order they were recorded, one page."""
-    query = _read(Pod).filter(job_id=fits("uid", job_uid, UID_LENGTH))
-    rows, after = await _page(query, "gmt_created", page_size(limit), cursor, "pods", True)
-    return Page([pod_json(row) for row in rows], after)
+    query = _bounded(Pod).filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    order = Order("gmt_created", "pods", ascending=True)
+    return await _page(query, order, page_size(limit), cursor, pod_json)
 
 
 async def job_events(job_uid: str, limit: int | None = None, cursor: str | None = None) -> Page:
     """The Events about a job, its pods and its intermediate objects, oldest last
     occurrence first, one page. (Events recorded before ``event_info.job_id`` existed
     are reached after ``jobarchive migrate``, which fills it.)"""
-    query = _read(Event).filter(job_id=fits("uid", job_uid, UID_LENGTH))
-    rows, after = await _page(query, "last_timestamp", page_size(limit), cursor, "job-events", True)
-    return Page([event_json(row) for row in rows], after)
+    query = _bounded(Event).filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    order = Order("last_timestamp", "job-events", ascending=True)
+    return await _page(query, order, page_size(limit), cursor, event_json)
 
 
 async def job_detail(
@@ -548,7 +612,7 @@ async def job_detail(
     Bounded whatever the job's size: a 20,000-pod job answers ``limit`` pods and
     Events; the rest are read page by page (``job_pods``, ``job_events``).
     """
-    job = await _read(Job).get_or_none(job_id=fits("uid", job_uid, UID_LENGTH))
+    job = await _bounded(Job).get_or_none(job_id=fits("uid", job_uid, UID_LENGTH))
     if job is None:
         return None
     pods = await job_pods(job_uid, limit, pods_cursor)
@@ -568,10 +632,8 @@ async def list_events(
     query: EventQuery, limit: int | None = None, cursor: str | None = None
 ) -> Page:
     """Events matching the filters, most recent occurrence first, one page."""
-    rows, after = await _page(
-        _event_filters(query), "last_timestamp", page_size(limit), cursor, "events"
-    )
-    return Page([event_json(row) for row in rows], after)
+    order = Order("last_timestamp", "events")
+    return await _page(_event_filters(query), order, page_size(limit), cursor, event_json)
 
 
 def _event_filters(query: EventQuery) -> "QuerySet[Event]":
@@ -594,7 +656,7 @@ def _event_filters(query: EventQuery) -> "QuerySet[Event]":
         "last_timestamp__gte": query.since,
         "last_timestamp__lt": query.until,
     }
-    found = _read(Event)
+    found = _bounded(Event)
     return found.filter(**{field: value for field, value in exact.items() if value is not None})
 
 
@@ -648,6 +710,8 @@ def _number(value: Any) -> float | None:
 TIMELINE_PODS = 5000
 TIMELINE_EVENTS = 500
 TIMELINE_MESSAGE = 200
+# A pod's failure as a timeline groups and shows it.
+TIMELINE_REMARK = 200
 TIMELINE_POD_FIELDS = (
     "name",
     "replica_type",
@@ -688,7 +752,13 @@ async def job_timeline(job_uid: str) -> Timeline | None:
     None for an unknown job. Each list is one range of its (job_id, time) index."""
     fits("uid", job_uid, UID_LENGTH)
     uid = job_uid
-    job = await _read(Job).filter(job_id=uid).first().values("remark")
+    job = (
+        await _read(Job)
+        .filter(job_id=uid)
+        .annotate(head=Head("remark", REMARK_LENGTH + 1))
+        .first()
+        .values("head")
+    )
     if job is None:
         return None
     connection = _reader()
@@ -705,29 +775,44 @@ async def job_timeline(job_uid: str) -> Timeline | None:
     for pod in pods:
         for field in ("gmt_created", "gmt_started", "gmt_finished"):
             pod[field] = _moment(pod[field])
+        pod["remark"] = clip(pod["remark"], TIMELINE_REMARK)
     for event in events:
         for field in ("first_timestamp", "last_timestamp"):
             event[field] = _moment(event[field])
-    for event in events:
-        message = event["message"] or ""
-        if len(message) > TIMELINE_MESSAGE:
-            event["message"] = message[:TIMELINE_MESSAGE] + "…"
+        event["message"] = clip(event["message"] or "", TIMELINE_MESSAGE)
     events.sort(key=lambda event: event["last_timestamp"] or EARLIEST)
     return Timeline(
-        job["remark"], pods[:TIMELINE_PODS], len(pods) > TIMELINE_PODS, events, events_cut
+        clip(job["head"], REMARK_LENGTH),
+        pods[:TIMELINE_PODS],
+        len(pods) > TIMELINE_PODS,
+        events,
+        events_cut,
+    )
+
+
+# The text a timeline shows, cut by the database to one past what it shows.
+_TIMELINE_HEADS = {"remark": TIMELINE_REMARK + 1, "message": TIMELINE_MESSAGE + 1}
+
+
+def _selected(fields: Sequence[str]) -> str:
+    return ", ".join(
+        f"SUBSTR({field}, 1, {_TIMELINE_HEADS[field]}) AS {field}"
+        if field in _TIMELINE_HEADS
+        else field
+        for field in fields
     )
 
 
 def _timeline_pods_sql(placeholder: str) -> str:
     return (
-        f"SELECT {', '.join(TIMELINE_POD_FIELDS)} FROM replica_info "
+        f"SELECT {_selected(TIMELINE_POD_FIELDS)} FROM replica_info "
         f"WHERE job_id = {placeholder} ORDER BY gmt_created, id LIMIT {TIMELINE_PODS + 1}"
     )
 
 
 def _timeline_events_sql(placeholder: str, warnings: bool) -> str:
     return (
-        f"SELECT {', '.join(TIMELINE_EVENT_FIELDS)} FROM event_info "
+        f"SELECT {_selected(TIMELINE_EVENT_FIELDS)} FROM event_info "
         f"WHERE job_id = {placeholder} AND type {'=' if warnings else '<>'} 'Warning' "
         f"ORDER BY last_timestamp, id LIMIT {TIMELINE_EVENTS + 1}"
     )
@@ -833,12 +918,13 @@ async def gpu_hours(since: datetime.datetime, until: datetime.datetime) -> GpuHo
         .filter(gmt_created__gte=since, gmt_created__lt=until)
         .order_by("-gmt_created", "-id")
         .limit(GPU_SCAN + 1)
-        .values("owner", "resources", "gmt_created", "gmt_finished", "is_in_etcd")
+        .annotate(head=Head("resources", RESOURCES_LENGTH + 1))
+        .values("owner", "head", "gmt_created", "gmt_finished", "is_in_etcd")
     )
     now = datetime.datetime.now(datetime.UTC)
     totals: dict[str, list[float]] = {}
     for row in rows[:GPU_SCAN]:
-        gpus = requested_gpus(_json_or_text(row["resources"]))
+        gpus = requested_gpus(_json_or_text(row["head"]))
         end = row["gmt_finished"] or (now if row["is_in_etcd"] else None)
         seconds = _seconds(row["gmt_created"], end)
         if not gpus or seconds is None:
@@ -909,12 +995,12 @@ def log_tail_json(tail: LogTail) -> dict[str, Any]:
         "container_type": tail.container_type,
         "restart_count": tail.restart_count,
         "exit_code": tail.exit_code,
-        "reason": tail.reason,
+        "reason": clip(tail.reason, SHORT_TEXT_LENGTH),
         "gmt_failed": _time(tail.gmt_failed),
         "captured": tail.captured,
         "truncated": tail.truncated,
-        "note": tail.note,
-        "log_tail": tail.log_tail,
+        "note": clip(tail.note, NOTE_LENGTH),
+        "log_tail": clip(tail.log_tail, LOG_TAIL_LENGTH),
         "gmt_created": _time(tail.gmt_created),
     }
 
@@ -924,21 +1010,22 @@ async def job_log_tails(
     pod: str | None = None,
     container: str | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
-    """A job's failed containers' log tails, newest failure first, at most ``limit``
-    (``LOG_TAILS_PAGE``, up to ``LOG_TAILS_MAX``); ``pod`` (a name or uid) and
-    ``container`` narrow them. Read along the index on (job_id, gmt_failed)."""
+    cursor: str | None = None,
+) -> Page:
+    """A job's failed containers' log tails, newest failure first, one page of at most
+    ``limit`` (``LOG_TAILS_PAGE``, up to ``LOG_TAILS_MAX``) and ``PAGE_BYTES``; ``pod``
+    (a name or uid) and ``container`` narrow them. Read along the index on (job_id,
+    gmt_failed)."""
     size = LOG_TAILS_PAGE if limit is None else limit
     if not 1 <= size <= LOG_TAILS_MAX:
         raise BadQuery(f"limit: {size} is outside 1..{LOG_TAILS_MAX}")
-    found = _read(LogTail).filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    found = _bounded(LogTail).filter(job_id=fits("uid", job_uid, UID_LENGTH))
     if pod is not None:
         by_name = Q(pod_name=fits("pod", pod, NAME_LENGTH))
         found = found.filter(by_name | Q(pod_id=pod) if len(pod) <= UID_LENGTH else by_name)
     if container is not None:
         found = found.filter(container=fits("container", container, CONTAINER_NAME_LENGTH))
-    rows = await found.order_by("-gmt_failed", "-id").limit(size)
-    return [log_tail_json(row) for row in rows]
+    return await _page(found, Order("gmt_failed", "log-tails"), size, cursor, log_tail_json)
 
 
 async def pods_with_log_tails(job_uid: str, pod_uids: Sequence[str]) -> set[str]:

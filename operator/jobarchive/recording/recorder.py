@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from jobarchive import metrics
 from jobarchive.bounded import Lru
 from jobarchive.config import Settings, matches
+from jobarchive.cutting import clip
 from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
 from jobarchive.logtails.capture import Capture
 from jobarchive.recording import convert
@@ -39,7 +40,7 @@ from jobarchive.recording.attribution import (
     Subject,
     Waiting,
 )
-from jobarchive.recording.convert.common import clip, mapping, text
+from jobarchive.recording.convert.common import mapping, text
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
 from jobarchive.recording.lookups import Shared, lookup

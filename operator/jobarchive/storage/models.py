@@ -8,8 +8,9 @@ valid object is refused or silently cut. Python attribute names equal column
 names on purpose: Tortoise's migrations misname fields that use ``source_field``.
 
 Timestamps: ``gmt_modified`` on every write and ``gmt_created`` when the object
-gave none are stamped by ``Stamped.stamp``. ``save()`` calls it, and so does the
-store's bulk upsert for every row, so no write path can leave them stale.
+gave none are stamped by ``Stamped.stamp``, which also cuts free text and JSON to
+their bounds (``BOUNDS``). ``save()`` calls it, and so does the store's bulk upsert
+for every row, so no write path can leave them stale or unbounded.
 """
 
 import dataclasses
@@ -21,14 +22,19 @@ from tortoise import fields
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.models import Model
 
+from jobarchive.cutting import clip, fit_json
 from jobarchive.rows import (
     API_VERSION_LENGTH,
     EVENT_NAME_LENGTH,
+    IMAGE_LENGTH,
     IP_LENGTH,
     KIND_LENGTH,
     LABEL_VALUE_LENGTH,
+    MESSAGE_LENGTH,
     NAME_LENGTH,
     NAMESPACE_LENGTH,
+    REMARK_LENGTH,
+    RESOURCES_LENGTH,
     SHORT_TEXT_LENGTH,
     STATUS_LENGTH,
     UID_LENGTH,
@@ -49,17 +55,30 @@ class Stamped(Model):
 
     # The columns ``stamp`` may write.
     STAMPED: ClassVar[tuple[str, ...]] = ("gmt_created", "gmt_modified")
+    # Free-text columns and their bounds in characters, cut with a mark past them.
+    BOUNDS: ClassVar[dict[str, int]] = {}
+    # JSON columns and their bounds, cut so that they stay JSON.
+    JSON_BOUNDS: ClassVar[dict[str, int]] = {}
 
     class Meta:
         abstract = True
 
     @classmethod
     def stamp(cls, row: MutableMapping[str, Any], now: datetime.datetime | None = None) -> None:
-        """Stamp a row's timestamps in place: gmt_modified always, gmt_created if unset."""
+        """Stamp a row in place: gmt_modified always, gmt_created if unset; and cut its
+        free text and JSON to their bounds (a value within its bound is left as it is)."""
         now = now or utcnow()
         row["gmt_modified"] = now
         if row.get("gmt_created") is None:
             row["gmt_created"] = now
+        for column, length in cls.BOUNDS.items():
+            value = row.get(column)
+            if isinstance(value, str) and len(value) > length:
+                row[column] = clip(value, length)
+        for column, length in cls.JSON_BOUNDS.items():
+            value = row.get(column)
+            if isinstance(value, str) and len(value) > length:
+                row[column] = fit_json(value, length)
 
     async def save(
         self,
@@ -71,7 +90,7 @@ class Stamped(Model):
         """Stamp the timestamps, then save as Tortoise does."""
         row = {name: getattr(self, name) for name in self._meta.db_fields}
         self.stamp(row)
-        for name in self.STAMPED:
+        for name in (*self.STAMPED, *self.BOUNDS, *self.JSON_BOUNDS):
             setattr(self, name, row[name])
         if update_fields is not None:
             update_fields = [
@@ -115,6 +134,8 @@ class Job(Stamped):
     remark = fields.TextField(null=True)
 
     STAMPED = ("gmt_created", "gmt_modified", "gmt_job_finished")
+    BOUNDS: ClassVar[dict[str, int]] = {"remark": REMARK_LENGTH}
+    JSON_BOUNDS: ClassVar[dict[str, int]] = {"resources": RESOURCES_LENGTH}
 
     @classmethod
     def stamp(cls, row: MutableMapping[str, Any], now: datetime.datetime | None = None) -> None:
@@ -161,6 +182,9 @@ class Pod(Stamped):
     gmt_started = fields.DatetimeField(null=True)
     gmt_finished = fields.DatetimeField(null=True)
 
+    BOUNDS: ClassVar[dict[str, int]] = {"image": IMAGE_LENGTH, "remark": REMARK_LENGTH}
+    JSON_BOUNDS: ClassVar[dict[str, int]] = {"resources": RESOURCES_LENGTH}
+
     class Meta:
         table = "replica_info"
         # A job's pods, page by page in the order they were recorded; a shard's pods
@@ -196,6 +220,8 @@ class Event(Stamped):
     # job's whole timeline. NULL in rows written before it existed.
     job_id = fields.CharField(max_length=UID_LENGTH, null=True)
 
+    BOUNDS: ClassVar[dict[str, int]] = {"message": MESSAGE_LENGTH}
+
     class Meta:
         table = "event_info"
         indexes = (
@@ -213,6 +239,9 @@ class Event(Stamped):
 # Container names are DNS labels.
 CONTAINER_NAME_LENGTH = 63
 CONTAINER_TYPE_LENGTH = 16
+NOTE_LENGTH = 1000
+# JOBARCHIVE_LOG_TAIL_BYTES' largest value: a tail is never longer in characters.
+LOG_TAIL_LENGTH = 2**20
 
 
 class LogTail(Stamped):
@@ -239,6 +268,12 @@ class LogTail(Stamped):
     truncated = fields.BooleanField(default=False)
     note = fields.TextField(null=True)
     log_tail = fields.TextField(null=True)
+
+    BOUNDS: ClassVar[dict[str, int]] = {
+        "reason": SHORT_TEXT_LENGTH,
+        "note": NOTE_LENGTH,
+        "log_tail": LOG_TAIL_LENGTH,
+    }
 
     class Meta:
         table = "container_log_tail"

@@ -265,7 +265,13 @@ async def logs_page(
     if len(found) != 1 or not await caller.may("get", found[0]["namespace"]):
         raise NotFound(f"no job with uid {queries.quoted(uid)}")
     tails = await reads.within(lambda: queries.job_log_tails(uid, **values))
-    context = {"job": found[0], "tails": tails, "cli": f"{CLI} logs {uid}", "narrowed": values}
+    context = {
+        "job": found[0],
+        "tails": tails.items,
+        "next": link(request.path, params, cursor=tails.next_cursor) if tails.next_cursor else None,
+        "cli": f"{CLI} logs {uid}",
+        "narrowed": values,
+    }
     return Page("logs.html", context)
 
 

@@ -7,8 +7,9 @@ mandatory; without it the object cannot be stored and ``InvalidObject`` says why
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, TypedDict, overload
+from typing import Any, TypedDict
 
+from jobarchive.cutting import clip
 from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH, VERSION_LENGTH, LiveRow
 from jobarchive.times import timestamp
 
@@ -42,19 +43,6 @@ def text(value: object) -> str | None:
     except UnicodeEncodeError:
         return value.encode("utf-8", "replace").decode("utf-8")
     return value
-
-
-@overload
-def clip(value: str, length: int) -> str: ...
-@overload
-def clip(value: str | None, length: int) -> str | None: ...
-
-
-def clip(value: str | None, length: int) -> str | None:
-    """Cut free text that is descriptive, not identifying, to its column's width."""
-    if value is None or len(value) <= length:
-        return value
-    return value[: length - 1] + "…"
 
 
 def integer(value: object) -> int | None:

@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.cutting import clip
 from jobarchive.recording.convert.common import (
     InvalidObject,
-    clip,
     identity,
     integer,
     mapping,
@@ -23,6 +23,7 @@ from jobarchive.recording.convert.common import (
 from jobarchive.rows import (
     EVENT_NAME_LENGTH,
     KIND_LENGTH,
+    MESSAGE_LENGTH,
     NAME_LENGTH,
     NAMESPACE_LENGTH,
     SHORT_TEXT_LENGTH,
@@ -109,7 +110,9 @@ def event_row(
         "obj_uid": involved.uid,
         "job_id": job_uid,
         "reason": clip(text(event.get("reason")), SHORT_TEXT_LENGTH) or "",
-        "message": text(event.get("message")) or text(event.get("note")) or "",
+        "message": clip(
+            text(event.get("message")) or text(event.get("note")) or "", MESSAGE_LENGTH
+        ),
         "count": min(count, 2**31 - 1),
         "region": clip(region, SHORT_TEXT_LENGTH),
         "first_timestamp": first,

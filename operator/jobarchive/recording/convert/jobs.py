@@ -10,11 +10,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.cutting import clip
 from jobarchive.kinds import JobKind
-from jobarchive.recording.convert.common import clip, identity, mapping, text, uid
+from jobarchive.recording.convert.common import identity, mapping, text, uid
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import STRATEGIES
-from jobarchive.rows import API_VERSION_LENGTH, SHORT_TEXT_LENGTH, STATUS_LENGTH, JobRow
+from jobarchive.rows import (
+    API_VERSION_LENGTH,
+    REMARK_LENGTH,
+    SHORT_TEXT_LENGTH,
+    STATUS_LENGTH,
+    JobRow,
+)
 
 TENANCY_ANNOTATION = "kubedl.io/tenancy"
 
@@ -44,7 +51,7 @@ def job_row(obj: Mapping[str, Any], kind: JobKind, region: str | None) -> JobRow
         "is_in_etcd": True,
         "gmt_finished": strategy.finished(obj, current),
         "gmt_job_running": strategy.running(obj, current),
-        "remark": strategy.remark(obj, current),
+        "remark": clip(strategy.remark(obj, current), REMARK_LENGTH),
     }
 
 

@@ -16,9 +16,9 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.cutting import clip
 from jobarchive.kinds import JobKind, KindRegistry, controller_of, is_intermediate
 from jobarchive.recording.convert.common import (
-    clip,
     identity,
     integer,
     mapping,
@@ -28,8 +28,10 @@ from jobarchive.recording.convert.common import (
 )
 from jobarchive.recording.convert.resources import pod_resources_json
 from jobarchive.rows import (
+    IMAGE_LENGTH,
     IP_LENGTH,
     LABEL_VALUE_LENGTH,
+    REMARK_LENGTH,
     SHORT_TEXT_LENGTH,
     STATUS_LENGTH,
     UID_LENGTH,
@@ -131,7 +133,7 @@ def pod_row(
         "pod_id": uid(pod),
         "job_id": clip(job_uid, UID_LENGTH),
         "status": clip(phase, STATUS_LENGTH),
-        "image": text(main_spec.get("image")) or "",
+        "image": clip(text(main_spec.get("image")) or "", IMAGE_LENGTH),
         "replica_type": clip(_replica_type(labels), LABEL_VALUE_LENGTH) or "",
         "resources": pod_resources_json(spec),
         "host_ip": clip(text(status.get("hostIP")), IP_LENGTH),
@@ -139,7 +141,9 @@ def pod_row(
         "deploy_region": clip(region, SHORT_TEXT_LENGTH),
         "deleted": meta.get("deletionTimestamp") is not None,
         "is_in_etcd": True,
-        "remark": _remark(status, main_status, statuses) if phase == FAILED else None,
+        "remark": clip(_remark(status, main_status, statuses), REMARK_LENGTH)
+        if phase == FAILED
+        else None,
         "gmt_started": timestamp(status.get("startTime")),
         "gmt_finished": _finished_at(main_status),
     }

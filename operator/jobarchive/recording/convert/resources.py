@@ -8,13 +8,14 @@ limit, as the API server's defaulting does. Pod-level ``spec.resources``, where
 set, wins for the resources it names. Quantities are printed canonically.
 """
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.bounded import Lru
+from jobarchive.cutting import compact, fit_json
 from jobarchive.recording.convert.common import mapping, sequence
 from jobarchive.recording.convert.quantities import Quantity, parse_quantity
+from jobarchive.rows import RESOURCES_LENGTH
 
 Amounts = dict[str, Quantity]
 # Pods of one job share their resources: the JSON of each distinct set is computed once.
@@ -63,8 +64,9 @@ def pod_resources_json(pod_spec: Mapping[str, Any]) -> str:
 
 
 def resources_json(value: object) -> str:
-    """Serialize a resources structure compactly and deterministically."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Serialize a resources structure compactly and deterministically, within its
+    column's bound (``cutting.fit_json``: a hostile spec of thousands of names)."""
+    return fit_json(compact(value), RESOURCES_LENGTH)
 
 
 def _effective(
