@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from jobarchive import config
 from jobarchive.maintenance import retention
@@ -39,6 +40,7 @@ from jobarchive.reading import api, auth, queries
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, migration, schema
 from jobarchive.storage.reads import QueryTimeout, ReadPool
+from jobarchive.visible import visible
 
 T = TypeVar("T")
 OUTPUTS = click.Choice(["table", "json"])
@@ -87,8 +89,9 @@ def _archive(url: str) -> str:
 
 
 def _unreadable(url: str, error: BaseException) -> click.ClickException:
+    # A driver's message may quote a stored value.
     return click.ClickException(
-        f"cannot use the archive at {config.redact_url(url)}: {failures.describe(error)}"
+        visible(f"cannot use the archive at {config.redact_url(url)}: {failures.describe(error)}")
     )
 
 
@@ -145,7 +148,12 @@ def _time(value: str | None, name: str) -> datetime.datetime | None:
 
 
 def _print_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    click.echo(json.dumps(value, indent=2, ensure_ascii=True))
+
+
+def _echo(line: str) -> None:
+    """A line with values in it, which nothing in them can act on or break."""
+    click.echo(visible(line))
 
 
 def _short(value: str | None) -> str:
@@ -178,16 +186,19 @@ def _print_page(
         return
     _table(f"{len(page.items)} {noun}", columns, rows(page.items))
     if page.next_cursor:
-        click.echo(f"more: --cursor {page.next_cursor}")
+        _echo(f"more: --cursor {page.next_cursor}")
 
 
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    """A table of values as Text, which rich neither parses for markup (``[link=...]``
+    would be a hyperlink, ``[/]`` an error) nor highlights."""
+    table = Table(title=Text(visible(title)), title_justify="left", show_edge=False, pad_edge=False)
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*row)
-    Console(width=max(Console().width, 160)).print(table)
+        table.add_row(*(Text(visible(cell, lines=True)) for cell in row))
+    width = max(Console().width, 160)
+    Console(width=width, markup=False, emoji=False, highlight=False).print(table)
 
 
 def _job_rows(jobs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -316,7 +327,7 @@ def job(
 
     found = _run(db_url, look_up)
     if not found:
-        raise click.ClickException(f"no job {reference}")
+        raise click.ClickException(visible(f"no job {reference}"))
     if len(found) > 1:
         if output == "json":
             _print_json(queries.Page(found, None).as_json())
@@ -354,11 +365,11 @@ def _print_job(detail: Mapping[str, Any]) -> None:
     columns = ("pod", "type", "status", "node", "started", "finished", "remark", "log tail")
     _table("pods", columns, pods)
     if any(pod.get("has_log_tail") for pod in detail["pods"]):
-        click.echo(f"Log tails: jobarchive logs {detail['job_id']} [--pod POD]")
+        _echo(f"Log tails: jobarchive logs {detail['job_id']} [--pod POD]")
     _table("events", EVENT_COLUMNS, _event_rows(detail["events"]))
     for what in ("pods", "events"):
         if detail[f"{what}_next_cursor"]:
-            click.echo(
+            _echo(
                 f"More {what}: jobarchive job {detail['job_id']} "
                 f"--{what}-cursor {detail[f'{what}_next_cursor']}"
             )
@@ -415,7 +426,7 @@ def logs(
 
     found, tails = _run(db_url, look_up)
     if not found:
-        raise click.ClickException(f"no job {reference}")
+        raise click.ClickException(visible(f"no job {reference}"))
     if len(found) > 1:
         _table(f"{len(found)} jobs named {reference}", JOB_COLUMNS, _job_rows(found))
         click.echo("Name one by its uid: jobarchive logs UID")
@@ -424,7 +435,7 @@ def logs(
         _print_json({"items": tails})
         return
     if not tails:
-        click.echo(f"No log tails of failed containers of job {found[0]['job_id']}")
+        _echo(f"No log tails of failed containers of job {found[0]['job_id']}")
     for tail in tails:
         _print_tail(tail)
 
@@ -446,23 +457,13 @@ def _print_tail(tail: Mapping[str, Any]) -> None:
         f"(restart {tail['restart_count']}{kind}): {ended or 'failed'}"
     )
     if not tail["captured"]:
-        click.echo(terminal_safe(f"{header}: not captured: {tail['note'] or 'unknown'}"))
+        _echo(f"{header}: not captured: {tail['note'] or 'unknown'}")
         return
-    click.echo(terminal_safe(f"{header}{' (last lines only)' if tail['truncated'] else ''}"))
+    _echo(f"{header}{' (last lines only)' if tail['truncated'] else ''}")
     text = tail["log_tail"] or ""
     for line in text.removesuffix("\n").split("\n") if text else []:
-        click.echo(terminal_safe(line))
-
-
-def terminal_safe(line: str) -> str:
-    """A line of a log as a terminal would have shown it, and nothing it could do to
-    the terminal: what a carriage return overwrote (progress bars) is dropped, and
-    every other control character (escape sequences) is shown as ``\\xNN``."""
-    line = line.rstrip("\r").rpartition("\r")[2]
-    return "".join(
-        char if char == "\t" or (char.isprintable() and char != "\x7f") else f"\\x{ord(char):02x}"
-        for char in line
-    )
+        # As a terminal showed it: what a carriage return overwrote (progress bars) is gone.
+        _echo(line.rstrip("\r").rpartition("\r")[2])
 
 
 @main.command()
@@ -562,7 +563,7 @@ def migrate(db_url: str | None, dry_run: bool) -> None:
     """
 
     def report(step: migration.Step) -> None:
-        click.echo(step.describe(dry_run))
+        _echo(step.describe(dry_run))
 
     async def work() -> list[migration.Step]:
         return await migration.Migration(db.connection()).run(dry_run, report)

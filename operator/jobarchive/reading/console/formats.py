@@ -1,6 +1,11 @@
-"""How the console writes times and durations: UTC, to the second, short."""
+"""How the console writes values: times in UTC, to the second; durations short; text
+with what would hide or reorder it escaped."""
 
 import datetime
+
+from markupsafe import Markup
+
+from jobarchive.visible import visible
 
 UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
@@ -44,3 +49,14 @@ def iso(moment: datetime.datetime | str | None) -> str:
     if when is None:
         return ""
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def shown(value: object) -> object:
+    """Every value a template writes, before autoescaping (Jinja2's ``finalize``): text
+    as ``visible`` shows it, line breaks kept; numbers as they are. Markup (a macro's
+    output) stays Markup: the escapes put in are printable ASCII, never HTML."""
+    if isinstance(value, Markup):
+        return Markup(visible(value, lines=True))
+    if value is None or isinstance(value, int | float):
+        return value
+    return visible(str(value), lines=True)
