@@ -48,9 +48,11 @@ from jobarchive.reading.handling import (
     QUEUE_WAIT,
     STATS_PARAMS,
     Caller,
+    NotFound,
     Param,
     Reads,
     parse,
+    secure,
 )
 from jobarchive.serving import SEND_TIMEOUT, listen, send
 
@@ -85,6 +87,22 @@ def error(status: int, message: str, headers: Mapping[str, str] | None = None) -
     return web.json_response(body, status=status, headers=headers)
 
 
+@web.middleware
+async def _json_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """aiohttp's own refusals of the API's paths (404 no route, 405 not GET) as the
+    API's JSON errors."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400 or not request.path.startswith(PREFIX + "/"):
+            raise
+        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        message = f"{exc.reason.lower()}: the API answers GET on {PREFIX}/..."
+        return error(exc.status, message, allow)
+
+
 Handler = Callable[[web.Request, Caller], Awaitable[Any]]
 
 
@@ -105,7 +123,8 @@ class Api:
     def app(self) -> web.Application:
         """An aiohttp application serving the API under ``PREFIX``; its cleanup closes
         the access control."""
-        app = web.Application()
+        app = web.Application(middlewares=[_json_errors])
+        app.on_response_prepare.append(secure)
         routes = {
             "/jobs": self._jobs,
             "/jobs/{uid}": self._job,
@@ -131,9 +150,11 @@ class Api:
     def _guarded(self, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def guarded(request: web.Request) -> web.Response:
             # Sent here, within a deadline, rather than by aiohttp after the handler, which
-            # would wait for ever on a client that never reads its answer.
-            answer = await self._answer(request, handler)
-            return await send(request, answer, self.reads.send_timeout)
+            # would wait for ever on a client that never reads its answer; in the request's
+            # read turn, so that no more answers are held than queries may run.
+            async with self.reads.held():
+                answer = await self._answer(request, handler)
+                return await send(request, answer, self.reads.send_timeout)
 
         return guarded
 
@@ -160,9 +181,10 @@ class Api:
     async def _job(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, DETAIL_PARAMS)
         uid = request.match_info["uid"]
+        await self.reads.visible_job(caller, uid)
         detail = await self.reads.within(lambda: queries.job_detail(uid, **values))
-        if detail is None or not await caller.may("get", detail["namespace"]):
-            return error(404, f"no job with uid {queries.quoted(uid)}")
+        if detail is None:
+            raise NotFound(f"no job with uid {queries.quoted(uid)}")
         uids = [pod["pod_id"] for pod in detail["pods"]]
         tailed = await self.reads.within(lambda: queries.pods_with_log_tails(uid, uids))
         for pod in detail["pods"]:
@@ -172,9 +194,7 @@ class Api:
     async def _logs(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, LOG_PARAMS)
         uid = request.match_info["uid"]
-        found = await self.reads.within(lambda: queries.find_jobs(uid))
-        if len(found) != 1 or not await caller.may("get", found[0]["namespace"]):
-            return error(404, f"no job with uid {queries.quoted(uid)}")
+        await self.reads.visible_job(caller, uid)
         page = await self.reads.within(lambda: queries.job_log_tails(uid, **values))
         return page.as_json()
 

@@ -9,10 +9,12 @@ refuses with the same words, and a caller the API turns away, the console does t
 """
 
 import asyncio
+import contextlib
+import contextvars
 import dataclasses
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -146,6 +148,15 @@ class Forbidden(Exception):
     """The caller may not read what the request asks for (403); the message says why."""
 
 
+class NotFound(Exception):
+    """No such thing, or none the caller may see (404); the message says which."""
+
+
+class DuplicateAuthorization(Exception):
+    """A request with more than one Authorization header: which one a proxy checked is
+    unknowable, so none is believed (400)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Caller:
     """Who made a request, and the access control that knows what they may read."""
@@ -175,6 +186,17 @@ class Caller:
         raise Forbidden(f"{what} covers all namespaces, and {denied} in all of them: {instead}")
 
 
+@dataclasses.dataclass
+class _Held:
+    """A request's read turn, once taken: held until its answer is sent."""
+
+    stack: contextlib.AsyncExitStack
+    taken: bool = False
+
+
+_HELD: contextvars.ContextVar[_Held | None] = contextvars.ContextVar("held", default=None)
+
+
 @dataclasses.dataclass(frozen=True)
 class Refusal:
     """What a request that failed is answered: a status, a message for the caller, and
@@ -186,6 +208,25 @@ class Refusal:
 
 
 RETRY = {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"}
+# Every answer of the read side carries these, aiohttp's own 404 and 405 included
+# (``secure``): what it shows is what one caller may read, so no cache keeps it, no
+# browser guesses its type, and no page frames or fetches it.
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+async def secure(_: web.Request, response: web.StreamResponse) -> None:
+    """Give an answer about to be sent each of ``HEADERS`` it does not set itself."""
+    for name, value in HEADERS.items():
+        response.headers.setdefault(name, value)
 
 
 class Reads:
@@ -207,19 +248,52 @@ class Reads:
 
     async def caller(self, request: web.Request) -> Caller:
         """Who sent the request (its bearer token); Unauthenticated when nobody known."""
-        identity = await self.access.authenticate(request.headers.get("Authorization"))
+        given = request.headers.getall("Authorization", [])
+        if len(given) > 1:
+            raise DuplicateAuthorization(f"{len(given)} Authorization headers; send one")
+        identity = await self.access.authenticate(given[0] if given else None)
         return Caller(identity, self.access)
 
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """A request's whole life, its answer's sending included: the read turn its first
+        query takes (``within``) is given back only when the block ends, so that no more
+        answers are in memory at once than queries may run (decision 16)."""
+        async with contextlib.AsyncExitStack() as stack:
+            token = _HELD.set(_Held(stack))
+            try:
+                yield
+            finally:
+                _HELD.reset(token)
+
     async def within(self, query: Callable[[], Awaitable[T]]) -> T:
-        """The query's result, run on a free read connection; Busy when none frees in
-        ``QUEUE_WAIT``, QueryTimeout past the timeout (reviews are not counted).
+        """The query's result, run in the request's read turn (taken now if it holds none);
+        Busy when none frees in ``QUEUE_WAIT``, QueryTimeout past the timeout (reviews are
+        not counted).
 
         The query is given uncalled, so that a request turned away never makes it.
         """
-        async with self.gate.turn(QUEUE_WAIT):
-            with reads.deadline(self.timeout):
-                async with asyncio.timeout(self.timeout + BACKSTOP):
-                    return await query()
+        held = _HELD.get()
+        if held is None:
+            async with self.gate.turn(QUEUE_WAIT):
+                return await self._timed(query)
+        if not held.taken:
+            await held.stack.enter_async_context(self.gate.turn(QUEUE_WAIT))
+            held.taken = True
+        return await self._timed(query)
+
+    async def _timed(self, query: Callable[[], Awaitable[T]]) -> T:
+        with reads.deadline(self.timeout):
+            async with asyncio.timeout(self.timeout + BACKSTOP):
+                return await query()
+
+    async def visible_job(self, caller: Caller, uid: str) -> str:
+        """The namespace of the job with that uid, checked before anything else of it is
+        read; NotFound, alike, for a job that never was and one the caller may not see."""
+        namespace = await self.within(lambda: queries.job_namespace(uid))
+        if namespace is None or not await caller.may("get", namespace):
+            raise NotFound(f"no job with uid {queries.quoted(uid)}")
+        return namespace
 
     def refusal(self, request: web.Request, exc: Exception) -> Refusal:
         """What a request that raised ``exc`` is answered; a bug is logged, in one line."""
@@ -227,6 +301,10 @@ class Reads:
             return Refusal(401, str(exc), {"WWW-Authenticate": "Bearer"})
         if isinstance(exc, Forbidden):
             return Refusal(403, str(exc))
+        if isinstance(exc, NotFound):
+            return Refusal(404, str(exc))
+        if isinstance(exc, DuplicateAuthorization):
+            return Refusal(400, str(exc))
         if isinstance(exc, auth.ReviewFailed):
             return Refusal(503, str(exc))
         if isinstance(exc, gate.Busy):

@@ -532,6 +532,15 @@ async def list_jobs(query: JobQuery, limit: int | None = None, cursor: str | Non
     return await _page(found, order, page_size(limit), cursor, lambda row: job_json(row, now))
 
 
+async def job_namespace(job_uid: str) -> str | None:
+    """The namespace of the job with that uid (one indexed row, one column); None if no
+    job has it: what is checked before anything else of a job is read."""
+    found = (
+        await _read(Job).filter(job_id=fits("uid", job_uid, UID_LENGTH)).first().values("namespace")
+    )
+    return None if found is None else str(found["namespace"])
+
+
 async def find_jobs(reference: str) -> list[dict[str, Any]]:
     """Jobs named ``namespace/name`` (the newest page of its incarnations) or with that uid."""
     if "/" in reference:

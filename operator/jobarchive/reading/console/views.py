@@ -27,28 +27,19 @@ from jobarchive.reading import queries
 from jobarchive.reading.console import charts, formats, timeline
 from jobarchive.reading.handling import (
     DETAIL_PARAMS,
+    HEADERS,
     JOB_PARAMS,
     LOG_PARAMS,
     PAGE,
     STATS_PARAMS,
     Caller,
+    NotFound,
     Reads,
     Refusal,
     parse,
 )
 from jobarchive.serving import send
 
-HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-        "connect-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    # Pages show what a caller may read: no shared cache keeps them.
-    "Cache-Control": "no-store",
-}
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
 # The filters the list's form shows first; the others of JOB_PARAMS fold away.
 MAIN_FILTERS = ("namespace", "name", "kind", "status", "owner", "created_since", "created_until")
@@ -59,10 +50,6 @@ RECREATIONS = 20
 TOP = 10
 CLI = "jobarchive"
 POD_COUNTS = ("active", "succeeded", "failed", "stopped")
-
-
-class NotFound(Exception):
-    """Nothing the caller may see answers the request (404)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +135,9 @@ class Console:
 
     def _page(self, view: View) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def page(request: web.Request) -> web.Response:
-            return await send(request, await self._answer(request, view), self.reads.send_timeout)
+            async with self.reads.held():
+                answer = await self._answer(request, view)
+                return await send(request, answer, self.reads.send_timeout)
 
         return page
 
@@ -158,8 +147,6 @@ class Console:
             caller = await self.reads.caller(request)
             page = await view(self.reads, request, caller, params)
             return self.render(page.template, page.status, **page.context)
-        except NotFound as exc:
-            return self._refused(request, params, Refusal(404, str(exc)))
         except Exception as exc:
             return self._refused(request, params, self.reads.refusal(request, exc))
 
@@ -219,8 +206,9 @@ async def job_page(
     and the other jobs recorded under its name; 404 for a job the caller may not see."""
     values = parse(params, DETAIL_PARAMS)
     uid = request.match_info["uid"]
+    await reads.visible_job(caller, uid)
     detail = await reads.within(lambda: queries.job_detail(uid, **values))
-    if detail is None or not await caller.may("get", detail["namespace"]):
+    if detail is None:
         raise NotFound(f"no job with uid {queries.quoted(uid)}")
 
     async def rest() -> tuple[queries.Timeline | None, queries.Page, set[str]]:
@@ -262,8 +250,9 @@ async def logs_page(
     by pod and container as in the API; 404 for a job the caller may not see."""
     values = parse(params, LOG_PARAMS)
     uid = request.match_info["uid"]
+    await reads.visible_job(caller, uid)
     found = await reads.within(lambda: queries.find_jobs(uid))
-    if len(found) != 1 or not await caller.may("get", found[0]["namespace"]):
+    if len(found) != 1:
         raise NotFound(f"no job with uid {queries.quoted(uid)}")
     tails = await reads.within(lambda: queries.job_log_tails(uid, **values))
     context = {
