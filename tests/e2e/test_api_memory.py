@@ -9,22 +9,18 @@ realistic objects: a PyTorchJob asking for GPUs, its pods in every state, the
 scheduler's and the kubelet's Events about them, ties in every sort key."""
 
 import asyncio
-import contextlib
 import datetime
 import json
-import os
 import pathlib
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
 
 from jobarchive.config import load
-from jobarchive.reading.api import PREFIX
 from jobarchive.reading.queries import MAX_PAGE
 from jobarchive.recording.convert import event_row, job_row, pod_row
 from jobarchive.rows import EventRow, JobRow, PodRow
@@ -32,9 +28,7 @@ from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o
 from testbed.objects import Body
-from testbed.ports import free_port
-from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
-from tests.support.waiting import eventually
+from tests.support.serve import get, jobarchive_serve, memory
 
 pytestmark = pytest.mark.e2e
 
@@ -203,59 +197,6 @@ async def big_job(archive: str) -> BigJob:
     return job
 
 
-@contextlib.asynccontextmanager
-async def jobarchive_serve(db_url: str, log_path: pathlib.Path) -> AsyncIterator[tuple[str, int]]:
-    """A real ``jobarchive serve --auth none`` on the archive: its API's base URL and pid."""
-    port = free_port()
-    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
-    # As many connections to read with as there are clients at once, so that all of
-    # them query together rather than wait for a connection (or are turned away).
-    env = {
-        **inherited,
-        "JOBARCHIVE_DB_URL": db_url,
-        "JOBARCHIVE_API_CONCURRENCY": str(CONCURRENT),
-    }
-    with log_path.open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            str(JOBARCHIVE),
-            *("serve", "--auth", "none", "--port", str(port)),
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    base = f"http://127.0.0.1:{port}{PREFIX}"
-
-    async def answers() -> bool:
-        try:
-            async with aiohttp.ClientSession() as session:
-                return (await get(session, f"{base}/openapi.json"))[0] == 200
-        except aiohttp.ClientConnectionError:
-            return False
-
-    try:
-        await eventually(answers, within=30)
-        yield base, process.pid
-    finally:
-        if process.returncode is None:
-            process.terminate()
-        await process.wait()
-        print(log_path.read_text()[-5000:])
-
-
-async def get(
-    session: aiohttp.ClientSession, url: str, params: dict[str, Any] | None = None
-) -> tuple[int, bytes]:
-    async with session.get(url, params=params) as response:
-        return response.status, await response.read()
-
-
-def memory(pid: int) -> tuple[int, int]:
-    """A process's resident memory now and at its peak (VmRSS, VmHWM), in bytes."""
-    status = pathlib.Path(f"/proc/{pid}/status").read_text()
-    fields = dict(line.split(":", 1) for line in status.splitlines())
-    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["VmHWM"].split()[0]) * 1024
-
-
 class Walk:
     """Every row of a paged list, read page by page from the cursors it gives out."""
 
@@ -303,7 +244,7 @@ async def test_a_job_of_20000_pods_answers_in_bounded_pages_to_many_clients_at_o
     big_job: BigJob, e2e_db_url: str, tmp_path: pathlib.Path
 ) -> None:
     async with (
-        jobarchive_serve(e2e_db_url, tmp_path / "serve.log") as (base, pid),
+        jobarchive_serve(e2e_db_url, tmp_path / "serve.log", CONCURRENT) as (base, pid),
         aiohttp.ClientSession() as session,
     ):
         rss_at_start, _ = memory(pid)

@@ -1,0 +1,69 @@
+"""A real ``jobarchive serve`` as a process, and what the tests read of it over HTTP."""
+
+import asyncio
+import contextlib
+import os
+import pathlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from jobarchive.reading.api import PREFIX
+from testbed.ports import free_port
+from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
+from tests.support.waiting import eventually
+
+
+@contextlib.asynccontextmanager
+async def jobarchive_serve(
+    db_url: str, log_path: pathlib.Path, concurrency: int
+) -> AsyncIterator[tuple[str, int]]:
+    """A real ``jobarchive serve --auth none`` on the archive, ``concurrency`` queries at
+    once: its API's base URL and pid."""
+    port = free_port()
+    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
+    env = {
+        **inherited,
+        "JOBARCHIVE_DB_URL": db_url,
+        "JOBARCHIVE_API_CONCURRENCY": str(concurrency),
+    }
+    with log_path.open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            str(JOBARCHIVE),
+            *("serve", "--auth", "none", "--port", str(port)),
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+    base = f"http://127.0.0.1:{port}{PREFIX}"
+
+    async def answers() -> bool:
+        try:
+            async with aiohttp.ClientSession() as session:
+                return (await get(session, f"{base}/openapi.json"))[0] == 200
+        except aiohttp.ClientConnectionError:
+            return False
+
+    try:
+        await eventually(answers, within=30)
+        yield base, process.pid
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
+        print(log_path.read_text()[-5000:])
+
+
+async def get(
+    session: aiohttp.ClientSession, url: str, params: dict[str, Any] | None = None
+) -> tuple[int, bytes]:
+    async with session.get(url, params=params) as response:
+        return response.status, await response.read()
+
+
+def memory(pid: int) -> tuple[int, int]:
+    """A process's resident memory now and at its peak (VmRSS, VmHWM), in bytes."""
+    status = pathlib.Path(f"/proc/{pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines())
+    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["VmHWM"].split()[0]) * 1024
