@@ -14,13 +14,17 @@ anything is parsed, so that its message can echo none of it.
 
 import dataclasses
 import ipaddress
+import logging
 import os
 import pathlib
+import stat
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_kinds
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_DB_URL = "sqlite://jobarchive.sqlite3"
 _SCHEMES = ("mysql", "sqlite")
@@ -186,9 +190,12 @@ def has_password(url: str) -> bool:
 
 def read_url_file(path: str, source: str) -> str:
     """The URL a file holds (a mounted Secret, say), surrounding whitespace removed;
-    ConfigError naming ``source`` when it is missing, unreadable or empty."""
+    ConfigError naming ``source`` when it is missing, unreadable or empty; one warning
+    when every user may read or write it (ARCHITECTURE.md, decision 25)."""
     try:
-        text = pathlib.Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as file:
+            mode = stat.S_IMODE(os.fstat(file.fileno()).st_mode)
+            text = file.read()
     except FileNotFoundError:
         raise ConfigError(f"{source}: no file at {path}") from None
     except UnicodeDecodeError:
@@ -199,7 +206,20 @@ def read_url_file(path: str, source: str) -> str:
     url = text.strip()
     if not url:
         raise ConfigError(f"{source}: {path} is empty")
+    # Once a file: the operator loads its settings twice (operator/main.py, the handlers).
+    if mode & 0o007 and path not in _EXPOSED:
+        _EXPOSED.add(path)
+        logger.warning(
+            "%s: %s is open to every user of this machine (mode %04o), and the database "
+            "password in it too: chmod o-rwx it (a mounted Secret: defaultMode 0440)",
+            source,
+            path,
+            mode,
+        )
     return url
+
+
+_EXPOSED: set[str] = set()
 
 
 def load(environ: Mapping[str, str] | None = None) -> Settings:

@@ -1,4 +1,5 @@
-"""What libraries may log: nothing during the pre-flight checks, never a secret.
+"""What log lines may hold: nothing from libraries during the pre-flight checks, never
+a secret, and user text only as ``shown`` makes it fit.
 
 The checks that run before Kopf starts (``operator/main.py``) end in one line or in
 silence: the libraries they call log what those checks then say themselves, or what
@@ -11,6 +12,10 @@ loggers, so the password (as written in the URL and as decoded) and that third
 never reach a handler. The filter sits on the loggers, not on handlers: Kopf
 replaces the root logger's handlers when it starts, and a handler added later
 would bypass it.
+
+Text that comes from an object, a request or another server (names, namespaces,
+reasons, paths, error messages) goes into a line through ``shown``: cut, saying how
+long it was, and escaped, so that no input makes a line long or starts one of its own.
 """
 
 import contextlib
@@ -20,6 +25,32 @@ from collections.abc import Iterable, Iterator
 # The loggers that records about connections come from: Tortoise's two, aiomysql's.
 CREDENTIAL_LOGGERS = ("tortoise", "tortoise.db_client", "aiomysql")
 MASK = "***"
+# User text in a log line, in characters: a Kubernetes name (253 at most) is rarely
+# longer, and a line with a kind, a namespace, a name and a reason stays under 1,000.
+SHOWN = 200
+
+
+def shown(value: object, limit: int = SHOWN) -> str:
+    """User text fit for a log line: its first ``limit`` characters with each line
+    break, control, format or other unprintable character (and the backslash) escaped
+    as Python writes it (``\\n``, ``\\x1b``, ``\\u202e``), escapes counted; when cut,
+    ``…(N characters)`` says how long it was. Quick for text that needs neither."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit and text.isprintable() and "\\" not in text:
+        return text
+    pieces: list[str] = []
+    used = 0
+    for char in text:
+        piece = char if char.isprintable() and char != "\\" else _escaped(char)
+        if used + len(piece) > limit:
+            return "".join(pieces) + f"…({len(text)} characters)"
+        pieces.append(piece)
+        used += len(piece)
+    return "".join(pieces)
+
+
+def _escaped(char: str) -> str:
+    return char.encode("unicode_escape").decode("ascii")
 
 
 @contextlib.contextmanager

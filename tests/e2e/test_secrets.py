@@ -46,6 +46,8 @@ async def test_a_refused_password_is_in_no_line_of_a_verbose_operators_log(
     url = f"mysql://root:{urllib.parse.quote(PASSWORD, safe='')}@{address}/nowhere"
     file = tmp_path / "db-url"
     file.write_text(url + "\n")
+    # As a Secret volume mounts it by default: every user may read it.
+    file.chmod(0o644)
     env: dict[str, str | None] = {"JOBARCHIVE_DB_URL": url if way == "JOBARCHIVE_DB_URL" else None}
     if way == "MYSQL_*":
         env.update(
@@ -67,6 +69,10 @@ async def test_a_refused_password_is_in_no_line_of_a_verbose_operators_log(
     assert "Tortoise-ORM startup" in log
     assert "'password': '***'" in log
     assert_hidden(PASSWORD, log)
+    # Warned of in one line, though the operator reads its settings twice at start.
+    exposed = [line for line in log.splitlines() if "is open to every user" in line]
+    assert len(exposed) == (1 if way == "JOBARCHIVE_DB_URL_FILE" else 0)
+    assert all(f"JOBARCHIVE_DB_URL_FILE: {file} is open" in line for line in exposed)
 
 
 @pytest.mark.parametrize("char", ["#", "/", "?", "@"])

@@ -6,11 +6,14 @@ does not answer costs (503, never an open door).
 On SQLite only: authorization sits above the queries, whose dialects test_api.py covers.
 """
 
+import asyncio
 import logging
 import pathlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
@@ -218,6 +221,71 @@ async def test_an_api_server_that_fails_or_does_not_answer_is_a_503_never_a_yes(
     try:
         unreachable = await get(test_client, "/jobs?namespace=team-a", ALICE, 503)
         assert "the Kubernetes API did not answer" in unreachable["error"]["message"]
+    finally:
+        await test_client.close()
+
+
+async def status_with(session: aiohttp.ClientSession, base: str, token: str) -> int:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with session.get(f"{base}/jobs?namespace=team-a", headers=headers) as response:
+        return response.status
+
+
+async def test_a_flood_of_made_up_tokens_costs_a_few_reviews_and_users_still_get_in(
+    jobs: dict[str, str], reviews: Reviews, cluster: Cluster
+) -> None:
+    # Nothing cached (ttl 0): every request of alice, known since her first, is reviewed.
+    kubernetes = auth.KubernetesAuth(api_client(cluster.url), ttl=0)
+    test_client = await serving(kubernetes)
+    base = str(test_client.make_url(api.PREFIX))
+    # The users' own connections: not queued behind the flood's in the client.
+    async with aiohttp.ClientSession() as users:
+        assert await status_with(users, base, ALICE) == 200
+        started = time.monotonic()
+        flood = [
+            asyncio.ensure_future(status_with(test_client.session, base, f"made-up-{i}"))
+            for i in range(300)
+        ]
+        # During the flood alice, known, takes no turn: never turned away.
+        alice = [await status_with(users, base, ALICE) for _ in range(5)]
+        # bob, new, takes his turn with the flood: retried after Retry-After, he gets in.
+        bob = [await status_with(users, base, BOB)]
+        while bob[-1] == 503 and time.monotonic() - started < 30:
+            await asyncio.sleep(auth.REVIEW_WAIT)
+            bob.append(await status_with(users, base, BOB))
+        bob_in = time.monotonic() - started
+        statuses = await asyncio.gather(*flood)
+        elapsed = time.monotonic() - started
+    await test_client.close()
+    assert alice == [200] * 5
+    assert bob[-1] == 200 and bob_in <= elapsed + 2 * auth.REVIEW_WAIT, (bob, bob_in)
+    reviewed, turned_away = statuses.count(401), statuses.count(503)
+    assert reviewed + turned_away == 300
+    # The turns granted: a burst, then the rate over the flood and over the last wait.
+    assert reviewed <= auth.REVIEW_BURST + auth.REVIEW_RATE * (elapsed + auth.REVIEW_WAIT)
+    assert cluster.requests_to(TOKEN_REVIEWS) == reviewed + 1 + len(alice) + 1
+    print(f"300 made-up tokens, {elapsed:.2f} s: {reviewed} reviews; bob {bob} in {bob_in:.2f} s")
+
+
+async def test_a_refused_token_is_reviewed_once_in_a_while_and_never_pushes_a_user_out(
+    jobs: dict[str, str], reviews: Reviews, cluster: Cluster
+) -> None:
+    kubernetes = auth.KubernetesAuth(api_client(cluster.url), capacity=2, refused_ttl=2)
+    test_client = await serving(kubernetes)
+    base = str(test_client.make_url(api.PREFIX))
+    try:
+        assert await status_with(test_client.session, base, ALICE) == 200
+        for token in ("made-up", "made-up", "other", "another"):
+            assert await status_with(test_client.session, base, token) == 401
+        assert await status_with(test_client.session, base, ALICE) == 200
+        # Three made-up tokens, over the capacity of 2, and alice's answer is still kept.
+        assert cluster.requests_to(TOKEN_REVIEWS) == 1 + 3
+
+        async def reviewed_again() -> bool:
+            assert await status_with(test_client.session, base, "made-up") == 401
+            return cluster.requests_to(TOKEN_REVIEWS) == 5
+
+        await eventually(reviewed_again, within=5)
     finally:
         await test_client.close()
 

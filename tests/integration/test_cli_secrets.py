@@ -53,6 +53,8 @@ def given(way: str, url: str, folder: pathlib.Path) -> tuple[list[str], dict[str
     URL it reads, beside a URL to write to without a password, for the read side's ways)."""
     file = folder / "db-url"
     file.write_text(url + "\n")
+    # Its owner's only, as a secret should be (every user's is warned of).
+    file.chmod(0o600)
     parts = urllib.parse.urlsplit(url)
     written = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
     if way == "MYSQL_*":
@@ -160,6 +162,22 @@ def test_the_url_is_read_from_a_file_and_the_command_line_outranks_the_environme
 
     assert (result.stderr, result.returncode) == ("", 0)
     assert json.loads(result.stdout) == {"items": [], "next_cursor": None}
+
+
+def test_a_url_file_every_user_may_read_is_warned_of_in_one_line_and_still_read(
+    sqlite_archive: str, empty: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    args, _ = given("--db-url-file", sqlite_archive, tmp_path)
+    file = pathlib.Path(args[1])
+    file.chmod(0o644)
+
+    result = jobarchive(*args, "jobs", "-o", "json", cwd=empty)
+
+    assert result.stderr.splitlines() == [
+        f"--db-url-file: {file} is open to every user of this machine (mode 0644), and the "
+        "database password in it too: chmod o-rwx it (a mounted Secret: defaultMode 0440)"
+    ]
+    assert (json.loads(result.stdout), result.returncode) == ({"items": [], "next_cursor": None}, 0)
 
 
 def test_a_url_file_that_cannot_be_used_is_one_line_and_exit_status_2(

@@ -1,6 +1,7 @@
 """Where the database is and how it is reached: the URL (its variable, its file, KubeDL's
 variables), the characters its password may not hold unencoded, and TLS."""
 
+import logging
 import pathlib
 
 import pytest
@@ -127,6 +128,36 @@ def test_a_missing_unreadable_or_empty_url_file_is_one_line(tmp_path: pathlib.Pa
         with pytest.raises(ConfigError) as error:
             read_url_file(str(path), "JOBARCHIVE_DB_URL_FILE")
         assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    ("mode", "warned"),
+    [(0o644, True), (0o604, True), (0o602, True), (0o640, False), (0o400, False)],
+)
+@pytest.mark.parametrize("variable", ["JOBARCHIVE_DB_URL_FILE", "JOBARCHIVE_READ_DB_URL_FILE"])
+def test_a_url_file_every_user_may_open_is_warned_of_once_without_its_content(
+    mode: int, warned: bool, variable: str, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"mysql://alice:{PASSWORD}@db.example.com:3306/archive"
+    path = tmp_path / "db-url"
+    path.write_text(url)
+    path.chmod(mode)
+    env = {variable: str(path)}
+    if variable == "JOBARCHIVE_READ_DB_URL_FILE":
+        env["JOBARCHIVE_DB_URL"] = "mysql://alice@db.example.com:3306/archive"
+    caplog.set_level(logging.WARNING)
+
+    # Loaded twice, as the operator does: one line at most.
+    assert load(env).db_url_redacted and load(env).read_db_url_redacted
+
+    lines = [record.getMessage() for record in caplog.records]
+    # Group access is how Kubernetes lets a pod's fsGroup read a Secret it mounts.
+    expected = (
+        f"{variable}: {path} is open to every user of this machine (mode {mode:04o}), and the "
+        "database password in it too: chmod o-rwx it (a mounted Secret: defaultMode 0440)"
+    )
+    assert lines == ([expected] if warned else [])
+    assert_hidden(PASSWORD, " ".join(lines))
 
 
 def test_the_url_and_the_url_file_together_are_refused(tmp_path: pathlib.Path) -> None:

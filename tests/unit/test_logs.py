@@ -70,3 +70,37 @@ def test_a_record_without_a_secret_is_left_as_it_was() -> None:
 
     assert logging.getLogger("tortoise").filter(record)
     assert (record.msg, record.args) == ("%s: %s", ("a", 1))
+
+
+def test_user_text_is_shown_whole_when_short_and_printable() -> None:
+    for text in ("mnist-worker-0", "引用 \U0001f680 ok", "", "a" * logs.SHOWN):
+        assert logs.shown(text) == text
+    assert logs.shown(None) == "None"
+    assert logs.shown(ValueError("bad value")) == "bad value"
+
+
+def test_user_text_is_cut_saying_how_long_it_was() -> None:
+    shown = logs.shown("n" * 100_000)
+    assert shown == "n" * logs.SHOWN + "…(100000 characters)"
+    assert logs.shown("abcdef", limit=3) == "abc…(6 characters)"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("evil\nINFO forged line", "evil\\nINFO forged line"),
+        ("a\r\x1b[31mred\x00", "a\\r\\x1b[31mred\\x00"),
+        ("right\u202eto left\u2028", "right\\u202eto left\\u2028"),
+        ("back\\slash", "back\\\\slash"),
+        ("lone \ud800 surrogate", "lone \\ud800 surrogate"),
+    ],
+)
+def test_user_text_can_start_no_line_of_its_own(text: str, expected: str) -> None:
+    assert logs.shown(text) == expected
+    assert logs.shown(text).isprintable()
+
+
+def test_escapes_count_against_the_limit_so_no_text_widens_a_line() -> None:
+    shown = logs.shown("\x00" * 100_000)
+    assert shown == "\\x00" * (logs.SHOWN // 4) + "…(100000 characters)"
+    assert len(logs.shown("\U0010ffff\x00" * 1000)) <= logs.SHOWN + len("…(2000 characters)")

@@ -27,7 +27,8 @@ def test_a_listed_job_is_known_by_its_namespace_name_and_uid_or_not_at_all(
 def test_a_failed_list_is_said_in_a_few_words() -> None:
     assert failure(ApiException(status=403, reason="Forbidden")) == "403 Forbidden"
     assert failure(TimeoutError()) == "TimeoutError"
-    assert failure(ValueError("x" * 500)) == "ValueError " + "x" * 200
+    assert failure(ValueError("x" * 500)) == "ValueError " + "x" * 200 + "…(500 characters)"
+    assert failure(ValueError("two\nlines")) == "ValueError two\\nlines"
 
 
 JOBS = [("team", "train", "job-1"), ("other", "train", "job-2")]

@@ -21,6 +21,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.logs import shown
 from jobarchive.times import timestamp
 
 OOM_KILLED = "OOMKilled"
@@ -55,10 +56,9 @@ class Failure:
         return (self.pod_uid, self.container, self.restart_count)
 
     def describe(self) -> str:
-        """``namespace/pod container c (restart n)``, for a log line."""
-        return (
-            f"{self.namespace}/{self.pod} container {self.container} (restart {self.restart_count})"
-        )
+        """``namespace/pod container c (restart n)``, for a log line (each cut)."""
+        where = f"{shown(self.namespace)}/{shown(self.pod)}"
+        return f"{where} container {shown(self.container)} (restart {self.restart_count})"
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

@@ -35,6 +35,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import metrics
 from jobarchive.cluster import api_client, get_json, post_json
+from jobarchive.logs import shown
 from jobarchive.recording.convert.common import integer, mapping
 from jobarchive.scope import CLUSTER, Scope
 from jobarchive.times import timestamp
@@ -136,7 +137,7 @@ async def is_active(
                     "Cannot read the peering %s: %s %s",
                     where(peering, place),
                     exc.status,
-                    exc.reason,
+                    shown(exc.reason),
                 )
             continue
         if outranked(mapping(body.get("status")), peering.priority, now):
@@ -146,7 +147,7 @@ async def is_active(
 
 def where(peering: Peering, namespace: str | None) -> str:
     """A peering object's name for a log line."""
-    return f"{peering.name}" if namespace is None else f"{peering.name} in {namespace}"
+    return f"{peering.name}" if namespace is None else f"{peering.name} in {shown(namespace)}"
 
 
 async def create_missing(
@@ -204,7 +205,7 @@ async def keep_objects(peering: Peering, interval: float = KEEP_INTERVAL) -> Non
                 if peering.scope.exact and done >= wanted:
                     return
             except Exception as exc:
-                logger.warning("Cannot create the peering object %s: %s", peering.name, exc)
+                logger.warning("Cannot create the peering object %s: %s", peering.name, shown(exc))
             await asyncio.sleep(interval)
     finally:
         await api.close()
@@ -274,7 +275,7 @@ class Activity:
                         "Cannot read the peering %s, %s: %s",
                         self.peering.name,
                         "still active" if self.active else "standing by",
-                        exc,
+                        shown(exc),
                     )
                 await asyncio.sleep(poll)
         finally:

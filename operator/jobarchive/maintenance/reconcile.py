@@ -47,6 +47,7 @@ from jobarchive import metrics
 from jobarchive.bounded import chunks
 from jobarchive.cluster import api_client, list_path, listed
 from jobarchive.kinds import JobKind
+from jobarchive.logs import shown
 from jobarchive.maintenance.peering import Activity
 from jobarchive.recording.convert import mark_gone
 from jobarchive.scope import CLUSTER, Scope
@@ -74,8 +75,8 @@ T = TypeVar("T")
 def describe(error: BaseException) -> str:
     """Why a run failed, in one line and without the database's connection parameters."""
     if isinstance(error, ApiException):
-        return f"{error.status} {error.reason}"
-    return failures.describe(error)
+        return f"{error.status} {shown(error.reason)}"
+    return shown(failures.describe(error))
 
 
 async def ride_out(read: Callable[[], Awaitable[T]]) -> T:
@@ -183,7 +184,9 @@ class Reconciler:
             except ApiException as exc:
                 failed.add(kind.kind)
                 if exc.status != 404:
-                    logger.warning("Cannot list %s: %s %s", path, exc.status, exc.reason)
+                    logger.warning(
+                        "Cannot list %s: %s %s", shown(path), exc.status, shown(exc.reason)
+                    )
             else:
                 listed.add((kind.group, kind.kind))
         # Rows from before api_version existed say only their kind name: reconciled
@@ -196,7 +199,7 @@ class Reconciler:
             # A shard's namespace without a RoleBinding: its rows wait, the others go on.
             if namespace is None or exc.status not in (401, 403):
                 raise
-            logger.warning("Cannot list %s: %s %s", path, exc.status, exc.reason)
+            logger.warning("Cannot list %s: %s %s", shown(path), exc.status, shown(exc.reason))
             return Outcome(namespaces_skipped=(namespace,))
         jobs = await ride_out(
             lambda: self.store.uids_in_etcd(Job, started, listed, complete, namespace=namespace)
@@ -247,7 +250,7 @@ class Reconciler:
             "Reconciled with the cluster: %d jobs and %d pods were gone%s",
             outcome.jobs_gone,
             outcome.pods_gone,
-            f" (not listed: {', '.join(skipped)})" if skipped else "",
+            f" (not listed: {shown(', '.join(skipped))})" if skipped else "",
         )
 
     async def _mark(self, model: type[Job] | type[Pod], gone: list[str]) -> int:

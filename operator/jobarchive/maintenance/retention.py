@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from tortoise.expressions import Q, Subquery
 from tortoise.queryset import QuerySet
 
+from jobarchive.logs import shown
 from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, utcnow
@@ -257,7 +258,7 @@ async def prune_forever(
         try:
             pruned = await prune(cutoff(days), namespaces=await stored_namespaces(scope))
         except Exception as exc:
-            logger.warning("Pruning failed, trying again later: %s", failures.describe(exc))
+            logger.warning("Pruning failed, trying again later: %s", shown(failures.describe(exc)))
         else:
             _report(pruned, days)
         await asyncio.sleep(interval)

@@ -10,19 +10,25 @@ may see. The reviews are made with the process's own credentials: the operator's
 ServiceAccount, or the kubeconfig of whoever runs ``jobarchive serve``.
 
 Answers are kept for a short while (``TTL``), so a page of requests costs one pair of
-reviews, and a revoked token or binding is honoured within that time. A token is
-never kept nor logged: the cache knows it by its SHA-256. When the API server cannot
-answer, neither can the API (503): nobody is let in for want of an answer.
+reviews, and a revoked token or binding is honoured within that time; a refused token
+is remembered apart and for less (``REFUSED_TTL``). A token is never kept nor logged:
+the caches know it by its SHA-256. When the API server cannot answer, neither can the
+API (503): nobody is let in for want of an answer. Tokens never accepted before are
+reviewed in turns (``Turns``): a flood of made-up tokens costs the API server a few
+reviews a second, not one per request (ARCHITECTURE.md, decision 14).
 
 With ``none`` everyone who reaches the port may read everything: for a laptop.
 """
 
+import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import ipaddress
 import logging
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 import aiohttp
@@ -42,8 +48,21 @@ ALL_NAMESPACES = ""
 TOKEN_REVIEW = ("authentication.k8s.io/v1", "TokenReview", "tokenreviews")
 ACCESS_REVIEW = ("authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews")
 TTL = 30.0
+# A refusal may be an authenticator's passing failure: a valid token so refused is
+# locked out no longer than this.
+REFUSED_TTL = 10.0
 CAPACITY = 4096
 REVIEW_TIMEOUT = 5.0
+# Reviews of tokens never accepted before: at most REVIEW_RATE a second on average,
+# REVIEW_BURST at once after a quiet while, REVIEWS_AT_ONCE in flight; a request
+# whose turn is not due within REVIEW_WAIT seconds is answered 503 at once.
+REVIEW_RATE = 10.0
+REVIEW_BURST = 20
+REVIEWS_AT_ONCE = 4
+REVIEW_WAIT = 1.0
+# Seconds between two log lines about turned-away callers.
+TURNED_AWAY_EVERY = 60.0
+NOT_ACCEPTED = "the bearer token was not accepted by the Kubernetes API"
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -59,7 +78,7 @@ class Identity:
     extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-# What a refused token is remembered as: no user is ever called "".
+# What a refused token is reviewed as: no user is ever called "".
 NOBODY = Identity("")
 ANONYMOUS = Identity("anonymous")
 
@@ -70,6 +89,10 @@ class Unauthenticated(Exception):
 
 class ReviewFailed(Exception):
     """The API server did not answer a review (503); the message says why."""
+
+
+class TooManyCallers(ReviewFailed):
+    """A token never accepted before came when its review's turn was not due soon (503)."""
 
 
 class NoCluster(Exception):
@@ -115,6 +138,63 @@ class Expiring(Generic[K, V]):
         self._answers.put(key, (time.monotonic(), value))
 
 
+class Turns:
+    """Turns of at most ``rate`` a second (``burst`` at once after a quiet while),
+    ``at_once`` running together; a turn not due within ``wait`` s is TooManyCallers.
+
+    Each turn is reserved on arrival, in order (the generic cell rate algorithm:
+    ``_due`` is when the next turn is due at the average rate), so that the wait is
+    known at once: a caller whose turn is too far off is answered now, not after
+    waiting in vain.
+    """
+
+    def __init__(self, rate: float, burst: int, at_once: int, wait: float) -> None:
+        self.rate = rate
+        self.at_once = at_once
+        self.wait = wait
+        self._interval = 1 / rate
+        self._ahead = (max(1, burst) - 1) * self._interval
+        self._due = -math.inf
+        self._running = asyncio.Semaphore(at_once)
+        self._turned_away = 0
+        self._said = -math.inf
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Run the block in a turn; TooManyCallers when none comes within the wait."""
+        now = time.monotonic()
+        start = max(now, self._due - self._ahead)
+        if start - now > self.wait:
+            raise self._away(now)
+        self._due = max(self._due, now) + self._interval
+        await asyncio.sleep(start - now)
+        try:
+            async with asyncio.timeout(max(0.0, now + self.wait - time.monotonic())):
+                await self._running.acquire()
+        except TimeoutError:
+            raise self._away(time.monotonic()) from None
+        try:
+            yield
+        finally:
+            self._running.release()
+
+    def _away(self, now: float) -> TooManyCallers:
+        """The refusal; logged at most every TURNED_AWAY_EVERY s, with the count since."""
+        self._turned_away += 1
+        if now - self._said >= TURNED_AWAY_EVERY:
+            logger.warning(
+                "More callers with tokens not seen before than their reviews' limit "
+                "(%g a second, %d at once): answering 503; %d turned away since this was "
+                "last logged",
+                self.rate,
+                self.at_once,
+                self._turned_away,
+            )
+            self._said, self._turned_away = now, 0
+        retry = math.ceil(self.wait)
+        return TooManyCallers(f"too many new callers to check at once; retry in {retry} s")
+
+
 class KubernetesAuth:
     """Callers authenticated by TokenReview, authorized by SubjectAccessReview."""
 
@@ -124,25 +204,41 @@ class KubernetesAuth:
         ttl: float = TTL,
         capacity: int = CAPACITY,
         timeout: float = REVIEW_TIMEOUT,
+        turns: Turns | None = None,
+        refused_ttl: float = REFUSED_TTL,
     ) -> None:
         self.api = api
         self.timeout = timeout
+        self.turns = turns or Turns(REVIEW_RATE, REVIEW_BURST, REVIEWS_AT_ONCE, REVIEW_WAIT)
         self._identities: Expiring[str, Identity] = Expiring(ttl, capacity)
+        # Apart from the identities, so that made-up tokens never push a user out.
+        self._refused: Expiring[str, bool] = Expiring(refused_ttl, capacity)
+        # Tokens accepted before: their reviews take no turn, so a flood of made-up
+        # tokens never holds up a caller the cache knew.
+        self._accepted: Lru[str, bool] = Lru(capacity)
         self._decisions: Expiring[tuple[Identity, str, str], bool] = Expiring(ttl, capacity)
         self._failing = False
 
     async def authenticate(self, authorization: str | None) -> Identity:
-        """The token's user as the API server reviews it; Unauthenticated when refused."""
+        """The token's user as the API server reviews it; Unauthenticated when refused,
+        TooManyCallers when a token never accepted before finds no turn."""
         token = bearer_token(authorization)
         key = hashlib.sha256(token.encode()).hexdigest()
         identity = self._identities.get(key)
-        if identity is None:
+        if identity is not None:
+            return identity
+        if self._refused.get(key):
+            raise Unauthenticated(NOT_ACCEPTED)
+        turn = contextlib.nullcontext() if self._accepted.get(key) else self.turns.turn()
+        async with turn:
             status = await self._review(TOKEN_REVIEW, {"token": token})
-            identity = reviewed_identity(status)
-            # Refusals are kept too: a client retrying a bad token costs one review.
-            self._identities.put(key, identity)
+        identity = reviewed_identity(status)
         if identity is NOBODY:
-            raise Unauthenticated("the bearer token was not accepted by the Kubernetes API")
+            self._refused.put(key, True)
+            self._accepted.pop(key)
+            raise Unauthenticated(NOT_ACCEPTED)
+        self._identities.put(key, identity)
+        self._accepted.put(key, True)
         return identity
 
     async def allowed(self, identity: Identity, verb: str, namespace: str) -> bool:

@@ -40,6 +40,7 @@ from jobarchive.kinds import (
     controller_of,
     is_intermediate,
 )
+from jobarchive.logs import shown
 from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.convert.common import text
 from jobarchive.scope import Scope
@@ -208,8 +209,8 @@ def failure(exc: Exception) -> str:
     """Why a request failed, in a few words: the status, else the exception's type and
     the start of its message."""
     if isinstance(exc, ApiException):
-        return f"{exc.status} {exc.reason}"
-    return f"{type(exc).__name__} {str(exc)[:200]}".rstrip()
+        return f"{exc.status} {shown(exc.reason)}"
+    return f"{type(exc).__name__} {shown(exc)}".rstrip()
 
 
 def identity(meta: Mapping[str, Any]) -> tuple[str, str, str] | None:

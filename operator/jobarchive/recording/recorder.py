@@ -30,6 +30,7 @@ from jobarchive.bounded import Lru
 from jobarchive.config import Settings, matches
 from jobarchive.cutting import clip
 from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
+from jobarchive.logs import shown
 from jobarchive.logtails.capture import Capture
 from jobarchive.recording import convert
 from jobarchive.recording.attribution import (
@@ -58,7 +59,9 @@ ROLES_REMEMBERED = 10_000
 EVENT_LIFETIME_HOURS = 2
 # Objects named in one line about what was dropped or expired; the rest are counted.
 NAMED_IN_A_LINE = 5
-# An unexpected exception's message is cut to this in the log line.
+# Each one's namespace/name is cut to this there, so that five fit a line.
+NAMED_LENGTH = 100
+# Why an object is skipped is cut to this in its log line.
 REASON_LENGTH = 300
 
 
@@ -76,12 +79,15 @@ def describe(kind: str, body: Mapping[str, Any]) -> str:
     meta = mapping(body.get("metadata"))
     namespace = text(meta.get("namespace")) or "-"
     name = text(meta.get("name")) or "<no name>"
-    return f"{kind} {namespace}/{name[:300]}"
+    return f"{kind} {shown(namespace)}/{shown(name)}"
 
 
 def named(items: list[Waiting]) -> str:
     """``Kind namespace/name`` of the first few objects, and how many more."""
-    names = [f"{i.kind} {i.namespace or '-'}/{i.name[:300]}" for i in items[:NAMED_IN_A_LINE]]
+    names = [
+        f"{i.kind} {shown((i.namespace or '-') + '/' + i.name, NAMED_LENGTH)}"
+        for i in items[:NAMED_IN_A_LINE]
+    ]
     more = len(items) - len(names)
     return ", ".join(names) + (f" and {more} more" if more else "")
 
@@ -93,11 +99,11 @@ def given_up(items: list[Waiting], outcome: str) -> None:
 
 
 def reason(exc: Exception) -> str:
-    """What went wrong, in a line: an InvalidObject's own words, else the exception's
-    type and the start of its message."""
+    """What went wrong: an InvalidObject's own words, else the exception's type and its
+    message (the log line cuts it)."""
     if isinstance(exc, convert.InvalidObject):
         return str(exc)
-    message = str(exc)[:REASON_LENGTH].replace("\n", " ")
+    message = str(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
@@ -177,12 +183,12 @@ class RowWriter:
 
     def invalid(self, kind: str, body: Mapping[str, Any], why: object) -> None:
         """Log and count an object that cannot become a row."""
-        logger.warning("Skipping %s: %s", describe(kind, body), why)
+        logger.warning("Skipping %s: %s", describe(kind, body), shown(why, REASON_LENGTH))
         metrics.OBJECTS.labels(kind, "invalid").inc()
 
     def invalid_waiting(self, item: Waiting, why: object) -> None:
         """Log and count an object, released from waiting, that could not be attributed."""
-        logger.warning("Skipping %s: %s", named([item]), why)
+        logger.warning("Skipping %s: %s", named([item]), shown(why, REASON_LENGTH))
         metrics.OBJECTS.labels(item.kind, "invalid").inc()
 
     async def write(
@@ -202,7 +208,13 @@ class RowWriter:
                     self.tails.recorded(str(fields["pod_id"]), str(fields["job_id"]))
                 continue
             namespace = row.get("namespace", row.get("obj_namespace")) or "-"
-            logger.error("Could not store %s %s/%s: %s", kind, namespace, row.get("name"), error)
+            logger.error(
+                "Could not store %s %s/%s: %s",
+                kind,
+                shown(namespace),
+                shown(row.get("name")),
+                shown(error, REASON_LENGTH),
+            )
         return stored
 
 
@@ -303,7 +315,7 @@ class Attributor:
             logger.warning(
                 "Not attributing %s to job %s, which is in another namespace",
                 named([item]),
-                job_uid,
+                shown(job_uid),
             )
         if item.kind in (POD, EVENT):
             metrics.OBJECTS.labels(item.kind, "skipped_unrelated").inc()

@@ -41,6 +41,7 @@ from typing import Any
 
 from jobarchive import metrics
 from jobarchive.config import DEFAULTS
+from jobarchive.logs import shown
 from jobarchive.rows import Row
 from jobarchive.storage.errors import is_retryable, is_unavailable
 from jobarchive.storage.models import TABLES, Job, Stamped
@@ -132,7 +133,9 @@ class Outage:
         """A flusher found the database away; say so once, not once per flusher or row."""
         if self.since is None:
             self.since = time.monotonic()
-            logger.error("The database is unavailable, holding writes and retrying: %s", error)
+            logger.error(
+                "The database is unavailable, holding writes and retrying: %s", shown(error)
+            )
 
     def over(self, waiting: int) -> None:
         """A commit succeeded: end the outage, if there was one; ``waiting`` rows queue."""
@@ -376,7 +379,7 @@ class _Flusher:
                 rolled_back += 1
                 if rolled_back < DEADLOCK_RETRIES and is_retryable(exc):
                     metrics.DATABASE_ERRORS.labels("retryable").inc()
-                    logger.debug("Batch of %d rows rolled back (%s); again", len(batch), exc)
+                    logger.debug("Batch of %d rows rolled back (%s); again", len(batch), shown(exc))
                     continue
                 if len(batch) == 1:
                     metrics.DATABASE_ERRORS.labels("refused").inc()
@@ -386,7 +389,11 @@ class _Flusher:
                 # One row the database refuses must not cost the others theirs, nor a
                 # transaction each: halves that commit are done, one that fails is halved.
                 say = logger.warning if depth == 0 else logger.debug
-                say("A batch of %d rows failed (%s); committing its halves apart", len(batch), exc)
+                say(
+                    "A batch of %d rows failed (%s); committing its halves apart",
+                    len(batch),
+                    shown(exc),
+                )
                 middle = len(batch) // 2
                 for half in (batch[:middle], batch[middle:]):
                     await self.commit(half, depth + 1)
