@@ -30,6 +30,7 @@ from kubernetes_asyncio import client
 from jobarchive import metrics
 from jobarchive.cluster import api_client
 from jobarchive.config import Settings
+from jobarchive.logs import shown
 from jobarchive.logtails import store as tails
 from jobarchive.logtails import text
 from jobarchive.logtails.fetcher import Fetcher, Read
@@ -217,7 +218,7 @@ class Capture:
         failure = pending.failure
         if read.data is None:
             count("failed", read.reason)
-            logger.info("Log tail of %s not captured: %s", failure.describe(), read.note)
+            logger.info("Log tail of %s not captured: %s", failure.describe(), shown(read.note))
             return tails.row(failure, pending.job_uid, None, read.note)
         tail = text.tail(read.data, self.lines, self.limit, read.incomplete)
         count("captured", "truncated" if tail.truncated else "complete")
@@ -267,10 +268,10 @@ class Capture:
                 row = batch[0]
                 logger.error(
                     "Could not store the log tail of %s/%s container %s (restart %d): %s",
-                    row["namespace"],
-                    row["pod_name"],
-                    row["container"],
+                    shown(row["namespace"]),
+                    shown(row["pod_name"]),
+                    shown(row["container"]),
                     row["restart_count"],
-                    db_failures.describe(exc),
+                    shown(db_failures.describe(exc)),
                 )
                 return

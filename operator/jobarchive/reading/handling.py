@@ -21,6 +21,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from jobarchive.config import DEFAULTS
+from jobarchive.logs import shown
 from jobarchive.reading import auth, gate, queries
 from jobarchive.reading.gate import Gate
 from jobarchive.serving import SEND_TIMEOUT
@@ -305,6 +306,8 @@ class Reads:
             return Refusal(404, str(exc))
         if isinstance(exc, DuplicateAuthorization):
             return Refusal(400, str(exc))
+        if isinstance(exc, auth.TooManyCallers):
+            return Refusal(503, str(exc), RETRY)
         if isinstance(exc, auth.ReviewFailed):
             return Refusal(503, str(exc))
         if isinstance(exc, gate.Busy):
@@ -326,7 +329,7 @@ class Reads:
         logger.error(
             "%s %s failed: %s",
             request.method,
-            request.path_qs[:200].encode("unicode_escape").decode(),
+            shown(request.path_qs),
             type(exc).__name__,
         )
         return Refusal(500, "the archive could not answer; the error is logged")
