@@ -15,7 +15,8 @@ and this module brings it to jobarchive's schema, in steps:
 4. fill ``gmt_finished`` from ``gmt_job_finished`` and the reverse;
 5. convert the text to utf8mb4, and widen the columns narrower than jobarchive's
    (never narrowing one) and make NOT NULL what should be;
-6. add the unique keys, then the indexes.
+6. cut free text and JSON stored past their bounds (``trimming``);
+7. add the unique keys, then the indexes.
 
 Every step asks the database what is left to do and does it in batches, each in a
 transaction of its own, so a migration killed at any point finishes when run again,
@@ -33,6 +34,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from jobarchive.storage import dialects, schema
 from jobarchive.storage.dialects import Column, Dialect
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow
+from jobarchive.storage.trimming import Trimming
 
 BATCH = 500
 # A line names a column it does not know by its repr cut at SHOWN characters, and at
@@ -424,6 +426,7 @@ class Migration:
         self.rows = Rows(conn, batch)
         self.links = Links(conn, batch)
         self.columns = Columns(conn, batch)
+        self.trimming = Trimming(conn, batch)
 
     async def run(self, dry_run: bool, report: Report) -> list[Step]:
         """Do (or with ``dry_run`` only count) every step; returns what was to do."""
@@ -443,6 +446,7 @@ class Migration:
                 self.rows.finish_times,
                 self.links.event_jobs,
                 self.columns.types,
+                self._trimmed,
                 self.columns.unique_key,
             ):
                 found = await step(model, dry_run)
@@ -460,6 +464,12 @@ class Migration:
                 steps.append(Step("*", "create indexes", len(created)))
                 report(steps[-1])
         return steps
+
+    async def _trimmed(self, model: type[Stamped], dry_run: bool) -> list[Step]:
+        """Values stored past their bounds before the bounds were kept, cut to them."""
+        found = await self.trimming.oversized(model, dry_run)
+        table = model._meta.db_table
+        return [Step(table, f"cut {column} to its bound", n) for column, n in found.items()]
 
     async def _tables(self) -> set[str]:
         names = set()
