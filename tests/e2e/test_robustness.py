@@ -7,6 +7,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from jobarchive.cutting import clip
+from jobarchive.rows import MESSAGE_LENGTH
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import CRDS, EVENTS, PODS, Cluster, Feed, Resource, resource_of
@@ -71,7 +73,7 @@ async def test_odd_and_hostile_objects_are_skipped_or_stored_and_the_operator_ke
     await cluster.create(EVENTS, o.event(odd, "Hostile", message, type="Warning"))
 
     row = await eventually(lambda: Event.filter(obj_uid=odd["metadata"]["uid"]).first())
-    assert row.message == message
+    assert row.message == clip(message, MESSAGE_LENGTH)
     odd_row = await Job.get(job_id=odd["metadata"]["uid"])
     assert odd_row.status == "Quarantined"
     assert sorted(await Job.all().values_list("job_id", flat=True)) == sorted(
