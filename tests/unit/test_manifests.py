@@ -18,6 +18,7 @@ TRY_OUT = sorted((REPO / "manifests" / "try-mariadb").glob("*.yaml"))
 EXAMPLES = sorted((REPO / "manifests" / "examples").glob("*.yaml"))
 SHARD_BASE = sorted((REPO / "manifests" / "shards" / "base").glob("*.yaml"))
 SHARD = sorted((REPO / "manifests" / "shards" / "example").glob("*.yaml"))
+READER = sorted((REPO / "manifests" / "reader").glob("*.yaml"))
 # Each `kubectl apply -f DIR` the README tells of.
 APPLIES = {
     "manifests": MANIFESTS,
@@ -25,6 +26,7 @@ APPLIES = {
     "examples": EXAMPLES,
     "shards/base": SHARD_BASE,
     "shards/example": SHARD,
+    "reader": READER,
 }
 KUBERNETES = "1.33"
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*"}
