@@ -26,6 +26,7 @@ import datetime
 import json
 import logging
 import os
+import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -577,6 +578,17 @@ def migrate(db_url: str | None, dry_run: bool) -> None:
         click.echo(f"Migrated in {len(steps)} steps")
 
 
+async def _stopped() -> None:
+    """Until SIGTERM or SIGINT: as a container's first process, a signal without a
+    handler is ignored, and the kubelet would kill serve mid-answer."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    logging.getLogger(__name__).info("Stopping: answering no more requests")
+
+
 @main.command()
 @click.option(
     "--host",
@@ -621,7 +633,7 @@ def serve(
             if runner is None:
                 raise click.ClickException(f"cannot listen on {host}:{port}")
             try:
-                await asyncio.Event().wait()
+                await _stopped()
             finally:
                 await runner.cleanup()
         finally:
