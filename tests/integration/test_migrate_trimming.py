@@ -36,8 +36,9 @@ async def _grow() -> None:
         f"UPDATE replica_info SET image = {mark}, resources = {mark} WHERE pod_id = 'pod-1'",
         ["i" * HUGE, json.dumps(ROLES)],
     )
+    # SQLite's LENGTH and SUBSTR stop at a NUL: the NUL first, the rest past the bound.
     await conn.execute_query(
-        f"UPDATE event_info SET message = {mark} WHERE event_id = 'ev-1'", ["m" * HUGE]
+        f"UPDATE event_info SET message = {mark} WHERE event_id = 'ev-1'", ["\x00" + "m" * HUGE]
     )
 
 
@@ -56,7 +57,7 @@ async def test_values_past_their_bounds_are_cut_and_those_within_are_kept(databa
     assert len(fitted) - 1 + int(fitted[CUT_KEY]) == len(ROLES)
     assert pods["pod-2"].image == "日" * IMAGE_LENGTH
     events = {event.event_id: event for event in await Event.all()}
-    assert events["ev-1"].message == "m" * (MESSAGE_LENGTH - 1) + "…"
+    assert events["ev-1"].message == "\x00" + "m" * (MESSAGE_LENGTH - 2) + "…"
     assert events["ev-2"].message == "日" * MESSAGE_LENGTH
 
 

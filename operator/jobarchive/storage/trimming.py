@@ -5,14 +5,17 @@ The read side cuts such values as it reads them (decision 24); this saves the da
 reading a million characters each time, and a backup carrying them.
 """
 
+from collections.abc import Callable
+
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.cutting import MARK, fit_json
+from jobarchive.cutting import clip, fit_json
 from jobarchive.storage import dialects
 from jobarchive.storage.models import Stamped
 
 # Rows whose JSON is read whole at a time: a megabyte each, at most.
 JSON_BATCH = 20
+Fit = Callable[[str, int], str]
 
 
 class Trimming:
@@ -32,49 +35,41 @@ class Trimming:
         for column, length in {**model.BOUNDS, **model.JSON_BOUNDS}.items():
             if column not in present:
                 continue
-            count = await self._count(table, column, length)
-            if count and not dry_run:
-                if column in model.JSON_BOUNDS:
-                    await self._fit(table, column, length)
-                else:
-                    await self._clip(table, column, length)
+            fit = fit_json if column in model.JSON_BOUNDS else clip
+            count = await self._cut(table, column, length, fit, dry_run)
             if count:
                 found[column] = count
         return found
 
-    def _past(self, column: str, length: int) -> str:
-        # In characters: MySQL's LENGTH counts bytes, SQLite's characters.
-        size = "CHAR_LENGTH" if self.dialect.name == "mysql" else "LENGTH"
-        return f"{size}({self.dialect.quote(column)}) > {int(length)}"
+    async def _cut(self, table: str, column: str, length: int, fit: Fit, dry_run: bool) -> int:
+        """Read the candidates by id, a batch at a time, and cut those past ``length``.
 
-    async def _count(self, table: str, column: str, length: int) -> int:
-        counted = await self.conn.execute_query_dict(
-            f"SELECT COUNT(*) AS n FROM {self.dialect.quote(table)} "
-            f"WHERE {self._past(column, length)}"
-        )
-        return int(counted[0]["n"])
-
-    async def _clip(self, table: str, column: str, length: int) -> None:
-        """Free text: its first ``length - 1`` characters, read cut by the database, and
-        the mark."""
-        quote = self.dialect.quote
+        MySQL counts characters (``CHAR_LENGTH``) and sends free text cut to one past the
+        bound; SQLite's ``LENGTH`` and ``SUBSTR`` stop at a NUL, so there the bytes choose
+        the candidates and each value is read whole. JSON is read whole, to be fitted."""
+        quote, mark = self.dialect.quote, self.dialect.placeholder
+        mysql = self.dialect.name == "mysql"
+        name = quote(column)
+        size = f"CHAR_LENGTH({name})" if mysql else f"LENGTH(CAST({name} AS BLOB))"
+        shown = f"SUBSTR({name}, 1, {int(length) + 1})" if mysql and fit is clip else name
+        batch = JSON_BATCH if fit is fit_json else self.batch
         select = (
-            f"SELECT {quote('id')} AS id, SUBSTR({quote(column)}, 1, {int(length) - 1}) AS head "
-            f"FROM {quote(table)} WHERE {self._past(column, length)} LIMIT {self.batch}"
+            f"SELECT {quote('id')} AS id, {shown} AS value FROM {quote(table)} "
+            f"WHERE {size} > {int(length)} AND {quote('id')} > {mark} "
+            f"ORDER BY {quote('id')} LIMIT {batch}"
         )
-        while found := await self.conn.execute_query_dict(select):
-            await self._write(table, column, [(row["head"] + MARK, row["id"]) for row in found])
-
-    async def _fit(self, table: str, column: str, length: int) -> None:
-        """JSON: read whole, a few rows at a time, and fitted as the write path fits it."""
-        quote = self.dialect.quote
-        select = (
-            f"SELECT {quote('id')} AS id, {quote(column)} AS value FROM {quote(table)} "
-            f"WHERE {self._past(column, length)} LIMIT {JSON_BATCH}"
-        )
-        while found := await self.conn.execute_query_dict(select):
-            fitted = [(fit_json(str(row["value"]), length), row["id"]) for row in found]
-            await self._write(table, column, fitted)
+        count, after = 0, 0
+        while found := await self.conn.execute_query_dict(select, [after]):
+            after = found[-1]["id"]
+            past = [
+                (fit(str(row["value"]), length), row["id"])
+                for row in found
+                if len(str(row["value"])) > length
+            ]
+            count += len(past)
+            if past and not dry_run:
+                await self._write(table, column, past)
+        return count
 
     async def _write(self, table: str, column: str, values: list[tuple[str, int]]) -> None:
         quote, mark = self.dialect.quote, self.dialect.placeholder
