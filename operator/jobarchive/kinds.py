@@ -18,6 +18,8 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from jobarchive.objects import controller_of
+
 
 @dataclasses.dataclass(frozen=True)
 class JobKind:
@@ -87,16 +89,6 @@ INTERMEDIATE_KINDS: tuple[JobKind, ...] = (
 )
 # A plain batch Job recorded as a training job of its own (opted in by a label selector).
 BATCH_JOB = INTERMEDIATE_KINDS[1]
-
-
-def controller_of(owner_references: object) -> Mapping[str, Any] | None:
-    """The ownerReference marked as controller, if any."""
-    if not isinstance(owner_references, list):
-        return None
-    for ref in owner_references:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def is_intermediate(api_version: object, kind: object) -> bool:

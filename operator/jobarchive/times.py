@@ -1,6 +1,6 @@
-"""Kubernetes times as the archive stores them: RFC 3339 Time or MicroTime, parsed to an
-aware UTC datetime. Shared by the converters and the log tails' trigger rules, which
-may not import each other."""
+"""Times for every part: Kubernetes' RFC 3339 Time or MicroTime parsed to an aware UTC
+datetime, a database's naive UTC made aware, RFC 3339 written back, and the one way a
+duration is written."""
 
 import datetime
 
@@ -19,3 +19,40 @@ def timestamp(value: object) -> datetime.datetime | None:
         return parsed.astimezone(datetime.UTC)
     except OverflowError:
         return None
+
+
+def aware(moment: datetime.datetime | None) -> datetime.datetime | None:
+    """A time as a database gives it (MySQL: naive, in UTC), aware; None stays None."""
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment
+
+
+def rfc3339(moment: datetime.datetime | None) -> str | None:
+    """``2026-11-29T10:00:05Z`` (with microseconds when it has them); None stays None."""
+    when = aware(moment)
+    if when is None:
+        return None
+    return when.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+# A duration's units, largest first.
+UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def duration(seconds: float | None) -> str:
+    """``1h 23m``, ``45s``, ``2d 3h``: the two largest units, or ``-`` when unknown; the
+    one way the CLI and the console write a duration."""
+    if seconds is None:
+        return "-"
+    left = round(seconds)
+    if left < 1:
+        return "0s"
+    parts = []
+    for unit, size in UNITS:
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from jobarchive.config import load
 from jobarchive.kinds import BATCH_JOB
+from jobarchive.quantities import parse_quantity
 from jobarchive.recording.convert import (
     InvalidObject,
     event_row,
@@ -19,7 +20,6 @@ from jobarchive.recording.convert import (
     pod_job_link,
     pod_row,
 )
-from jobarchive.recording.convert.quantities import parse_quantity
 from jobarchive.rows import EventRow, JobRow, PodRow
 from testbed import objects as o
 from tests.support.strategies import hostile_text

@@ -12,24 +12,18 @@ from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.cutting import clip
 from jobarchive.logtails.text import Tail
 from jobarchive.logtails.triggers import Failure
+from jobarchive.rows import SHORT_TEXT_LENGTH
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects
-from jobarchive.storage.models import LOG_TAIL_TABLE, LogTail, utcnow
+from jobarchive.storage.models import LOG_TAIL_TABLE, NOTE_LENGTH, LogTail, utcnow
 
 Key = tuple[str, str, int]
 Row = dict[str, Any]
 # Bytes of tail text one statement carries at most (a row over it goes alone).
 STATEMENT_BYTES = 4 * 2**20
-REASON_LENGTH = 255
-NOTE_LENGTH = 1000
-
-
-def _clip(value: str | None, length: int) -> str | None:
-    if value is None or len(value) <= length:
-        return value
-    return value[: length - 1] + "…"
 
 
 def row(
@@ -49,11 +43,11 @@ def row(
         "namespace": failure.namespace,
         "pod_name": failure.pod,
         "exit_code": failure.exit_code,
-        "reason": _clip(failure.reason, REASON_LENGTH),
+        "reason": clip(failure.reason, SHORT_TEXT_LENGTH),
         "gmt_failed": failure.finished_at,
         "captured": tail is not None,
         "truncated": tail is not None and tail.truncated,
-        "note": _clip(note, NOTE_LENGTH),
+        "note": clip(note, NOTE_LENGTH),
         "log_tail": tail.text if tail is not None else None,
         "gmt_created": None,
     }

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.logs import shown
+from jobarchive.objects import integer, mapping, sequence, text
 from jobarchive.times import timestamp
 
 OOM_KILLED = "OOMKilled"
@@ -61,25 +62,9 @@ class Failure:
         return f"{where} container {shown(self.container)} (restart {self.restart_count})"
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _integer(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def is_failure(terminated: Mapping[str, Any], succeeded_too: bool) -> bool:
     """Whether a terminated state is one whose log is wanted."""
-    exit_code = _integer(terminated.get("exitCode"))
+    exit_code = integer(terminated.get("exitCode"))
     if terminated.get("reason") == OOM_KILLED:
         return True
     if exit_code is None:
@@ -94,20 +79,20 @@ def stopped_by_kubelet(
     sidecar stopped because its pod ended; the exit code says so, and no OOM kill."""
     if terminated.get("reason") == OOM_KILLED:
         return False
-    if _integer(terminated.get("exitCode")) not in STOPPED_BY_KUBELET:
+    if integer(terminated.get("exitCode")) not in STOPPED_BY_KUBELET:
         return False
-    if _mapping(pod.get("metadata")).get("deletionTimestamp"):
+    if mapping(pod.get("metadata")).get("deletionTimestamp"):
         return True
-    phase = _mapping(pod.get("status")).get("phase")
+    phase = mapping(pod.get("status")).get("phase")
     return container_type == SIDECAR and phase in TERMINAL_PHASES
 
 
 def _sidecars(pod: Mapping[str, Any]) -> set[str]:
     """The names of the pod's init containers that are sidecars."""
-    spec = _mapping(pod.get("spec"))
+    spec = mapping(pod.get("spec"))
     return {
         str(container.get("name"))
-        for container in map(_mapping, _list(spec.get("initContainers")))
+        for container in map(mapping, sequence(spec.get("initContainers")))
         if container.get("restartPolicy") == "Always"
     }
 
@@ -116,24 +101,24 @@ def failures(pod: Mapping[str, Any], succeeded_too: bool = False) -> list[Failur
     """Every failed container instance a pod's status shows: in ``state`` and in
     ``lastState``, of its containers, init containers and sidecars; with
     ``succeeded_too``, instances that exited 0 as well. Malformed parts are skipped."""
-    meta = _mapping(pod.get("metadata"))
-    status = _mapping(pod.get("status"))
-    namespace, name, uid = (_text(meta.get(k)) for k in ("namespace", "name", "uid"))
+    meta = mapping(pod.get("metadata"))
+    status = mapping(pod.get("status"))
+    namespace, name, uid = ((text(meta.get(k)) or None) for k in ("namespace", "name", "uid"))
     if name is None or uid is None:
         return []
     sidecars = _sidecars(pod)
     kinds = (("initContainerStatuses", INIT), ("containerStatuses", CONTAINER))
     found: list[Failure] = []
     for field, kind in kinds:
-        for container in map(_mapping, _list(status.get(field))):
-            container_name = _text(container.get("name"))
+        for container in map(mapping, sequence(status.get(field))):
+            container_name = text(container.get("name")) or None
             if container_name is None:
                 continue
             container_type = SIDECAR if kind == INIT and container_name in sidecars else kind
-            restarts = max(_integer(container.get("restartCount")) or 0, 0)
-            state = _mapping(container.get("state"))
-            current = _mapping(state.get("terminated"))
-            last = _mapping(_mapping(container.get("lastState")).get("terminated"))
+            restarts = max(integer(container.get("restartCount")) or 0, 0)
+            state = mapping(container.get("state"))
+            current = mapping(state.get("terminated"))
+            last = mapping(mapping(container.get("lastState")).get("terminated"))
             # While the container waits to be restarted, lastState is the newest instance.
             last_number = restarts if "waiting" in state else restarts - 1
             instances = ((current, restarts, False), (last, last_number, True))
@@ -152,8 +137,8 @@ def failures(pod: Mapping[str, Any], succeeded_too: bool = False) -> list[Failur
                         container=container_name,
                         container_type=container_type,
                         restart_count=number,
-                        exit_code=_integer(terminated.get("exitCode")),
-                        reason=_text(terminated.get("reason")),
+                        exit_code=integer(terminated.get("exitCode")),
+                        reason=text(terminated.get("reason")) or None,
                         finished_at=timestamp(terminated.get("finishedAt")),
                         previous=previous,
                     )

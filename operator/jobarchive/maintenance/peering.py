@@ -36,7 +36,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from jobarchive import metrics
 from jobarchive.cluster import api_client, get_json, post_json
 from jobarchive.logs import shown
-from jobarchive.recording.convert.common import integer, mapping
+from jobarchive.objects import integer, mapping
 from jobarchive.scope import CLUSTER, Scope
 from jobarchive.times import timestamp
 

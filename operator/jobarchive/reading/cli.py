@@ -41,6 +41,7 @@ from jobarchive.reading import api, auth, queries
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, migration, schema
 from jobarchive.storage.reads import QueryTimeout, ReadPool
+from jobarchive.times import duration
 from jobarchive.visible import visible
 
 T = TypeVar("T")
@@ -162,19 +163,6 @@ def _short(value: str | None) -> str:
     return (value or "-").replace("T", " ").removesuffix("Z").partition(".")[0]
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours >= 48:
-        return f"{hours // 24}d{hours % 24:02d}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
 def _print_page(
     page: queries.Page,
     output: str,
@@ -210,7 +198,7 @@ def _job_rows(jobs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             job["status"],
             _short(job["gmt_created"]),
             _short(job["gmt_finished"]),
-            _duration(job["duration_seconds"]),
+            duration(job["duration_seconds"]),
             job["owner"] or "-",
             "yes" if job["is_in_etcd"] else "no",
             job["job_id"],
@@ -517,8 +505,8 @@ def stats(db_url: str | None, by: str, since: str | None, until: str | None, out
             str(row[by] or "-"),
             str(row["jobs"]),
             str(row["finished"]),
-            _duration(row["avg_duration_seconds"]),
-            _duration(row["max_duration_seconds"]),
+            duration(row["avg_duration_seconds"]),
+            duration(row["max_duration_seconds"]),
         ]
         for row in rows
     ]

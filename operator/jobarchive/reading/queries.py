@@ -58,6 +58,7 @@ from jobarchive.storage.models import (
     Pod,
     Stamped,
 )
+from jobarchive.times import aware, rfc3339
 
 M = TypeVar("M", bound=Model)
 S = TypeVar("S", bound=Stamped)
@@ -269,22 +270,11 @@ def decode_cursor(cursor: str, kind: str) -> tuple[datetime.datetime | None, int
         when = datetime.datetime.fromisoformat(stamp) if stamp else None
     except ValueError:
         raise refused from None
-    return _utc(when), row_id
-
-
-def _utc(value: datetime.datetime | None) -> datetime.datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=datetime.UTC) if value.tzinfo is None else value
-
-
-def _time(value: datetime.datetime | None) -> str | None:
-    moment = _utc(value)
-    return moment.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z") if moment else None
+    return aware(when), row_id
 
 
 def _seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float | None:
-    first, last = _utc(start), _utc(end)
+    first, last = aware(start), aware(end)
     if first is None or last is None:
         return None
     return max(0.0, (last - first).total_seconds())
@@ -307,11 +297,11 @@ def job_json(job: Job, now: datetime.datetime | None = None) -> dict[str, Any]:
         "owner": job.owner,
         "deleted": int(job.deleted),
         "is_in_etcd": int(job.is_in_etcd),
-        "gmt_created": _time(job.gmt_created),
-        "gmt_modified": _time(job.gmt_modified),
-        "gmt_finished": _time(job.gmt_finished),
-        "gmt_job_running": _time(job.gmt_job_running),
-        "gmt_job_finished": _time(job.gmt_job_finished),
+        "gmt_created": rfc3339(job.gmt_created),
+        "gmt_modified": rfc3339(job.gmt_modified),
+        "gmt_finished": rfc3339(job.gmt_finished),
+        "gmt_job_running": rfc3339(job.gmt_job_running),
+        "gmt_job_finished": rfc3339(job.gmt_job_finished),
         "duration_seconds": _seconds(job.gmt_created, end),
     }
 
@@ -335,10 +325,10 @@ def pod_json(pod: Pod) -> dict[str, Any]:
         "is_del": int(pod.deleted),
         "is_in_etcd": int(pod.is_in_etcd),
         "remark": clip(pod.remark, REMARK_LENGTH),
-        "gmt_created": _time(pod.gmt_created),
-        "gmt_modified": _time(pod.gmt_modified),
-        "gmt_started": _time(pod.gmt_started),
-        "gmt_finished": _time(pod.gmt_finished),
+        "gmt_created": rfc3339(pod.gmt_created),
+        "gmt_modified": rfc3339(pod.gmt_modified),
+        "gmt_started": rfc3339(pod.gmt_started),
+        "gmt_finished": rfc3339(pod.gmt_finished),
     }
 
 
@@ -358,8 +348,8 @@ def event_json(event: Event) -> dict[str, Any]:
         "message": clip(event.message, MESSAGE_LENGTH),
         "count": event.count,
         "region": event.region,
-        "first_timestamp": _time(event.first_timestamp),
-        "last_timestamp": _time(event.last_timestamp),
+        "first_timestamp": rfc3339(event.first_timestamp),
+        "last_timestamp": rfc3339(event.last_timestamp),
     }
 
 
@@ -433,7 +423,7 @@ async def _page(
     if len(rows) <= len(items):
         return Page(items, None)
     last = rows[len(items) - 1]
-    return Page(items, encode_cursor(order.kind, _utc(getattr(last, order.field)), last.id))
+    return Page(items, encode_cursor(order.kind, aware(getattr(last, order.field)), last.id))
 
 
 async def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> str:
@@ -848,7 +838,7 @@ def _moment(value: Any) -> datetime.datetime | None:
     """A time as a raw row holds it (MySQL: a naive UTC datetime; SQLite: text), aware."""
     if isinstance(value, str):
         value = datetime.datetime.fromisoformat(value)
-    return _utc(value) if isinstance(value, datetime.datetime) else None
+    return aware(value) if isinstance(value, datetime.datetime) else None
 
 
 def _window_sql(
@@ -1016,12 +1006,12 @@ def log_tail_json(tail: LogTail) -> dict[str, Any]:
         "restart_count": tail.restart_count,
         "exit_code": tail.exit_code,
         "reason": clip(tail.reason, SHORT_TEXT_LENGTH),
-        "gmt_failed": _time(tail.gmt_failed),
+        "gmt_failed": rfc3339(tail.gmt_failed),
         "captured": tail.captured,
         "truncated": tail.truncated,
         "note": clip(tail.note, NOTE_LENGTH),
         "log_tail": clip(tail.log_tail, LOG_TAIL_LENGTH),
-        "gmt_created": _time(tail.gmt_created),
+        "gmt_created": rfc3339(tail.gmt_created),
     }
 
 

@@ -37,12 +37,11 @@ from jobarchive.kinds import (
     INTERMEDIATE_KINDS,
     JobKind,
     KindRegistry,
-    controller_of,
     is_intermediate,
 )
 from jobarchive.logs import shown
+from jobarchive.objects import controller_of, text
 from jobarchive.recording.attribution import Attribution
-from jobarchive.recording.convert.common import text
 from jobarchive.scope import Scope
 
 logger = logging.getLogger(__name__)

@@ -29,9 +29,10 @@ from jobarchive import metrics
 from jobarchive.bounded import Lru
 from jobarchive.config import Settings, matches
 from jobarchive.cutting import clip
-from jobarchive.kinds import BATCH_JOB, JobKind, controller_of, is_intermediate
+from jobarchive.kinds import BATCH_JOB, JobKind, is_intermediate
 from jobarchive.logs import shown
 from jobarchive.logtails.capture import Capture
+from jobarchive.objects import controller_of, mapping, text
 from jobarchive.recording import convert
 from jobarchive.recording.attribution import (
     EVENT,
@@ -41,7 +42,6 @@ from jobarchive.recording.attribution import (
     Subject,
     Waiting,
 )
-from jobarchive.recording.convert.common import mapping, text
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
 from jobarchive.recording.lookups import Shared, lookup

@@ -5,26 +5,10 @@ import datetime
 
 from markupsafe import Markup
 
+from jobarchive.times import duration
 from jobarchive.visible import visible
 
-UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
-
-
-def duration(seconds: float | None) -> str:
-    """``1h 23m``, ``45s``, ``2d 3h``: the two largest units, or ``-`` when unknown."""
-    if seconds is None:
-        return "-"
-    left = round(seconds)
-    if left < 1:
-        return "0s"
-    parts = []
-    for unit, size in UNITS:
-        if left >= size:
-            parts.append(f"{left // size}{unit}")
-            left %= size
-        if len(parts) == 2:
-            break
-    return " ".join(parts)
+__all__ = ["duration", "iso", "parse", "shown", "utc"]
 
 
 def parse(stamp: str | None) -> datetime.datetime | None:

@@ -1,15 +1,13 @@
-"""Tolerant readers of untrusted Kubernetes structures, shared by the converters.
-
-The readers never raise on a wrong type: a field of the wrong type reads as
-absent. Only the identity of an object (name, uid, resourceVersion) is
-mandatory; without it the object cannot be stored and ``InvalidObject`` says why.
-"""
+"""What every converter reads the same way: an object's identity (name, uid,
+resourceVersion: mandatory, or ``InvalidObject`` says why), its last change, and the
+final form of a row whose object is gone."""
 
 import datetime
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from jobarchive.cutting import clip
+from jobarchive.objects import mapping, sequence, text
 from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH, VERSION_LENGTH, LiveRow
 from jobarchive.times import timestamp
 
@@ -19,35 +17,6 @@ STOPPED = "Stopped"
 
 class InvalidObject(ValueError):
     """The object cannot become a row; the message says why."""
-
-
-def mapping(value: object) -> Mapping[str, Any]:
-    """The value if it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
-def sequence(value: object) -> list[Any]:
-    """The value if it is a JSON array, else an empty one."""
-    return value if isinstance(value, list) else []
-
-
-def text(value: object) -> str | None:
-    """The value if it is a string, made safe for utf8mb4 (lone surrogates replaced)."""
-    if not isinstance(value, str):
-        return None
-    # CPython knows whether a string is ASCII without reading it: most strings are.
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "replace").decode("utf-8")
-    return value
-
-
-def integer(value: object) -> int | None:
-    """The value if it is a JSON integer (booleans are not)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def required(meta: Mapping[str, Any], field: str, length: int) -> str:

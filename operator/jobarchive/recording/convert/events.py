@@ -12,14 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.cutting import clip
-from jobarchive.recording.convert.common import (
-    InvalidObject,
-    identity,
-    integer,
-    mapping,
-    text,
-    uid,
-)
+from jobarchive.objects import integer, mapping, text
+from jobarchive.recording.convert.common import InvalidObject, identity, uid
 from jobarchive.rows import (
     EVENT_NAME_LENGTH,
     KIND_LENGTH,

@@ -12,7 +12,8 @@ from typing import Any
 
 from jobarchive.cutting import clip
 from jobarchive.kinds import JobKind
-from jobarchive.recording.convert.common import identity, mapping, text, uid
+from jobarchive.objects import mapping, text
+from jobarchive.recording.convert.common import identity, uid
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import STRATEGIES
 from jobarchive.rows import (

@@ -17,15 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.cutting import clip
-from jobarchive.kinds import JobKind, KindRegistry, controller_of, is_intermediate
-from jobarchive.recording.convert.common import (
-    identity,
-    integer,
-    mapping,
-    sequence,
-    text,
-    uid,
-)
+from jobarchive.kinds import JobKind, KindRegistry, is_intermediate
+from jobarchive.objects import controller_of, integer, mapping, sequence, text
+from jobarchive.recording.convert.common import identity, uid
 from jobarchive.recording.convert.resources import pod_resources_json
 from jobarchive.rows import (
     IMAGE_LENGTH,

@@ -13,8 +13,8 @@ from typing import Any
 
 from jobarchive.bounded import Lru
 from jobarchive.cutting import compact, fit_json
-from jobarchive.recording.convert.common import mapping, sequence
-from jobarchive.recording.convert.quantities import Quantity, parse_quantity
+from jobarchive.objects import mapping, sequence
+from jobarchive.quantities import Quantity, parse_quantity
 from jobarchive.rows import RESOURCES_LENGTH
 
 Amounts = dict[str, Quantity]

@@ -14,14 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from jobarchive.kinds import JobKind
-from jobarchive.recording.convert.common import (
-    TERMINAL_STATUSES,
-    InvalidObject,
-    integer,
-    mapping,
-    sequence,
-    text,
-)
+from jobarchive.objects import integer, mapping, sequence, text
+from jobarchive.recording.convert.common import TERMINAL_STATUSES, InvalidObject
 from jobarchive.recording.convert.resources import effective_resources
 from jobarchive.times import timestamp
 
