@@ -55,7 +55,7 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
 
     # A filter typed into the form lands in the URL, and the URL alone gives it back.
     driver.find_element(By.NAME, "namespace").send_keys("research")
-    driver.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    browser.follow(driver, By.CSS_SELECTOR, "form.filters button")
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)
     assert query == {"namespace": ["research"]}
     assert len(browser.texts(driver, "tr.job")) == 2
@@ -66,7 +66,7 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     # Keyset paging through the URL: page 1, its next link, and back by the URL.
     driver.get(origin + "/?limit=2")
     first = browser.texts(driver, "tr.job")
-    driver.find_element(By.CSS_SELECTOR, "a.next").click()
+    browser.follow(driver, By.CSS_SELECTOR, "a.next")
     assert "cursor=" in driver.current_url and "limit=2" in driver.current_url
     second = browser.texts(driver, "tr.job")
     assert len(first) == 2 and len(second) == 1 and set(first).isdisjoint(second)
@@ -77,7 +77,7 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
 
     # The failed job: every pod's bar, the failure reason on its bar, the Warnings.
     driver.get(origin + "/?name=bert")
-    driver.find_element(By.LINK_TEXT, "nlp/bert-finetune").click()
+    browser.follow(driver, By.LINK_TEXT, "nlp/bert-finetune")
     assert "/jobs/" in driver.current_url
     bars = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.bar")
     assert len(bars) == 2 and all(bar.is_displayed() for bar in bars)
@@ -92,7 +92,7 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     browser.screenshot(driver, shots, "job")
     clean(driver, origin)
 
-    driver.find_element(By.LINK_TEXT, "Statistics").click()
+    browser.follow(driver, By.LINK_TEXT, "Statistics")
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg.days rect.segment")) >= 2
     assert "OOMKilled (exit code 137)" in browser.texts(driver, "svg.bars text.label")
     browser.screenshot(driver, shots, "stats")
@@ -129,7 +129,7 @@ def large_job_page(driver: WebDriver, origin: str, uid: str, shots: pathlib.Path
     assert sum(pods) == 600 and len(pods) <= 40
     assert "OOMKilled (exit code 137)" in browser.texts(driver, "svg.timeline text.reason")
     assert len(browser.texts(driver, "tr.pod")) == queries.DEFAULT_PAGE
-    driver.find_element(By.CSS_SELECTOR, "a.next-pods").click()
+    browser.follow(driver, By.CSS_SELECTOR, "a.next-pods")
     assert "pods_cursor=" in driver.current_url
     assert len(browser.texts(driver, "tr.pod")) == queries.DEFAULT_PAGE
     browser.screenshot(driver, shots, "large-job")

@@ -16,6 +16,8 @@ from selenium import webdriver
 from selenium.webdriver import Chrome as WebDriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -121,3 +123,16 @@ def attribute(driver: WebDriver, selector: str, name: str) -> list[Any]:
     return [
         element.get_attribute(name) for element in driver.find_elements(By.CSS_SELECTOR, selector)
     ]
+
+
+# Seconds a click's page has to replace the one it was made on (a loaded machine's).
+NAVIGATION = 60
+
+
+def follow(driver: WebDriver, by: str, value: str) -> None:
+    """Click the element and wait until its page is replaced by the one it leads to: a
+    click returns before the browser has navigated, and on a busy machine the old page
+    is still there when the test looks."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(by, value).click()
+    WebDriverWait(driver, NAVIGATION).until(expected_conditions.staleness_of(page))
