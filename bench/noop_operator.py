@@ -3,9 +3,8 @@ that do nothing but note when each object was first seen.
 
 Run as ``kopf run bench/noop_operator.py``. ``NOOP_SETTINGS`` chooses Kopf's settings:
 ``default`` leaves them as a user would (the baseline of the targets), ``jobarchive``
-applies the ones ``recording.handlers`` applies, its collector thresholds and its emptying
-of each event's object included (the same values, repeated here:
-importing that module would build and register the operator itself). When
+applies the ones ``jobarchive.bindings`` applies, its collector thresholds and its emptying
+of each event's object included (its values, imported: importing it registers nothing). When
 ``NOOP_EXPECT`` objects have been seen it logs ``caught up``; at exit it writes
 ``uid first-seen-time`` lines to ``NOOP_SEEN_FILE``, for the lag comparison.
 """
@@ -21,6 +20,7 @@ from typing import Any, cast
 import kopf
 
 from jobarchive import config
+from jobarchive.bindings import COLLECTOR_THRESHOLDS, FINALIZER, WORKER_IDLE_TIMEOUT, NoDiffBase
 
 SETTINGS = config.load()
 SEEN: dict[str, float] = {}
@@ -29,32 +29,19 @@ TUNED = os.environ.get("NOOP_SETTINGS", "default") == "jobarchive"
 logger = logging.getLogger("noop")
 
 
-class NoDiffBase(kopf.DiffBaseStorage):
-    """As ``recording.handlers.NoDiffBase``: no essence built, fetched or stored."""
-
-    def build(self, *, body: kopf.Body, extra_fields: object = None) -> kopf.BodyEssence:
-        return kopf.BodyEssence()
-
-    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
-        return None
-
-    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
-        return None
-
-
 @kopf.on.startup()
 async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Kopf's defaults, or the same Kopf settings and collector as jobarchive's."""
     if not TUNED:
         return
     settings.posting.enabled = False
-    settings.persistence.finalizer = "jobarchive.kubeflow.org/never-set"
+    settings.persistence.finalizer = FINALIZER
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     settings.persistence.diffbase_storage = NoDiffBase()
-    settings.queueing.idle_timeout = 0.05
+    settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 10, 10)
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 @kopf.on.cleanup()

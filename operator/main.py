@@ -5,14 +5,14 @@ login, no server. So this is where a run that cannot work is stopped, with one
 line and exit status 1, before a file is created or a port opened: a bad setting,
 no cluster to watch (checked with a request of its own, on a loop of its own), or a
 database it must not write to before ``jobarchive migrate`` (KubeDL's tables).
-Only then are the handlers imported, which registers them with Kopf.
+Only then are the handlers registered with Kopf, for the kinds the settings name;
+the operator itself is built when Kopf starts it (``jobarchive.bindings``).
 """
 
 import asyncio
-import importlib
 import sys
 
-from jobarchive import cluster, config
+from jobarchive import bindings, cluster, config
 from jobarchive.storage import database, schema
 
 try:
@@ -33,4 +33,4 @@ try:
 except schema.NotAdopted as exc:
     sys.exit(f"jobarchive: the database {settings.db_url_redacted} cannot be recorded into: {exc}")
 
-importlib.import_module("jobarchive.recording.handlers")
+bindings.register(settings)

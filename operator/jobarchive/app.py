@@ -2,9 +2,10 @@
 stopped in order.
 
 Everything the process holds (store, writer, recorder, reconciler, servers,
-background tasks) is built and owned by ``Operator``. ``recording.handlers`` binds
-it to Kopf, and this module does not import Kopf: it raises its own exceptions,
-which the bindings translate into Kopf's retry and probe semantics.
+background tasks) is built and owned by ``Operator``, which Kopf's start-up builds:
+nothing at import. ``bindings`` binds it to Kopf, and this module does not import
+Kopf: it raises its own exceptions, which the bindings translate into Kopf's retry
+and probe semantics.
 
 Kopf runs its startup handler again after a failed attempt, so ``Operator.start``
 may run several times: what must happen once (serving the metrics) says so, and

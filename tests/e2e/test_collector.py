@@ -15,7 +15,7 @@ from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
-# Raised after start-up (recording.handlers.COLLECTOR_THRESHOLDS).
+# Raised after start-up (bindings.COLLECTOR_THRESHOLDS).
 THRESHOLDS = "50000/10/10"
 COLLECTOR = re.compile(r"Collector: (\d+) objects frozen after start-up, thresholds ([\d/]+)")
 

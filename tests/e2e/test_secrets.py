@@ -69,7 +69,7 @@ async def test_a_refused_password_is_in_no_line_of_a_verbose_operators_log(
     assert "Tortoise-ORM startup" in log
     assert "'password': '***'" in log
     assert_hidden(PASSWORD, log)
-    # Warned of in one line, though the operator reads its settings twice at start.
+    # Warned of in one line.
     exposed = [line for line in log.splitlines() if "is open to every user" in line]
     assert len(exposed) == (1 if way == "JOBARCHIVE_DB_URL_FILE" else 0)
     assert all(f"JOBARCHIVE_DB_URL_FILE: {file} is open" in line for line in exposed)

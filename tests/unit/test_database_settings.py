@@ -147,7 +147,7 @@ def test_a_url_file_every_user_may_open_is_warned_of_once_without_its_content(
         env["JOBARCHIVE_DB_URL"] = "mysql://alice@db.example.com:3306/archive"
     caplog.set_level(logging.WARNING)
 
-    # Loaded twice, as the operator does: one line at most.
+    # Loaded twice, as a process may: one line at most.
     assert load(env).db_url_redacted and load(env).read_db_url_redacted
 
     lines = [record.getMessage() for record in caplog.records]

@@ -99,7 +99,9 @@ def test_the_reader_reads_its_database_url_from_a_file_only_its_own_group_may_re
     context = pod()["securityContext"]
     assert (volume["defaultMode"], context["fsGroup"]) == (0o440, context["runAsGroup"])
     # The file is the only database serve opens: no variable names another.
-    config_source = (REPO / "operator" / "jobarchive" / "config.py").read_text()
+    config_source = "".join(
+        p.read_text() for p in (REPO / "operator" / "jobarchive" / "config").glob("*.py")
+    )
     for variable in serving()["env"]:
         assert f'"{variable["name"]}"' in config_source and "DB_URL" not in variable["name"]
 

@@ -8,16 +8,18 @@ which this operator watches. Its finalizer name is set to one no one else uses,
 because Kopf strips its configured finalizer from objects that carry it when no
 handler needs it.
 
-This is the only module that imports Kopf. The operator itself is ``app.Operator``,
-built from the settings when ``operator/main.py`` imports this module, which also
-registers the handlers for the kinds the settings name. The operator's exceptions
-become Kopf's here: ``DatabaseUnavailable`` a ``TemporaryError``, so that Kopf tries
-the start again; ``Unusable`` (a database to migrate first) a ``PermanentError``,
-which stops the operator; ``Unhealthy`` a ``PermanentError``, which fails the
-liveness probe.
+This is the only module that imports Kopf, and importing it registers nothing:
+``operator/main.py`` calls ``register`` with the settings once its pre-flight checks
+pass. The operator itself is ``app.Operator``, built by Kopf's start-up handler and
+kept in Kopf's memo, where every handler finds it (ARCHITECTURE.md, decision 27).
+The operator's exceptions become Kopf's here: ``DatabaseUnavailable`` a
+``TemporaryError``, so that Kopf tries the start again; ``Unusable`` (a database to
+migrate first) a ``PermanentError``, which stops the operator; ``Unhealthy`` a
+``PermanentError``, which fails the liveness probe.
 """
 
 import contextlib
+import functools
 import gc
 import logging
 import random
@@ -26,11 +28,12 @@ from typing import Any, cast
 
 import kopf
 
-from jobarchive import app, config
+from jobarchive import app
+from jobarchive.config import Settings
 from jobarchive.kinds import BATCH_JOB, INTERMEDIATE_KINDS, JobKind
 from jobarchive.maintenance.peering import Peering
+from jobarchive.scope import Scope
 
-OPERATOR = app.Operator(config.load())
 FINALIZER = "jobarchive.kubeflow.org/never-set"
 # Seconds before Kopf tries the start again after the database could not be opened.
 RETRY_START_AFTER = 10
@@ -78,13 +81,50 @@ class NoDiffBase(kopf.DiffBaseStorage):
         """Store nothing: a write to a watched object is what this operator never does."""
 
 
-@kopf.on.startup()
-async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
-    """Make Kopf a passive observer, then start the operator."""
-    _observe_passively(settings)
-    _pace(settings)
+def register(settings: Settings) -> None:
+    """Register the operator's handlers with Kopf: its start (which builds the operator
+    from ``settings``), stop and probe; one handler per tracked job kind and per
+    intermediate kind; batch Jobs, pods and Events."""
+    kopf.on.startup()(functools.partial(start, configured=settings))
+    kopf.on.cleanup()(stop)
+    kopf.on.probe(id="database")(database_health)
+    for kind in settings.kinds:
+        kopf.on.event(kind.group, kind.version, kind.plural, id=_handler_id(kind))(
+            _job_handler(kind)
+        )
+    for kind in INTERMEDIATE_KINDS:
+        if kind is not BATCH_JOB:
+            kopf.on.event(kind.group, kind.version, kind.plural, id=_handler_id(kind))(
+                _intermediate_handler(kind)
+            )
+    kopf.on.event("batch", "v1", "jobs")(record_batch_job)
+    kopf.on.event("v1", "pods")(record_pod)
+    kopf.on.event("v1", "events")(record_event)
+
+
+def _handler_id(kind: JobKind) -> str:
+    return f"{kind.plural}.{kind.group}"
+
+
+def _operator(memo: kopf.Memo) -> app.Operator:
+    """The operator the start built, from Kopf's memo: each object's memo is a shallow
+    copy of the operator's, made when Kopf first sees the object, after the start."""
+    operator: app.Operator = memo.operator
+    return operator
+
+
+async def start(
+    configured: Settings, memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any
+) -> None:
+    """Build the operator once (Kopf tries the start again after a failure), make Kopf a
+    passive observer, then start the operator."""
+    if "operator" not in memo:
+        memo.operator = app.Operator(configured)
+    operator = _operator(memo)
+    _observe_passively(settings, operator.settings.peering_lifetime)
+    _pace(settings, operator.scope)
     try:
-        await OPERATOR.start(_peering(settings))
+        await operator.start(_peering(settings))
     except app.DatabaseUnavailable as exc:
         # One line instead of a traceback; Kopf tries the start again after the delay.
         raise kopf.TemporaryError(str(exc), delay=RETRY_START_AFTER) from None
@@ -94,7 +134,7 @@ async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     _settle_collector()
 
 
-def _observe_passively(settings: kopf.OperatorSettings) -> None:
+def _observe_passively(settings: kopf.OperatorSettings, peering_lifetime: int) -> None:
     """Kopf's settings for an operator that only watches: no Events, no finalizer, quiet."""
     settings.posting.enabled = False
     settings.persistence.finalizer = FINALIZER
@@ -102,19 +142,19 @@ def _observe_passively(settings: kopf.OperatorSettings) -> None:
     # make the highest one work and the others stand by. ``--priority`` still rules.
     if not settings.peering.priority:
         settings.peering.priority = random.randrange(1, 2**31)
-    settings.peering.lifetime = OPERATOR.settings.peering_lifetime
+    settings.peering.lifetime = peering_lifetime
     # Kopf logs every handler run of every watched object at INFO; at the rate pods and
     # Events arrive that costs real time and drowns the lines that matter.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
 
 
-def _pace(settings: kopf.OperatorSettings) -> None:
+def _pace(settings: kopf.OperatorSettings, scope: Scope) -> None:
     """Turn off the Kopf machinery that on.event handlers do not use; under
     ``--namespace``, bound what each watch stream has in flight."""
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
     # Said once: the start is tried again every few seconds while the database is away.
-    if not OPERATOR.scope.clusterwide and settings.queueing.worker_limit != SHARD_WORKER_LIMIT:
+    if not scope.clusterwide and settings.queueing.worker_limit != SHARD_WORKER_LIMIT:
         settings.queueing.worker_limit = SHARD_WORKER_LIMIT
         logger.info(
             "Handling at most %d objects of each kind and namespace at once", SHARD_WORKER_LIMIT
@@ -151,17 +191,15 @@ def _peering(settings: kopf.OperatorSettings) -> Peering:
     )
 
 
-@kopf.on.cleanup()
-async def stop(**_: Any) -> None:
+async def stop(memo: kopf.Memo, **_: Any) -> None:
     """Stop the operator: what is queued is committed first."""
-    await OPERATOR.stop()
+    await _operator(memo).stop()
 
 
-@kopf.on.probe(id="database")
-async def database_health(**_: Any) -> str:
+async def database_health(memo: kopf.Memo, **_: Any) -> str:
     """For Kopf's liveness endpoint: unhealthy once writes have failed for too long."""
     try:
-        return OPERATOR.health()
+        return _operator(memo).health()
     except app.Unhealthy as exc:
         raise kopf.PermanentError(str(exc)) from None
 
@@ -189,50 +227,38 @@ def _taken(event: kopf.RawEvent) -> Iterator[dict[str, Any]]:
 
 
 def _job_handler(kind: JobKind) -> EventHandler:
-    async def record_job(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
+    async def record_job(type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
         with _taken(event) as body:
-            await OPERATOR.recorder.job(kind, type, body)
+            await _operator(memo).recorder.job(kind, type, body)
 
     return record_job
 
 
-for _kind in OPERATOR.settings.kinds:
-    kopf.on.event(_kind.group, _kind.version, _kind.plural, id=f"{_kind.plural}.{_kind.group}")(
-        _job_handler(_kind)
-    )
-
-
 def _intermediate_handler(kind: JobKind) -> EventHandler:
-    async def record_intermediate(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
+    async def record_intermediate(
+        type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any
+    ) -> None:
         with _taken(event) as body:
-            await OPERATOR.recorder.intermediate(kind.kind, type, body)
+            await _operator(memo).recorder.intermediate(kind.kind, type, body)
 
     return record_intermediate
 
 
-for _kind in INTERMEDIATE_KINDS:
-    if _kind is not BATCH_JOB:
-        kopf.on.event(_kind.group, _kind.version, _kind.plural, id=f"{_kind.plural}.{_kind.group}")(
-            _intermediate_handler(_kind)
-        )
-
-
-@kopf.on.event("batch", "v1", "jobs")
-async def record_batch_job(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
+async def record_batch_job(
+    type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any
+) -> None:
     """A batch Job: recorded when opted in, else learnt as an intermediate object."""
     with _taken(event) as body:
-        await OPERATOR.recorder.batch_job(type, body)
+        await _operator(memo).recorder.batch_job(type, body)
 
 
-@kopf.on.event("v1", "pods")
-async def record_pod(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
+async def record_pod(type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
     """Record a pod if it belongs to a tracked job."""
     with _taken(event) as body:
-        await OPERATOR.recorder.pod(type, body)
+        await _operator(memo).recorder.pod(type, body)
 
 
-@kopf.on.event("v1", "events")
-async def record_event(type: str | None, event: kopf.RawEvent, **_: Any) -> None:
+async def record_event(type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
     """Record an Event about a tracked job or one of its pods."""
     with _taken(event) as body:
-        await OPERATOR.recorder.event(type, body)
+        await _operator(memo).recorder.event(type, body)

@@ -1,0 +1,45 @@
+"""Settings from the environment, validated once at start.
+
+Every setting is read in this package and nowhere else, so README's configuration
+table and the package can be checked against each other; importing it reads nothing.
+A bad value raises ConfigError naming the variable; the database password is never
+part of a message: use ``Settings.db_url_redacted`` wherever the URL is shown.
+
+``settings`` puts the operator's ``Settings`` together (``load``) from ``numbers``
+(each numeric setting's default and range, once), ``database_url`` (where the
+URLs come from, checked and redacted) and ``database_tls``.
+"""
+
+from jobarchive.config.database_tls import TLS_MODES, DbTls
+from jobarchive.config.database_url import (
+    DEFAULT_DB_URL,
+    has_password,
+    read_url_file,
+    redact_url,
+    url_secrets,
+    validate_db_url,
+)
+from jobarchive.config.errors import ConfigError
+from jobarchive.config.numbers import BOUNDED, DEFAULTS, Bounded, Numbers
+from jobarchive.config.settings import API_AUTH_MODES, DEFAULT_API_HOST, Settings, load, matches
+
+__all__ = [
+    "API_AUTH_MODES",
+    "BOUNDED",
+    "DEFAULTS",
+    "DEFAULT_API_HOST",
+    "DEFAULT_DB_URL",
+    "TLS_MODES",
+    "Bounded",
+    "ConfigError",
+    "DbTls",
+    "Numbers",
+    "Settings",
+    "has_password",
+    "load",
+    "matches",
+    "read_url_file",
+    "redact_url",
+    "url_secrets",
+    "validate_db_url",
+]

@@ -1,0 +1,202 @@
+"""The database URL: where it comes from, whether the operator can use it, and how it
+is shown.
+
+JOBARCHIVE_DB_URL, or the file JOBARCHIVE_DB_URL_FILE names, else KubeDL's MYSQL_*
+variables, else the embedded default; the read side's likewise, else the same. No
+message shows the password or any of it: ``redact_url`` wherever a URL is shown.
+
+A database URL whose user name or password holds a character that ends that part
+of a URL (``/``, ``?``, ``#``, ``@``, ``[``, ``]``) is refused, not guessed at: urllib
+would read part of the password as the host, path or fragment, and every message
+that shows the URL would show that part. The check works on the raw text, before
+anything is parsed, so that its message can echo none of it.
+"""
+
+import logging
+import os
+import stat
+import urllib.parse
+from collections.abc import Mapping
+
+from jobarchive.config.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DB_URL = "sqlite://jobarchive.sqlite3"
+_SCHEMES = ("mysql", "sqlite")
+
+
+def redact_url(url: str) -> str:
+    """Replace the password of a URL with ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def url_secrets(url: str) -> frozenset[str]:
+    """The password of a URL as written and as decoded: what no log line may show."""
+    password = urllib.parse.urlsplit(url).password
+    if not password:
+        return frozenset()
+    return frozenset({password, urllib.parse.unquote(password)})
+
+
+def has_password(url: str) -> bool:
+    """Whether a URL, valid or not, holds a password: text after a ``:`` before its last ``@``."""
+    userinfo = url.partition("://")[2].rpartition("@")[0]
+    return bool(userinfo.partition(":")[2])
+
+
+def read_url_file(path: str, source: str) -> str:
+    """The URL a file holds (a mounted Secret, say), surrounding whitespace removed;
+    ConfigError naming ``source`` when it is missing, unreadable or empty; one warning
+    when every user may read or write it (ARCHITECTURE.md, decision 25)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            mode = stat.S_IMODE(os.fstat(file.fileno()).st_mode)
+            text = file.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no file at {path}") from None
+    except UnicodeDecodeError:
+        # The error's text quotes the offending byte, which may be the password's.
+        raise ConfigError(f"{source}: {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read {path} ({exc.strerror or exc})") from None
+    url = text.strip()
+    if not url:
+        raise ConfigError(f"{source}: {path} is empty")
+    # Once per file: a process may load its settings more than once.
+    if mode & 0o007 and path not in _EXPOSED:
+        _EXPOSED.add(path)
+        logger.warning(
+            "%s: %s is open to every user of this machine (mode %04o), and the database "
+            "password in it too: chmod o-rwx it (a mounted Secret: defaultMode 0440)",
+            source,
+            path,
+            mode,
+        )
+    return url
+
+
+_EXPOSED: set[str] = set()
+
+
+def db_url(env: Mapping[str, str]) -> str:
+    """JOBARCHIVE_DB_URL or the file JOBARCHIVE_DB_URL_FILE names (never both), else
+    KubeDL's MYSQL_* variables, else the embedded default."""
+    if env.get("JOBARCHIVE_DB_URL") and env.get("JOBARCHIVE_DB_URL_FILE"):
+        raise ConfigError("JOBARCHIVE_DB_URL and JOBARCHIVE_DB_URL_FILE are both set: keep one")
+    if env.get("JOBARCHIVE_DB_URL"):
+        url = env["JOBARCHIVE_DB_URL"]
+        validate_db_url(url, "JOBARCHIVE_DB_URL")
+        return url
+    if env.get("JOBARCHIVE_DB_URL_FILE"):
+        url = read_url_file(env["JOBARCHIVE_DB_URL_FILE"], "JOBARCHIVE_DB_URL_FILE")
+        validate_db_url(url, "JOBARCHIVE_DB_URL_FILE")
+        return url
+    if env.get("MYSQL_HOST"):
+        return _url_from_kubedl_variables(env)
+    return DEFAULT_DB_URL
+
+
+def read_db_url(env: Mapping[str, str], written: str) -> str:
+    """JOBARCHIVE_READ_DB_URL or the file JOBARCHIVE_READ_DB_URL_FILE names (never both),
+    else the database the operator writes to.
+
+    A replica, or the same database under a read-only account: the same kind of
+    database as the one written, since it must hold the same tables, and TLS
+    (JOBARCHIVE_DB_TLS) applies to both.
+    """
+    variable, file_variable = "JOBARCHIVE_READ_DB_URL", "JOBARCHIVE_READ_DB_URL_FILE"
+    if env.get(variable) and env.get(file_variable):
+        raise ConfigError(f"{variable} and {file_variable} are both set: keep one")
+    if env.get(variable):
+        url, source = env[variable], variable
+    elif env.get(file_variable):
+        url, source = read_url_file(env[file_variable], file_variable), file_variable
+    else:
+        return written
+    validate_db_url(url, source)
+    scheme, expected = url.partition(":")[0].lower(), written.partition(":")[0].lower()
+    if scheme != expected:
+        raise ConfigError(
+            f"{source}: a {scheme} database, while the archive is written to a {expected} one: "
+            "reads must see the tables the operator writes"
+        )
+    return url
+
+
+def validate_db_url(url: str, source: str) -> None:
+    """Refuse a URL the operator cannot use, with a ConfigError naming ``source`` (the
+    variable or option it came from); no message shows the password or any of it."""
+    if any(char in url for char in "\t\r\n"):
+        # urllib deletes these silently, so the password used would not be the one written.
+        raise ConfigError(f"{source} contains a tab or a line break: percent-encode it")
+    if url.partition(":")[0].lower() == "mysql":
+        _check_userinfo(url, source)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        # urllib's message quotes the port it could not read, which may be the password.
+        raise ConfigError(
+            f"{source} is not a valid URL (expected mysql://user:password@host:3306/database "
+            "or sqlite:///path/file.sqlite3)"
+        ) from None
+    if parts.scheme not in _SCHEMES:
+        raise ConfigError(
+            f"{source}: scheme {parts.scheme!r} is not supported "
+            f"(use one of: {', '.join(_SCHEMES)})"
+        )
+    if parts.scheme == "sqlite" and not (parts.netloc + parts.path):
+        raise ConfigError(f"{source}: a sqlite URL needs a file path")
+    if parts.scheme == "mysql":
+        if not parts.hostname:
+            raise ConfigError(f"{source}: no host in {redact_url(url)}")
+        if not parts.path.strip("/"):
+            raise ConfigError(f"{source}: no database name in {redact_url(url)}")
+        if port == 0:
+            raise ConfigError(f"{source}: port 0 in {redact_url(url)}")
+        for name, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+            if name.lower().startswith(("ssl", "tls")):
+                raise ConfigError(
+                    f"{source}: the parameter {name!r} does not turn TLS on here; "
+                    "set JOBARCHIVE_DB_TLS (and JOBARCHIVE_DB_TLS_CA) instead"
+                )
+
+
+def _check_userinfo(url: str, source: str) -> None:
+    """Refuse a user name or password holding a character that ends it early.
+
+    The authority of a URL ends at the first ``/``, ``?`` or ``#``, and the user
+    information at its last ``@``: an ``@`` after the authority, or two in it, or a
+    bracket before it, means the user or password holds one of those unencoded.
+    """
+    rest = url.partition("://")[2]
+    end = min((index for index in map(rest.find, "/?#") if index >= 0), default=len(rest))
+    userinfo, tail = rest[:end].rpartition("@")[0], rest[end:]
+    if "@" in tail or any(char in userinfo for char in "@[]"):
+        raise ConfigError(
+            f"{source}: the user name or password holds an unencoded '/', '?', '#', '@', "
+            "'[' or ']', so the URL does not say what was meant: percent-encode them "
+            "('/' %2F, '?' %3F, '#' %23, '@' %40, '[' %5B, ']' %5D), or give the password "
+            "in MYSQL_PASSWORD (taken verbatim) with MYSQL_HOST and the other MYSQL_* variables"
+        )
+
+
+def _url_from_kubedl_variables(env: Mapping[str, str]) -> str:
+    port = env.get("MYSQL_PORT", "3306")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"MYSQL_PORT: {port!r} is not a TCP port number")
+    user = urllib.parse.quote(env.get("MYSQL_USER", "root"), safe="")
+    password = urllib.parse.quote(env.get("MYSQL_PASSWORD", ""), safe="")
+    database = env.get("MYSQL_DB_NAME", "kubedl")
+    if not database:
+        raise ConfigError("MYSQL_DB_NAME is empty")
+    host = env["MYSQL_HOST"]
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"mysql://{user}:{password}@{host}:{port}/{urllib.parse.quote(database, safe='')}"

@@ -1,0 +1,121 @@
+"""The operator's settings, put together from the environment: the numbers, the
+database's URLs and TLS, the tracked kinds, the batch Job selector and the API's
+address and access control."""
+
+import dataclasses
+import ipaddress
+import os
+from collections.abc import Mapping
+
+from jobarchive.config.database_tls import DbTls, db_tls
+from jobarchive.config.database_url import db_url, read_db_url, redact_url
+from jobarchive.config.errors import ConfigError
+from jobarchive.config.numbers import Numbers, read_numbers
+from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_kinds
+
+# Who may read through the API: callers' tokens and access reviewed by Kubernetes
+# (the default), or anyone who reaches the port (for a laptop).
+API_AUTH_MODES = ("kubernetes", "none")
+# In a pod the API must be reachable through its Service, so every interface.
+DEFAULT_API_HOST = "0.0.0.0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Numbers):
+    """The operator's validated configuration, its numeric settings (``Numbers``) and
+    the rest; ``load`` is the only way to make one."""
+
+    db_url: str
+    # Where the read side reads: JOBARCHIVE_READ_DB_URL, else the same as ``db_url``.
+    read_db_url: str
+    db_tls: DbTls
+    region: str | None
+    kinds: KindRegistry
+    api_host: str
+    api_auth: str
+    # Labels a plain batch Job must carry to be recorded as a job; None: none are.
+    batch_job_selector: Mapping[str, str | None] | None
+
+    @property
+    def db_url_redacted(self) -> str:
+        """The database URL with its password replaced, safe for logs."""
+        return redact_url(self.db_url)
+
+    @property
+    def read_db_url_redacted(self) -> str:
+        """The read side's database URL with its password replaced, safe for logs."""
+        return redact_url(self.read_db_url)
+
+
+def load(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate the settings; raises ConfigError naming the bad variable."""
+    env = os.environ if environ is None else environ
+    written = db_url(env)
+    read = read_db_url(env, written)
+    tls = db_tls(env, written)
+    extra: tuple[JobKind, ...] = ()
+    if env.get("JOBARCHIVE_EXTRA_KINDS"):
+        try:
+            extra = parse_extra_kinds(env["JOBARCHIVE_EXTRA_KINDS"])
+        except ValueError as exc:
+            raise ConfigError(f"JOBARCHIVE_EXTRA_KINDS: {exc}") from None
+    try:
+        kinds = KindRegistry(BUILTIN_KINDS + extra)
+    except ValueError as exc:
+        raise ConfigError(f"JOBARCHIVE_EXTRA_KINDS: {exc}") from None
+    numbers = read_numbers(env)
+    return Settings(
+        db_url=written,
+        read_db_url=read,
+        db_tls=tls,
+        region=env.get("REGION") or None,
+        kinds=kinds,
+        batch_job_selector=_selector(env.get("JOBARCHIVE_BATCH_JOB_SELECTOR")),
+        api_host=_api_host(env.get("JOBARCHIVE_API_HOST")),
+        api_auth=_api_auth(env.get("JOBARCHIVE_API_AUTH")),
+        **numbers,
+    )
+
+
+def _selector(raw: str | None) -> dict[str, str | None] | None:
+    """``key=value,other``: equality, or presence for a bare key (kubectl's syntax)."""
+    if not raw:
+        return None
+    selector: dict[str, str | None] = {}
+    for term in raw.split(","):
+        key, equals, value = term.strip().partition("=")
+        key = key.strip()
+        if not key or "!" in key or (equals and not value.strip()):
+            raise ConfigError(
+                f"JOBARCHIVE_BATCH_JOB_SELECTOR: {term.strip()!r} is not key=value or key"
+            )
+        selector[key] = value.strip() if equals else None
+    return selector
+
+
+def _api_host(raw: str | None) -> str:
+    """The address the operator's API binds: an IP address, as a pod binds its own."""
+    if not raw:
+        return DEFAULT_API_HOST
+    try:
+        return str(ipaddress.ip_address(raw.strip()))
+    except ValueError:
+        raise ConfigError(
+            f"JOBARCHIVE_API_HOST: {raw!r} is not an IP address (e.g. 0.0.0.0, 127.0.0.1, ::)"
+        ) from None
+
+
+def _api_auth(raw: str | None) -> str:
+    """How the operator's API checks its callers: one of ``API_AUTH_MODES``."""
+    if not raw:
+        return API_AUTH_MODES[0]
+    if raw not in API_AUTH_MODES:
+        raise ConfigError(f"JOBARCHIVE_API_AUTH: {raw!r} is not one of {', '.join(API_AUTH_MODES)}")
+    return raw
+
+
+def matches(selector: Mapping[str, str | None], labels: Mapping[str, object]) -> bool:
+    """Whether labels satisfy a selector parsed from JOBARCHIVE_BATCH_JOB_SELECTOR."""
+    return all(
+        key in labels and (value is None or labels[key] == value) for key, value in selector.items()
+    )
