@@ -36,7 +36,7 @@ from jobarchive.logtails import text
 from jobarchive.logtails.fetcher import Fetcher, Read
 from jobarchive.logtails.intake import Intake, Key, Pending, count
 from jobarchive.storage import failures as db_failures
-from jobarchive.storage.errors import is_unavailable
+from jobarchive.storage.failures import is_unavailable
 from jobarchive.storage.writer import Backoff
 
 logger = logging.getLogger(__name__)

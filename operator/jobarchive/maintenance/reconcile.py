@@ -52,7 +52,7 @@ from jobarchive.maintenance.peering import Activity
 from jobarchive.recording.convert import mark_gone
 from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
-from jobarchive.storage.errors import is_unavailable
+from jobarchive.storage.failures import is_unavailable
 from jobarchive.storage.models import Job, Pod, utcnow
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Backoff, Writer

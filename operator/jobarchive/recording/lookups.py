@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
-from jobarchive.storage.errors import is_unavailable
+from jobarchive.storage.failures import is_unavailable
 from jobarchive.storage.writer import Backoff
 
 K = TypeVar("K", bound=Hashable)

@@ -49,7 +49,7 @@ from tortoise.backends.sqlite.client import SqliteClient
 from tortoise.exceptions import OperationalError
 
 from jobarchive.config import DEFAULTS, DbTls
-from jobarchive.storage import dialects, errors, tls
+from jobarchive.storage import dialects, failures, tls
 
 # Appended to the dialect's name: the read connection's name in Tortoise's config.
 SUFFIX = "_read"
@@ -145,7 +145,7 @@ class MySQLReader(MySQLClient):
         try:
             found: tuple[int, list[dict[Any, Any]]] = await super().execute_query(bounded, values)
         except OperationalError as exc:
-            if errors.is_statement_timeout(exc):
+            if failures.is_statement_timeout(exc):
                 raise QueryTimeout("stopped by the server at its time limit") from None
             raise
         return found

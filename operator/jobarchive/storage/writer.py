@@ -43,7 +43,7 @@ from jobarchive import metrics
 from jobarchive.config import DEFAULTS
 from jobarchive.logs import shown
 from jobarchive.rows import Row
-from jobarchive.storage.errors import is_retryable, is_unavailable
+from jobarchive.storage.failures import is_retryable, is_unavailable
 from jobarchive.storage.models import TABLES, Job, Stamped
 from jobarchive.storage.store import Store, is_older
 
