@@ -1,5 +1,9 @@
-"""The recorder's database lookups: asked again until the database answers, and shared
-by everyone who asks the same question while it is being answered.
+"""The recorder's database lookups, shared by everyone who asks the same question while
+it is being answered.
+
+Each is asked again until the database answers (``storage.waiting.ride_out``): an
+object whose lookup failed must not wait for its job or pod to appear, as one deleted
+meanwhile never appears again, and the object would be lost.
 
 A shard's catch-up handles the pods of a job before the job (its lists of every kind
 and namespace arrive together, in any order), and Kopf handles them concurrently:
@@ -11,27 +15,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
-from jobarchive.storage.failures import is_unavailable
-from jobarchive.storage.writer import Backoff
-
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
-
-
-async def lookup(query: Callable[[], Awaitable[T]]) -> T:
-    """A database lookup, asked again until the database answers, as the writer waits.
-
-    An object whose lookup failed must not wait for its job or pod to appear: one
-    deleted meanwhile never appears again, and the object would be lost.
-    """
-    backoff = Backoff()
-    while True:
-        try:
-            return await query()
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
-            await asyncio.sleep(backoff.next())
 
 
 class Shared(Generic[K, T]):

@@ -44,10 +44,11 @@ from jobarchive.recording.attribution import (
 )
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
-from jobarchive.recording.lookups import Shared, lookup
+from jobarchive.recording.lookups import Shared
 from jobarchive.rows import UID_LENGTH, EventRow, JobRow, PodRow
 from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
 from jobarchive.storage.store import Store
+from jobarchive.storage.waiting import ride_out
 from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
@@ -118,12 +119,12 @@ async def labelled_job(
     """
     job_uid = attribution.pod_job(pod_uid)
     if job_uid is None and not attribution.knows_all:
-        job_uid = await lookup(lambda: store.pod_job_uid(pod_uid))
+        job_uid = await ride_out(lambda: store.pod_job_uid(pod_uid))
     if job_uid is not None:
         return job_uid
     job_uid = attribution.job_uid(link.namespace, link.job_name)
     if job_uid is None and not attribution.knows_all:
-        job_uid = await lookup(lambda: store.live_job_uid(link.namespace, link.job_name))
+        job_uid = await ride_out(lambda: store.live_job_uid(link.namespace, link.job_name))
     # Checked again after the await: the job may have been recorded meanwhile, and from
     # there to the caller's wait nothing yields, so no release can slip between.
     return attribution.job_uid(link.namespace, link.job_name) or job_uid
@@ -282,7 +283,7 @@ class Attributor:
 
     async def _ask_job(self, job_uid: str) -> None:
         """Ask the database for the job ``job_uid``, and note its answer."""
-        rows = await lookup(lambda: self.store.rows(Job, [job_uid]))
+        rows = await ride_out(lambda: self.store.rows(Job, [job_uid]))
         self.attribution.job_looked_up(job_uid, rows[0]["namespace"] if rows else None)
 
     def wait(self, subject: Subject, item: Waiting) -> None:
@@ -361,7 +362,7 @@ class Attributor:
     async def _refine_roles(self, trainjob_uid: str, resources: str) -> None:
         """Give a TrainJob the roles its JobSet states, now and on its later writes."""
         self._roles.put(trainjob_uid, resources)
-        rows = await lookup(lambda: self.store.rows(Job, [trainjob_uid]))
+        rows = await ride_out(lambda: self.store.rows(Job, [trainjob_uid]))
         stored = rows[0] if rows else None
         if stored and stored["resources"] != resources:
             # Rewritten at its own resourceVersion: a newer TrainJob write wins the guard,
@@ -397,7 +398,7 @@ class Intermediates:
             # pod's stored row still says which job it belongs to.
             job_uid = self.attribution.pod_job(pod_uid)
             if job_uid is None and not self.attribution.knows_all:
-                job_uid = await lookup(lambda: self.store.pod_job_uid(pod_uid))
+                job_uid = await ride_out(lambda: self.store.pod_job_uid(pod_uid))
             job_uid = self.attribution.owner_job(owner_uid) or job_uid
         return job_uid
 
@@ -572,7 +573,7 @@ class Recorder:
         elif involved.uid and involved.kind == POD:
             job_uid = self.attribution.pod_job(involved.uid)
             if job_uid is None and not self.attribution.knows_all:
-                job_uid = await lookup(lambda: self.store.pod_job_uid(involved.uid))
+                job_uid = await ride_out(lambda: self.store.pod_job_uid(involved.uid))
                 job_uid = self.attribution.pod_job(involved.uid) or job_uid
         if job_uid == UNRELATED:
             metrics.OBJECTS.labels(EVENT, "skipped_unrelated").inc()
