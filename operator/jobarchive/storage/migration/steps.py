@@ -10,12 +10,6 @@ from jobarchive.storage import dialects, introspection
 from jobarchive.storage.dialects import Dialect
 from jobarchive.storage.introspection import Introspection
 
-BATCH = 500
-# A line names a column it does not know by its repr cut at SHOWN characters, and at
-# most NAMED of a table's such columns.
-SHOWN = 80
-NAMED = 10
-
 
 @dataclasses.dataclass(frozen=True)
 class Step:
@@ -31,6 +25,12 @@ class Step:
 
 
 Report = Callable[[Step], None]
+# Rows a step reads or writes at a time, each batch in a transaction of its own.
+BATCH = 500
+# A line names a column it does not know by its repr cut at SHOWN characters, and at
+# most NAMED of a table's such columns.
+SHOWN = 80
+NAMED = 10
 
 
 def shown(name: str) -> str:
