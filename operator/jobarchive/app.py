@@ -105,9 +105,8 @@ class Operator:
             flushers=settings.writers,
             stop_timeout=settings.stop_timeout,
         )
-        self.recorder = Recorder(settings, self.store, self.writer, Attribution())
         self.capture = Capture(settings)
-        self.recorder.rows.tails = self.capture
+        self.recorder = Recorder(settings, self.store, self.writer, Attribution(), self.capture)
         # The namespaces Kopf serves, read from its own command line (``scope``).
         self.scope = scope.from_command_line()
         # Opted-in batch Jobs are jobs too, and must be listed with the others, lest

@@ -10,9 +10,9 @@ from jobarchive.cutting import CUT_KEY
 from jobarchive.rows import IMAGE_LENGTH, MESSAGE_LENGTH, RESOURCES_LENGTH
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects
+from jobarchive.storage.migration.trimming import Trimming
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
-from jobarchive.storage.trimming import Trimming
 from testbed.mariadb import Databases
 from tests.support import rows
 from tests.support.commands import jobarchive

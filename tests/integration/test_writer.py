@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY
 
 from jobarchive.rows import Row
 from jobarchive.storage import writer as writing
+from jobarchive.storage.batches import WriterStopped
 from jobarchive.storage.models import Job, Pod, Stamped
 from jobarchive.storage.store import K, Store
 from jobarchive.storage.writer import Writer
@@ -198,14 +199,14 @@ async def test_stopping_during_an_outage_keeps_its_deadline_and_releases_every_w
     assert all(task.done() for task in writes)
     results = [error for task in writes for error in task.result()]
     assert len(results) == 23
-    assert all(isinstance(error, writing.WriterStopped) for error in results)
+    assert all(isinstance(error, WriterStopped) for error in results)
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     gave_up = [line for line in lines if re.search(r"\b23 rows not written", line)]
     assert len(gave_up) == 1, lines
     assert "next start" in gave_up[0]
     # Later writes fail at once instead of waiting for flushers that are gone.
     late = await asyncio.wait_for(writer.write(Pod, [pod(uid="late")]), 1)
-    assert isinstance(late[0], writing.WriterStopped)
+    assert isinstance(late[0], WriterStopped)
 
 
 def objects(kind: str, outcome: str) -> float:

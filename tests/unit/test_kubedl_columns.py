@@ -9,8 +9,9 @@ from tortoise import fields
 
 from jobarchive.config import load
 from jobarchive.recording.convert import job_row, mark_gone
-from jobarchive.storage.dialects import Column
-from jobarchive.storage.migration import definition, merged, newest_first
+from jobarchive.storage.introspection import Column
+from jobarchive.storage.migration.columns import definition
+from jobarchive.storage.migration.merging import merged, newest_first
 from jobarchive.storage.models import Job
 from testbed import objects as o
 from testbed.objects import Body

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from jobarchive.storage.dialects import MYSQL, SQLITE
-from jobarchive.storage.migration import NAMED, SHOWN, left_alone, shown
+from jobarchive.storage.migration.steps import NAMED, SHOWN, left_alone, shown
 
 HOSTILE = (
     'a"b',

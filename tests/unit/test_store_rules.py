@@ -2,7 +2,7 @@ import pymysql
 import pytest
 from tortoise.exceptions import OperationalError
 
-from jobarchive.storage.errors import is_retryable
+from jobarchive.storage.failures import is_retryable
 from jobarchive.storage.store import is_older
 
 

@@ -9,10 +9,12 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from jobarchive.rows import Row
-from jobarchive.storage import writer as writing
+from jobarchive.storage import waiting
+from jobarchive.storage.batches import WriterStopped
 from jobarchive.storage.models import Pod, Stamped
 from jobarchive.storage.store import K, Store
-from jobarchive.storage.writer import Backoff, Writer
+from jobarchive.storage.waiting import Backoff
+from jobarchive.storage.writer import Writer
 from tests.support.rows import pod
 from tests.support.waiting import eventually
 
@@ -83,7 +85,7 @@ class AwayStore(Store):
 async def test_each_flusher_backs_off_on_its_own_and_the_outage_is_one(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger=writing.__name__)
+    caplog.set_level(logging.INFO, logger=waiting.__name__)
     made: list[RecordingBackoff] = []
 
     def backoff() -> Backoff:
@@ -123,4 +125,4 @@ async def test_the_outage_shows_until_stopping_gives_its_rows_up() -> None:
         await eventually(failing, within=5)
     finally:
         await writer.stop()
-    assert isinstance((await pending)[0], writing.WriterStopped)
+    assert isinstance((await pending)[0], WriterStopped)

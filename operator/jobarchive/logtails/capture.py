@@ -9,9 +9,9 @@ restart lists every failed pod again), then starts each read once a token of the
 limit (a token bucket: ``JOBARCHIVE_LOG_RATE`` reads a second, bursts of
 ``JOBARCHIVE_LOG_CONCURRENCY``) and a slot of the concurrency limit are free; the rows
 of failures set aside need no read and go to the writer between batches. A read holds
-its slot until its row is handed to the tails' writer, whose queue is small: while
-the database is away, reads stop, the queue fills and further failures are set aside,
-so memory stays bounded.
+its slot until its row is handed to the tails' writer (``writing``), whose queue is
+small: while the database is away, reads stop, the queue fills and further failures
+are set aside, so memory stays bounded.
 
 Every failure read ends as one row, captured or "not captured: <reason>"; every one
 set aside is one row or counted in the note of one, so nothing is read twice or
@@ -19,7 +19,6 @@ retried in a loop, and nothing is dropped unsaid.
 """
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -35,16 +34,11 @@ from jobarchive.logtails import store as tails
 from jobarchive.logtails import text
 from jobarchive.logtails.fetcher import Fetcher, Read
 from jobarchive.logtails.intake import Intake, Key, Pending, count
-from jobarchive.storage import failures as db_failures
-from jobarchive.storage.errors import is_unavailable
-from jobarchive.storage.writer import Backoff
+from jobarchive.logtails.writing import TailWriter
+from jobarchive.storage.failures import describe
 
 logger = logging.getLogger(__name__)
 LOOKUP_BATCH = 100
-# Rows read and not yet written: a read waits for room, holding its slot.
-ROWS_HELD = 64
-WRITE_BATCH = 50
-WRITE_DELAY = 0.2
 # What stopping gives the tails' writer to write what was read.
 STOP_GRACE = 3.0
 
@@ -80,12 +74,8 @@ class TokenBucket:
 
 
 class Capture:
-    """Reads the log tails of failed containers of recorded pods, once each.
-
-    Longer than a sitting because it holds two stages of one pipeline (the dispatcher
-    of reads, the writer of rows) and stopping them in order; each method is short and
-    stands alone.
-    """
+    """Reads the log tails of failed containers of recorded pods, once each, and hands
+    their rows to the tails' writer."""
 
     def __init__(self, settings: Settings, store: tails.TailStore | None = None) -> None:
         self.lines = settings.log_tail_lines
@@ -96,11 +86,9 @@ class Capture:
         # About a second of reads: what a namespace's first failure may wait behind.
         self._batch = max(1, min(LOOKUP_BATCH, settings.log_rate))
         self._slots = asyncio.Semaphore(settings.log_concurrency)
-        self._rows: asyncio.Queue[tails.Row] = asyncio.Queue(ROWS_HELD)
+        self._writer = TailWriter(self.store)
         self._reads: set[asyncio.Task[None]] = set()
-        self._tasks: list[asyncio.Task[None]] = []
-        # Rows read and handed to the writer, not yet written.
-        self._unwritten = 0
+        self._dispatcher: asyncio.Task[None] | None = None
         self._api: client.ApiClient | None = None
         self._fetcher: Fetcher | None = None
 
@@ -126,30 +114,24 @@ class Capture:
 
     async def start(self, api: client.ApiClient | None = None) -> None:
         """Start reading with ``api`` (else a client of the operator's own cluster)."""
-        if not self.enabled or self._tasks:
+        if not self.enabled or self._dispatcher is not None:
             return
         self._api = api or await api_client()
         self._fetcher = Fetcher(self._api, self.lines, self.limit)
         metrics.LOG_TAIL_QUEUE.set_function(lambda: self.depth)
-        self._tasks = [
-            asyncio.create_task(self._dispatch()),
-            asyncio.create_task(self._write()),
-        ]
+        self._dispatcher = asyncio.create_task(self._dispatch())
+        self._writer.start()
 
     async def stop(self) -> None:
         """Stop reading; give what was read ``STOP_GRACE`` seconds to be written; say what
         is left, which the next start reads if its pods remain."""
-        if not self._tasks:
+        if self._dispatcher is None:
             return
-        dispatcher, writer = self._tasks
-        for task in (dispatcher, *self._reads):
+        for task in (self._dispatcher, *self._reads):
             task.cancel()
-        await asyncio.gather(dispatcher, *self._reads, return_exceptions=True)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._rows.join(), STOP_GRACE)
-        writer.cancel()
-        await asyncio.gather(writer, return_exceptions=True)
-        left = self.depth + len(self.intake.notes) + self._unwritten
+        await asyncio.gather(self._dispatcher, *self._reads, return_exceptions=True)
+        await self._writer.stop(STOP_GRACE)
+        left = self.depth + len(self.intake.notes) + self._writer.unwritten
         if left:
             count("skipped", "stopped", left)
             logger.info(
@@ -157,7 +139,7 @@ class Capture:
                 "the next start reads those whose pods remain",
                 left,
             )
-        self._tasks = []
+        self._dispatcher = None
         if self._api is not None:
             await self._api.close()
             self._api = None
@@ -168,8 +150,7 @@ class Capture:
         intake = self.intake
         while True:
             while intake.notes:
-                self._unwritten += 1
-                await self._rows.put(intake.notes.popleft())
+                await self._writer.put(intake.notes.popleft())
             keys = intake.take(self._batch)
             if not keys:
                 intake.wake.clear()
@@ -195,7 +176,7 @@ class Capture:
         except Exception as exc:
             logger.warning(
                 "Cannot tell which log tails are stored, reading them: %s",
-                db_failures.describe(exc),
+                describe(exc),
             )
             return set()
 
@@ -208,9 +189,7 @@ class Capture:
                 read = await self._fetcher.read(failure)
             except Exception as exc:
                 read = Read(None, "error", f"{type(exc).__name__}: {str(exc)[:300]}")
-            row = self._row(pending, read)
-            self._unwritten += 1
-            await self._rows.put(row)
+            await self._writer.put(self._row(pending, read))
         finally:
             self._slots.release()
 
@@ -223,55 +202,3 @@ class Capture:
         tail = text.tail(read.data, self.lines, self.limit, read.incomplete)
         count("captured", "truncated" if tail.truncated else "complete")
         return tails.row(failure, pending.job_uid, tail, None)
-
-    async def _write(self) -> None:
-        """Write what was read, a few rows per statement."""
-        loop = asyncio.get_running_loop()
-        while True:
-            batch = [await self._rows.get()]
-            deadline = loop.time() + WRITE_DELAY
-            while len(batch) < WRITE_BATCH and (left := deadline - loop.time()) > 0:
-                try:
-                    batch.append(await asyncio.wait_for(self._rows.get(), left))
-                except TimeoutError:
-                    break
-            await self._commit(batch)
-            self._unwritten -= len(batch)
-            for _ in batch:
-                self._rows.task_done()
-
-    async def _commit(self, batch: list[tails.Row]) -> None:
-        """Insert rows, waiting out a database outage; a refused batch row by row."""
-        backoff = Backoff()
-        away = False
-        while True:
-            try:
-                await self.store.insert(batch)
-                if away:
-                    logger.info("The database is back: writing log tails again")
-                return
-            except Exception as exc:
-                if is_unavailable(exc):
-                    if not away:
-                        away = True
-                        logger.warning(
-                            "Cannot write log tails, the database is unavailable: %s",
-                            db_failures.describe(exc),
-                        )
-                    await asyncio.sleep(backoff.next())
-                    continue
-                if len(batch) > 1:
-                    for one in batch:
-                        await self._commit([one])
-                    return
-                count("failed", "refused")
-                row = batch[0]
-                logger.error(
-                    "Could not store the log tail of %s/%s container %s (restart %d): %s",
-                    shown(row["namespace"]),
-                    shown(row["pod_name"]),
-                    shown(row["container"]),
-                    row["restart_count"],
-                    shown(db_failures.describe(exc)),
-                )
-                return

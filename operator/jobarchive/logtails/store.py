@@ -3,27 +3,23 @@
 A tail is written once: the insert leaves alone a row whose key (pod uid, container,
 restart count) is stored already, so a read repeated after a restart, or by a second
 replica, adds nothing. Rows are stamped by ``Stamped.stamp`` as every table's are.
-Statements carry a few megabytes at most, well under MySQL's packet size.
+Statements carry a few megabytes of tails at most (``storage.store.statements``),
+well under MySQL's packet size.
 """
 
 import datetime
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tortoise.backends.base.client import BaseDBAsyncClient
-
 from jobarchive.cutting import clip
 from jobarchive.logtails.text import Tail
 from jobarchive.logtails.triggers import Failure
 from jobarchive.rows import SHORT_TEXT_LENGTH
-from jobarchive.storage import database as db
-from jobarchive.storage import dialects
 from jobarchive.storage.models import LOG_TAIL_TABLE, NOTE_LENGTH, LogTail, utcnow
+from jobarchive.storage.store import Store
 
 Key = tuple[str, str, int]
 Row = dict[str, Any]
-# Bytes of tail text one statement carries at most (a row over it goes alone).
-STATEMENT_BYTES = 4 * 2**20
 
 
 def row(
@@ -55,30 +51,16 @@ def row(
     return values
 
 
-def statements(rows: Sequence[Row]) -> list[list[Row]]:
-    """Rows grouped into statements of at most ``STATEMENT_BYTES`` of text each."""
-    groups: list[list[Row]] = []
-    size = 0
-    for item in rows:
-        weight = len(item["log_tail"] or "") * 4
-        if not groups or size + weight > STATEMENT_BYTES:
-            groups.append([])
-            size = 0
-        groups[-1].append(item)
-        size += weight
-    return groups
+def weight(row: Row) -> int:
+    """The bytes a row's tail may take in a statement: four per character, at most."""
+    return len(row["log_tail"] or "") * 4
 
 
 class TailStore:
-    """Reads and writes ``container_log_tail`` on the writer's database connection."""
+    """Reads and writes ``container_log_tail`` through the writer's store."""
 
-    def __init__(self, connection: BaseDBAsyncClient | None = None) -> None:
-        self._connection = connection
-
-    @property
-    def connection(self) -> BaseDBAsyncClient:
-        """The connection in use: the one given, else the writer's."""
-        return self._connection or db.connection()
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store or Store()
 
     async def existing(self, keys: Iterable[Key]) -> set[Key]:
         """Which of these keys have a row (captured or not: either is done)."""
@@ -88,7 +70,7 @@ class TailStore:
         pods = sorted({pod for pod, _, _ in wanted})
         found = (
             await LogTail.filter(pod_id__in=pods)
-            .using_db(self.connection)
+            .using_db(self.store.connection)
             .values_list("pod_id", "container", "restart_count")
         )
         stored = {(str(pod), str(container), int(restart)) for pod, container, restart in found}
@@ -96,8 +78,4 @@ class TailStore:
 
     async def insert(self, rows: Sequence[Row]) -> None:
         """Insert rows, each whose key is stored already left as it is."""
-        conn = self.connection
-        dialect = dialects.of(conn)
-        for group in statements(rows):
-            sql = dialect.insert_new_sql(LOG_TAIL_TABLE, len(group))
-            await conn.execute_query(sql, dialect.params(LOG_TAIL_TABLE, group))
+        await self.store.insert_new(LOG_TAIL_TABLE, rows, weight)

@@ -24,7 +24,7 @@ with its objects is listed once more, empty. A namespace that may not be listed 
 RoleBinding there) is skipped with a warning, its rows left alone.
 
 An outage does not cost an interval. The reconciliation's reads wait for the
-database as the writer's flushers do (backoff from 0.1 s to 5 s), so a run the
+database as the writer's flushers do (``storage.waiting``), so a run the
 database left in the middle goes on as soon as it answers; its marks go through the
 writer, which waits too. A run that fails for any other reason (the cluster could
 not be listed) is tried again after a capped, jittered backoff rather than after the
@@ -36,9 +36,7 @@ import dataclasses
 import datetime
 import functools
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TypeVar
+from collections.abc import Iterable
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -52,10 +50,10 @@ from jobarchive.maintenance.peering import Activity
 from jobarchive.recording.convert import mark_gone
 from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
-from jobarchive.storage.errors import is_unavailable
 from jobarchive.storage.models import Job, Pod, utcnow
 from jobarchive.storage.store import Store
-from jobarchive.storage.writer import Backoff, Writer
+from jobarchive.storage.waiting import Backoff, Outage, ride_out
+from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +63,6 @@ ROWS_PER_WRITE = 500
 # hammer while it is away.
 RETRY_FIRST = 1.0
 RETRY_CAP = 60.0
-# A read that finds the database away is tried again as the writer's flushers try
-# theirs: quick to notice the return, cheap while it lasts.
-READ_RETRY_FIRST = 0.1
-READ_RETRY_CAP = 5.0
-T = TypeVar("T")
 
 
 def describe(error: BaseException) -> str:
@@ -77,33 +70,6 @@ def describe(error: BaseException) -> str:
     if isinstance(error, ApiException):
         return f"{error.status} {shown(error.reason)}"
     return shown(failures.describe(error))
-
-
-async def ride_out(read: Callable[[], Awaitable[T]]) -> T:
-    """Run a read, waiting for the database while it is unavailable; any other error
-    is raised."""
-    backoff = Backoff(READ_RETRY_FIRST, READ_RETRY_CAP)
-    away_since: float | None = None
-    while True:
-        try:
-            result = await read()
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
-            if away_since is None:
-                away_since = time.monotonic()
-                logger.warning(
-                    "The database is unavailable, the reconciliation waits for it: %s",
-                    failures.describe(exc),
-                )
-            await asyncio.sleep(backoff.next())
-            continue
-        if away_since is not None:
-            logger.info(
-                "The database is back after %.1f s, the reconciliation goes on",
-                time.monotonic() - away_since,
-            )
-        return result
 
 
 @dataclasses.dataclass
@@ -149,6 +115,10 @@ class Reconciler:
         self.writer = writer
         self.scope = scope
         self.marked_total = 0
+        # Its reads wait out an outage, said once: when it begins and when it ends.
+        self.outage = Outage(
+            "the reconciliation waits for it", then=lambda: ", the reconciliation goes on"
+        )
 
     async def run_once(self, api: client.ApiClient) -> Outcome:
         """List everything, then mark what is gone; returns the counts."""
@@ -168,7 +138,7 @@ class Reconciler:
             return [None]
         names = set(served)
         if not self.scope.exact:
-            names |= await ride_out(lambda: stored_namespaces(self.store, self.scope))
+            names |= await ride_out(lambda: stored_namespaces(self.store, self.scope), self.outage)
         return [*sorted(names)]
 
     async def _reconcile(
@@ -202,9 +172,12 @@ class Reconciler:
             logger.warning("Cannot list %s: %s %s", shown(path), exc.status, shown(exc.reason))
             return Outcome(namespaces_skipped=(namespace,))
         jobs = await ride_out(
-            lambda: self.store.uids_in_etcd(Job, started, listed, complete, namespace=namespace)
+            lambda: self.store.uids_in_etcd(Job, started, listed, complete, namespace=namespace),
+            self.outage,
         )
-        pods = await ride_out(lambda: self.store.uids_in_etcd(Pod, started, namespace=namespace))
+        pods = await ride_out(
+            lambda: self.store.uids_in_etcd(Pod, started, namespace=namespace), self.outage
+        )
         return Outcome(
             jobs_gone=await self._mark(Job, [uid for uid in jobs if uid not in live_jobs]),
             pods_gone=await self._mark(Pod, [uid for uid in pods if uid not in live_pods]),
@@ -256,7 +229,7 @@ class Reconciler:
     async def _mark(self, model: type[Job] | type[Pod], gone: list[str]) -> int:
         now = utcnow()
         for chunk in chunks(gone, ROWS_PER_WRITE):
-            rows = await ride_out(functools.partial(self.store.rows, model, chunk))
+            rows = await ride_out(functools.partial(self.store.rows, model, chunk), self.outage)
             for row in rows:
                 mark_gone(row, now)
             await self.writer.write(model, rows)

@@ -25,7 +25,7 @@ from jobarchive.logs import shown
 from jobarchive.reading import auth, gate, queries
 from jobarchive.reading.gate import Gate
 from jobarchive.serving import SEND_TIMEOUT
-from jobarchive.storage import errors, failures, reads
+from jobarchive.storage import failures, reads
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -317,7 +317,7 @@ class Reads:
         if isinstance(exc, reads.QueryTimeout | TimeoutError):
             message = f"the query took longer than {self.timeout:g} s and was stopped; narrow it"
             return Refusal(504, message)
-        if isinstance(exc, failures.ERRORS) and errors.is_unavailable(exc):
+        if isinstance(exc, failures.ERRORS) and failures.is_unavailable(exc):
             logger.warning("The API's database cannot be reached: %s", failures.describe(exc))
             return Refusal(503, "the archive's database cannot be reached; retry later", RETRY)
         return self._failed(request, exc)

@@ -47,7 +47,7 @@ from jobarchive.rows import (
     SHORT_TEXT_LENGTH,
     UID_LENGTH,
 )
-from jobarchive.storage import database, dialects
+from jobarchive.storage import database, dialects, introspection
 from jobarchive.storage.models import (
     CONTAINER_NAME_LENGTH,
     LOG_TAIL_LENGTH,
@@ -499,7 +499,7 @@ async def _hinted(found: "QuerySet[Job]", query: JobQuery) -> "QuerySet[Job]":
     else:
         return found
     conn = _reader()
-    name = (await dialects.of(conn).index_names(conn, Job._meta.db_table)).get(columns)
+    name = (await introspection.of(conn).index_names(conn, Job._meta.db_table)).get(columns)
     return found.force_index(name) if name else found
 
 

@@ -25,15 +25,26 @@ this state with the process loses nothing the cluster still has.
 """
 
 import dataclasses
+import enum
 import sys
 import time
 from collections.abc import Callable
+from typing import Final
 
 from jobarchive.bounded import Lru, Weighed
 from jobarchive.config import DEFAULTS
 from jobarchive.rows import EventRow, PodRow
 
-UNRELATED = ""
+
+class Unrelated(enum.Enum):
+    """What an object that belongs to no tracked job is attributed to."""
+
+    UNRELATED = "no tracked job"
+
+
+UNRELATED: Final = Unrelated.UNRELATED
+# What an object is attributed to: a tracked job's uid, or UNRELATED.
+Attributed = str | Unrelated
 POD = "Pod"
 EVENT = "Event"
 # What an object waits for: the uid of a job, pod or intermediate object, or a job's
@@ -164,8 +175,8 @@ class Attribution:
         self._clock = clock
         self._jobs_by_name: Lru[str, str] = Lru(capacity)
         self._job_namespaces: Lru[str, str] = Lru(capacity)
-        self._pods: Lru[str, str] = Lru(capacity)
-        self._owners: Lru[str, str] = Lru(capacity)
+        self._pods: Lru[str, Attributed] = Lru(capacity)
+        self._owners: Lru[str, Attributed] = Lru(capacity)
         self._absent_since: Lru[str, float] = Lru(capacity)
         self._waiting = WaitingSet(waiting_max, waiting_bytes)
         self._last_sweep = clock()
@@ -199,8 +210,7 @@ class Attribution:
 
     def job_seen(self, namespace: str, name: str, uid: str, gone: bool) -> list[Waiting]:
         """Record a job; return what waited for it: by its uid always (its pods' and
-        Events' last versions may come after it is gone), by its name unless it is gone.
-        """
+        Events' last versions may come after it is gone), by its name unless gone."""
         self._job_namespaces.put(uid, namespace)
         self._absent_since.pop(uid)
         released = self._waiting.release(uid)
@@ -235,12 +245,11 @@ class Attribution:
         return self._jobs_by_name.get(f"{namespace}/{name}")
 
     def judge(
-        self, job_uid: str, items: list[Waiting]
+        self, job_uid: Attributed, items: list[Waiting]
     ) -> tuple[list[Waiting], list[Waiting]] | None:
         """Split objects that name the job ``job_uid`` into those in its namespace and
-        the others (all of them for ``UNRELATED``); None while its namespace is unknown
-        here."""
-        if job_uid == UNRELATED:
+        the others (all of them for ``UNRELATED``); None while its namespace is unknown."""
+        if job_uid is UNRELATED:
             return [], list(items)
         namespace = self._job_namespaces.get(job_uid)
         if namespace is None:
@@ -259,15 +268,15 @@ class Attribution:
         self._pods.put(pod_uid, UNRELATED)
         return self._waiting.release(pod_uid)
 
-    def pod_job(self, pod_uid: str) -> str | None:
+    def pod_job(self, pod_uid: str) -> Attributed | None:
         """The pod's job uid, ``UNRELATED`` for a pod of no tracked job, None if unknown."""
         return self._pods.get(pod_uid)
 
-    def owner_job(self, owner_uid: str) -> str | None:
+    def owner_job(self, owner_uid: str) -> Attributed | None:
         """The job an intermediate object belongs to, ``UNRELATED``, or None if unseen."""
         return self._owners.get(owner_uid)
 
-    def intermediate_seen(self, uid: str, job_uid: str) -> list[Waiting]:
+    def intermediate_seen(self, uid: str, job_uid: Attributed) -> list[Waiting]:
         """Record which job (or ``UNRELATED``) an intermediate object belongs to; return
         the pods, intermediate objects and Events that were waiting for it.
 

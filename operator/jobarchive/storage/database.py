@@ -16,6 +16,7 @@ beside the writer's when it serves the API, ``jobarchive serve`` and the CLI's r
 open it alone (``open_reader``), and every query of ``reading`` runs on ``reader()``.
 """
 
+import importlib.util
 import logging
 import pathlib
 import urllib.parse
@@ -58,10 +59,38 @@ def _connection(url: str, pool_size: int, encryption: DbTls) -> tuple[str, dict[
     """A connection's name and settings."""
     connection = expand_db_url(url)
     dialect = dialects.for_engine(connection["engine"])
+    # SQLite needs nothing: Tortoise's defaults suit one file and one connection, and the
+    # settings refuse TLS for a SQLite file.
+    if dialect is dialects.MYSQL:
+        _configure_mysql(connection["credentials"], pool_size, encryption)
     # The connection is named after its engine: one process that opens MySQL and then
     # SQLite (the tests) must not find MySQL's placeholders in SQLite's statements.
-    dialect.configure(connection["credentials"], pool_size, encryption)
     return dialect.name, connection
+
+
+def _configure_mysql(credentials: dict[str, Any], pool_size: int, encryption: DbTls) -> None:
+    """utf8mb4, UTC, the pool's size, the user as decoded, and TLS when asked for.
+
+    The time zone goes in ``init_command``: set once on a session, only the first
+    pooled connection would have it. aiomysql takes TLS as an ``ssl`` context.
+    """
+    credentials.setdefault("charset", "utf8mb4")
+    credentials["init_command"] = "SET time_zone='+00:00'"
+    credentials.setdefault("maxsize", pool_size)
+    # Tortoise decodes the URL's password but passes its user name percent-encoded.
+    if credentials.get("user"):
+        credentials["user"] = urllib.parse.unquote(credentials["user"])
+    context = tls.ssl_context(encryption)
+    if context is not None:
+        credentials["ssl"] = context
+
+
+def driver(dialect: dialects.Dialect) -> str:
+    """The Python driver Tortoise uses for the engine here: for MySQL asyncmy whenever it
+    is importable (Tortoise prefers it silently over aiomysql); for SQLite its only one."""
+    if dialect is dialects.SQLITE:
+        return "aiosqlite"
+    return "asyncmy" if importlib.util.find_spec("asyncmy") else "aiomysql"
 
 
 def _read_connection(read_pool: ReadPool, encryption: DbTls) -> tuple[str, dict[str, Any]]:
@@ -129,7 +158,7 @@ async def _announce(
     """Log the database and how it is reached, once its encryption is proven if asked
     for and ``now``; else it is proven at its first statement."""
     dialect = dialects.of(conn)
-    how = f"{dialect.name} via {dialect.driver()}"
+    how = f"{dialect.name} via {driver(dialect)}"
     if read_pool is not None:
         how += f", {read_pool.size} connections, statements stopped after {read_pool.timeout:g} s"
     if encryption.on and not now:

@@ -1,36 +1,13 @@
 """The read side's own connections, apart from the writer's, and the time a statement
-on them may run.
+on them may run (decision 16: reads never hurt writes).
 
-Reads and writes share nothing but the server. The read side has a Tortoise
-connection of its own, named ``<engine>_read`` (Tortoise caches compiled queries by
-connection name), with a pool of ``ReadPool.size`` connections, on the database the
-operator writes or on a replica, under the same account or a read-only one. However
-many reads arrive, they wait for each other, never for the writer's connections,
-and the writer never waits for theirs.
-
-A read that runs out of time is stopped *by the database*. A client that only stops
-waiting leaves its statement running on the server, holding a thread and a
-connection there, while its pool opens another connection for the next request: a
-flood of slow requests then piles statements up on the server far beyond the pool.
-So each statement on this connection carries its own limit (``Dialect.bounded``):
-the time its request has left (``deadline``), or without one the pool's timeout.
-The limit travels with the statement rather than with the session (an
-``init_command``) because it is what the request has left, not a fixed time: a
-request of several statements that runs out of time during its third has that
-third stopped at its deadline, not a whole timeout later. On MariaDB and MySQL the
-server stops the statement, its connection stays usable and returns to the pool;
-the flavour of the server is never asked (``dialects.MySQL.bounded`` says how).
-SQLite has no server: at the deadline the statement is interrupted
-(``sqlite3_interrupt``, through aiosqlite), which frees the connection.
-
-Either way a statement stopped for time raises ``QueryTimeout``, which the API
-answers 504 and the CLI in one line.
-
-With TLS asked for, the read connection proves its encryption (``tls``) before its
-first statement rather than when it is opened: the operator opens it beside the
-writer's, and a replica that cannot be reached at that moment must cost the API its
-answers (503), not the operator its start. ``jobarchive serve`` and the CLI prove it
-at once (``MySQLReader.encrypted``), as they have nothing else to do.
+Each statement on them carries the time its request has left (``deadline``), or
+without one the pool's timeout: a MySQL or MariaDB SELECT as the limit the server
+stops it at (``Dialect.bounded``), a SQLite statement interrupted at it
+(``sqlite3_interrupt``, through aiosqlite). Either way a statement stopped for time
+raises ``QueryTimeout``. With TLS asked for, the read connection proves its
+encryption (``tls``) before its first statement rather than when it is opened
+(``MySQLReader.encrypted`` proves it at once, for ``jobarchive serve`` and the CLI).
 
 This module is also the Tortoise engine of the read connection (``get_client_class``).
 """
@@ -49,7 +26,7 @@ from tortoise.backends.sqlite.client import SqliteClient
 from tortoise.exceptions import OperationalError
 
 from jobarchive.config import DEFAULTS, DbTls
-from jobarchive.storage import dialects, errors, tls
+from jobarchive.storage import dialects, failures, tls
 
 # Appended to the dialect's name: the read connection's name in Tortoise's config.
 SUFFIX = "_read"
@@ -145,7 +122,7 @@ class MySQLReader(MySQLClient):
         try:
             found: tuple[int, list[dict[Any, Any]]] = await super().execute_query(bounded, values)
         except OperationalError as exc:
-            if errors.is_statement_timeout(exc):
+            if failures.is_statement_timeout(exc):
                 raise QueryTimeout("stopped by the server at its time limit") from None
             raise
         return found

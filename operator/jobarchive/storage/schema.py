@@ -16,7 +16,7 @@ import warnings
 from tortoise import Tortoise
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.storage import dialects
+from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ async def require_readable(conn: BaseDBAsyncClient) -> None:
     """Raise NotAdopted if a table lacks the unique keys or the columns the reader reads."""
     await require_adopted(conn)
     for model in MODELS:
-        if not await dialects.of(conn).columns(conn, model._meta.db_table):
+        if not await introspection.of(conn).columns(conn, model._meta.db_table):
             continue
         missing = await missing_columns(conn, model)
         if missing:
@@ -64,11 +64,11 @@ async def require_readable(conn: BaseDBAsyncClient) -> None:
 
 async def tables_without_unique_keys(conn: BaseDBAsyncClient) -> list[str]:
     """``table.key`` of each existing table whose uid column has no unique key."""
-    dialect = dialects.of(conn)
+    schema = introspection.of(conn)
     found = []
     for table in TABLES.values():
-        exists = bool(await dialect.columns(conn, table.name))
-        if exists and (table.key,) not in await dialect.unique_keys(conn, table.name):
+        exists = bool(await schema.columns(conn, table.name))
+        if exists and (table.key,) not in await schema.unique_keys(conn, table.name):
             found.append(f"{table.name}.{table.key}")
     return found
 
@@ -84,7 +84,7 @@ async def create_tables() -> None:
 
 async def missing_columns(conn: BaseDBAsyncClient, model: type[Stamped]) -> list[str]:
     """The model's columns that its table lacks."""
-    existing = await dialects.of(conn).columns(conn, model._meta.db_table)
+    existing = await introspection.of(conn).columns(conn, model._meta.db_table)
     return [
         field.source_field or name
         for name, field in model._meta.fields_map.items()
@@ -104,7 +104,7 @@ async def ensure_columns(
     dialect = dialects.of(conn)
     for model in models:
         table = model._meta.db_table
-        if not await dialect.columns(conn, table):
+        if not await introspection.of(conn).columns(conn, table):
             continue
         missing = set(await missing_columns(conn, model))
         for name, field in model._meta.fields_map.items():
@@ -129,7 +129,7 @@ async def ensure_indexes(conn: BaseDBAsyncClient) -> list[str]:
     dialect = dialects.of(conn)
     for model in MODELS:
         table = model._meta.db_table
-        existing = await dialect.indexes(conn, table)
+        existing = await introspection.of(conn).indexes(conn, table)
         for columns in model._meta.indexes:
             # The models declare plain column tuples, never Index objects.
             if not isinstance(columns, tuple):

@@ -1,29 +1,32 @@
-"""The store: multi-row upserts by uid with a stale-write guard, and the lookups the
-recorder and the reconciliation need.
+"""The store: multi-row upserts by uid with a stale-write guard, inserts of rows
+written once, and the lookups the recorder and the reconciliation need.
 
-The guarded upserts themselves are SQL of each dialect (``storage.dialects``); here
-every row is first stamped by ``Stamped.stamp``, the same code ``save()`` runs, so
-``gmt_modified`` is fresh on this path too, and rows go out ``ROWS_PER_STATEMENT``
-at a time. ``is_older`` is the guard's rule in Python, for the writer to settle two
+The statements themselves are SQL of each dialect (``storage.dialects``); here
+every upserted row is first stamped by ``Stamped.stamp``, the same code ``save()``
+runs, so ``gmt_modified`` is fresh on this path too, and rows go out in statements
+of at most ``ROWS_PER_STATEMENT`` rows (and ``STATEMENT_BYTES`` of what the caller
+weighs). ``is_older`` is the guard's rule in Python, for the writer to settle two
 versions of a row within one batch the way the database would.
 """
 
 import datetime
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast, overload
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 
-from jobarchive.bounded import chunks
 from jobarchive.rows import EventRow, JobRow, PodRow, Row
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects
-from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, utcnow
+from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow
 
-# Keeps one statement well under SQLite's 32,766 bound parameters and MySQL's packet size.
+# Keep one statement well under SQLite's 32,766 bound parameters and MySQL's packet
+# size: at most this many rows, and this many bytes of the text the caller weighs.
 ROWS_PER_STATEMENT = 500
+STATEMENT_BYTES = 4 * 2**20
 K = TypeVar("K", bound=Hashable)
+M = TypeVar("M", bound=Mapping[str, Any])
 
 
 def is_older(version: str, than: str) -> bool:
@@ -31,6 +34,21 @@ def is_older(version: str, than: str) -> bool:
     if not (version.isdigit() and than.isdigit() and version.isascii() and than.isascii()):
         return False
     return (len(version), version) < (len(than), than)
+
+
+def statements(rows: Sequence[M], weigh: Callable[[M], int] | None = None) -> list[list[M]]:
+    """Rows grouped one statement each: at most ``ROWS_PER_STATEMENT`` rows, and at most
+    ``STATEMENT_BYTES`` as ``weigh`` counts a row's bytes (a row heavier goes alone)."""
+    groups: list[list[M]] = []
+    size = 0
+    for row in rows:
+        weight = weigh(row) if weigh is not None else 0
+        if not groups or len(groups[-1]) == ROWS_PER_STATEMENT or size + weight > STATEMENT_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(row)
+        size += weight
+    return groups
 
 
 async def _upsert(
@@ -48,8 +66,8 @@ async def _upsert(
         model.stamp(stamped, now)
         prepared.append(stamped)
     stale = 0
-    for chunk in chunks(prepared, ROWS_PER_STATEMENT):
-        stale += await dialect.upsert(execute, table, chunk)
+    for group in statements(prepared):
+        stale += await dialect.upsert(execute, table, group)
     return stale
 
 
@@ -77,6 +95,19 @@ class Store:
         """
         conn = connection or self.connection
         return await _upsert(model, rows, dialects.of(conn), conn.execute_query)
+
+    async def insert_new(
+        self,
+        table: Table,
+        rows: Sequence[M],
+        weigh: Callable[[M], int] | None = None,
+    ) -> None:
+        """Insert rows into ``table`` (stamped already), each whose unique key is stored
+        already left as it is; ``weigh`` counts a row's bytes toward a statement's."""
+        conn = self.connection
+        dialect = dialects.of(conn)
+        for group in statements(rows, weigh):
+            await dialect.insert_new(conn.execute_query, table, group)
 
     async def write_batch(
         self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]

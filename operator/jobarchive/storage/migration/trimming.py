@@ -10,7 +10,7 @@ from collections.abc import Callable
 from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.cutting import clip, fit_json
-from jobarchive.storage import dialects
+from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import Stamped
 
 # Rows whose JSON is read whole at a time: a megabyte each, at most.
@@ -30,7 +30,7 @@ class Trimming:
         """Per column of ``model`` present in the table, how many values are past their
         bound; cut to it too, unless ``dry_run``."""
         table = model._meta.db_table
-        present = await self.dialect.columns(self.conn, table)
+        present = await introspection.of(self.conn).columns(self.conn, table)
         found: dict[str, int] = {}
         for column, length in {**model.BOUNDS, **model.JSON_BOUNDS}.items():
             if column not in present:

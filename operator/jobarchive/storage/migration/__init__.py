@@ -1,0 +1,128 @@
+"""Adopting a database that KubeDL (or an earlier jobarchive) created: ``jobarchive migrate``.
+
+KubeDL creates ``job_info`` and ``replica_info`` with no unique keys, narrow columns
+(varchar(128) names, varchar(32) status and kind), every column nullable, and, before
+v0.4, the finish time in ``gmt_finished`` only, since then in ``gmt_job_finished``
+only. jobarchive's upsert finds a row by its uid's unique key: on such a table every
+write would add a row. So the operator refuses to start on it (``schema.NotAdopted``)
+and this module brings it to jobarchive's schema, in steps:
+
+1. add the columns it lacks;
+2. merge the rows of one uid into one (``keeper``): the newest version is kept, its
+   NULL columns filled from the older rows, newest first;
+3. fill NULLs where jobarchive's schema says NOT NULL (``''``, the flag defaults, the
+   row's other timestamp);
+4. fill ``gmt_finished`` from ``gmt_job_finished`` and the reverse;
+5. convert the text to utf8mb4, and widen the columns narrower than jobarchive's
+   (never narrowing one) and make NOT NULL what should be;
+6. cut free text and JSON stored past their bounds (``trimming``);
+7. add the unique keys, then the indexes.
+
+Every step asks the database what is left to do and does it in batches, each in a
+transaction of its own, so a migration killed at any point finishes when run again,
+and a second run finds nothing to do. ``plan`` only counts.
+"""
+
+from collections.abc import Sequence
+
+from tortoise.backends.base.client import BaseDBAsyncClient
+
+from jobarchive.storage import introspection, schema
+from jobarchive.storage.migration.columns import Columns
+from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
+from jobarchive.storage.migration.merging import Merging
+from jobarchive.storage.migration.steps import BATCH, Report, Step
+from jobarchive.storage.migration.trimming import Trimming
+from jobarchive.storage.models import TABLES, Event, Job, Stamped
+
+__all__ = ["Migration", "Report", "Step", "upgrade"]
+
+
+async def upgrade(conn: BaseDBAsyncClient, added: Sequence[str]) -> list[Step]:
+    """At every start, after the missing columns are added (``added``, as
+    ``table.column``): what an earlier jobarchive's rows lack for KubeDL's readers.
+
+    A column still nullable where the schema now says NOT NULL (``owner`` and
+    ``tenant`` were) gets its NULLs filled and its rule tightened; a finish column
+    just added is filled from the other; Events from before ``event_info.job_id``
+    get their job. Only the schema and an index range are read to find out, so a
+    start with nothing to do scans no table.
+    """
+    filling, columns = Filling(conn, BATCH), Columns(conn, BATCH)
+    steps: list[Step] = []
+    for model in TABLES:
+        declared = await introspection.of(conn).column_types(conn, model._meta.db_table)
+        loose = [
+            name
+            for name, field in model._meta.fields_map.items()
+            if not field.null and name in declared and declared[name].nullable
+        ]
+        if loose:
+            steps += await filling.nulls(model, dry_run=False, only=loose)
+            steps += await columns.types(model, dry_run=False)
+    if any(f"{Job._meta.db_table}.{column}" in added for column in FINISH_COLUMNS):
+        steps += await filling.finish_times(Job, dry_run=False)
+    # Cheap when there is nothing to do: NULL job_ids are a range of their index.
+    steps += await filling.event_jobs(Event, dry_run=False)
+    return steps
+
+
+class Migration:
+    """The steps that bring one database to jobarchive's schema; see the module docstring."""
+
+    def __init__(self, conn: BaseDBAsyncClient, batch: int = BATCH) -> None:
+        self.conn = conn
+        self.merging = Merging(conn, batch)
+        self.filling = Filling(conn, batch)
+        self.columns = Columns(conn, batch)
+        self.trimming = Trimming(conn, batch)
+
+    async def run(self, dry_run: bool, report: Report) -> list[Step]:
+        """Do (or with ``dry_run`` only count) every step; returns what was to do."""
+        steps: list[Step] = []
+        tables = await self._tables()
+        for model, table in TABLES.items():
+            if table.name not in tables:
+                continue
+            if (unknown := await self.columns.unknown(model)) is not None:
+                # Reported, not returned: it is not a step to do, and a second run
+                # still finds nothing to do.
+                report(unknown)
+            for step in (
+                self.columns.columns,
+                self.merging.duplicates,
+                self.filling.nulls,
+                self.filling.finish_times,
+                self.filling.event_jobs,
+                self.columns.types,
+                self._trimmed,
+                self.columns.unique_key,
+            ):
+                found = await step(model, dry_run)
+                for one in found:
+                    report(one)
+                steps.extend(found)
+        for table in TABLES.values():
+            if table.name not in tables:
+                steps.append(Step(table.name, "create the table", 1))
+                report(steps[-1])
+        if not dry_run:
+            await schema.create_tables()
+            created = await schema.ensure_indexes(self.conn)
+            if created:
+                steps.append(Step("*", "create indexes", len(created)))
+                report(steps[-1])
+        return steps
+
+    async def _trimmed(self, model: type[Stamped], dry_run: bool) -> list[Step]:
+        """Values stored past their bounds before the bounds were kept, cut to them."""
+        found = await self.trimming.oversized(model, dry_run)
+        table = model._meta.db_table
+        return [Step(table, f"cut {column} to its bound", n) for column, n in found.items()]
+
+    async def _tables(self) -> set[str]:
+        names = set()
+        for table in TABLES.values():
+            if await introspection.of(self.conn).columns(self.conn, table.name):
+                names.add(table.name)
+        return names
