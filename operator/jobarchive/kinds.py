@@ -39,45 +39,26 @@ class JobKind:
         return f"{self.group}/{self.version}"
 
 
+KUBEFLOW, KUBEDL = ("kubeflow.org", "v1"), ("training.kubedl.io", "v1alpha1")
 BUILTIN_KINDS: tuple[JobKind, ...] = (
-    JobKind("kubeflow.org", "v1", "tfjobs", "TFJob", "tfReplicaSpecs", "tensorflow"),
-    JobKind("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", "pytorchReplicaSpecs", "pytorch"),
-    JobKind("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob", "xgbReplicaSpecs", "xgboost"),
-    JobKind("kubeflow.org", "v1", "paddlejobs", "PaddleJob", "paddleReplicaSpecs", "paddle"),
-    JobKind("kubeflow.org", "v1", "jaxjobs", "JAXJob", "jaxReplicaSpecs", "jax"),
+    JobKind(*KUBEFLOW, "tfjobs", "TFJob", "tfReplicaSpecs", "tensorflow"),
+    JobKind(*KUBEFLOW, "pytorchjobs", "PyTorchJob", "pytorchReplicaSpecs", "pytorch"),
+    JobKind(*KUBEFLOW, "xgboostjobs", "XGBoostJob", "xgbReplicaSpecs", "xgboost"),
+    JobKind(*KUBEFLOW, "paddlejobs", "PaddleJob", "paddleReplicaSpecs", "paddle"),
+    JobKind(*KUBEFLOW, "jaxjobs", "JAXJob", "jaxReplicaSpecs", "jax"),
     JobKind("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", "mpiReplicaSpecs", "mpi"),
-    JobKind("training.kubedl.io", "v1alpha1", "tfjobs", "TFJob", "tfReplicaSpecs", "tensorflow"),
-    JobKind(
-        "training.kubedl.io",
-        "v1alpha1",
-        "pytorchjobs",
-        "PyTorchJob",
-        "pytorchReplicaSpecs",
-        "pytorch",
-    ),
-    JobKind(
-        "training.kubedl.io",
-        "v1alpha1",
-        "xgboostjobs",
-        "XGBoostJob",
-        "xgbReplicaSpecs",
-        "xgboostjob",
-    ),
-    JobKind("training.kubedl.io", "v1alpha1", "xdljobs", "XDLJob", "xdlReplicaSpecs", "xdl"),
-    JobKind("training.kubedl.io", "v1alpha1", "marsjobs", "MarsJob", "marsReplicaSpecs", "mars"),
-    JobKind(
-        "training.kubedl.io",
-        "v1alpha1",
-        "elasticdljobs",
-        "ElasticDLJob",
-        "elasticdlReplicaSpecs",
-        "elasticdl",
-    ),
-    JobKind("training.kubedl.io", "v1alpha1", "mpijobs", "MPIJob", "mpiReplicaSpecs", "mpi"),
+    JobKind(*KUBEDL, "tfjobs", "TFJob", "tfReplicaSpecs", "tensorflow"),
+    JobKind(*KUBEDL, "pytorchjobs", "PyTorchJob", "pytorchReplicaSpecs", "pytorch"),
+    JobKind(*KUBEDL, "xgboostjobs", "XGBoostJob", "xgbReplicaSpecs", "xgboostjob"),
+    JobKind(*KUBEDL, "xdljobs", "XDLJob", "xdlReplicaSpecs", "xdl"),
+    JobKind(*KUBEDL, "marsjobs", "MarsJob", "marsReplicaSpecs", "mars"),
+    JobKind(*KUBEDL, "elasticdljobs", "ElasticDLJob", "elasticdlReplicaSpecs", "elasticdl"),
+    JobKind(*KUBEDL, "mpijobs", "MPIJob", "mpiReplicaSpecs", "mpi"),
     JobKind("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", "", "node", "trainjob"),
     JobKind("ray.io", "v1", "rayjobs", "RayJob", strategy="rayjob"),
     JobKind("batch.volcano.sh", "v1alpha1", "jobs", "Job", strategy="volcano"),
 )
+
 
 # Objects between a training job and its pods: a TrainJob's JobSet and the JobSet's
 # batch Jobs, a RayJob's RayClusters (one per retry) and its submitter Job, an MPIJob's
