@@ -10,7 +10,7 @@ that explain a failure in their status.
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jobarchive.kinds import JobKind
@@ -68,6 +68,18 @@ def _role(replicas: int, pod_spec: object) -> dict[str, Any]:
     return {"replicas": replicas, "resources": effective_resources(mapping(pod_spec))}
 
 
+def _roles(specs: Iterable[tuple[str, Mapping[str, Any], str, int]]) -> dict[str, Any]:
+    """Roles by name from (name, spec with replicas and template, where the spec is,
+    replicas when unset); a later spec of a name replaces an earlier one."""
+    return {
+        name: _role(
+            _replicas(spec.get("replicas"), f"{where}.replicas", default),
+            mapping(spec.get("template")).get("spec"),
+        )
+        for name, spec, where, default in specs
+    }
+
+
 # Kubeflow v1 and KubeDL: the last condition that is true, conditions appended in order.
 
 
@@ -102,14 +114,9 @@ def kubeflow_running(obj: Object, status: str) -> datetime.datetime | None:
 
 def kubeflow_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
     """One role per replica spec, replicas defaulting to 1 as the controllers do."""
-    specs = mapping(mapping(obj.get("spec")).get(kind.replica_specs_key))
-    roles: dict[str, Any] = {}
-    for replica_type, raw_spec in specs.items():
-        spec = mapping(raw_spec)
-        where = f"spec.{kind.replica_specs_key}.{replica_type}.replicas"
-        replicas = _replicas(spec.get("replicas"), where, 1)
-        roles[replica_type] = _role(replicas, mapping(spec.get("template")).get("spec"))
-    return roles
+    key = kind.replica_specs_key
+    specs = mapping(mapping(obj.get("spec")).get(key))
+    return _roles((name, mapping(spec), f"spec.{key}.{name}", 1) for name, spec in specs.items())
 
 
 # Trainer v2 TrainJob: conditions Suspended, Complete, Failed; running from jobsStatus.
@@ -269,13 +276,11 @@ def volcano_running(obj: Object, status: str) -> datetime.datetime | None:
 
 def volcano_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
     """One role per task, by its name, with its replicas and template."""
-    roles: dict[str, Any] = {}
-    for index, raw_task in enumerate(sequence(mapping(obj.get("spec")).get("tasks"))):
-        task = mapping(raw_task)
-        name = text(task.get("name")) or f"task-{index}"
-        replicas = _replicas(task.get("replicas"), f"spec.tasks[{index}].replicas", 0)
-        roles[name] = _role(replicas, mapping(task.get("template")).get("spec"))
-    return roles
+    tasks = [mapping(task) for task in sequence(mapping(obj.get("spec")).get("tasks"))]
+    return _roles(
+        (text(task.get("name")) or f"task-{index}", task, f"spec.tasks[{index}]", 0)
+        for index, task in enumerate(tasks)
+    )
 
 
 # A plain batch/v1 Job (opted in): conditions Complete, Failed, Suspended.
