@@ -69,6 +69,10 @@ async def test_jobs_and_pods_deleted_while_down_are_marked_gone_after_a_restart(
     done_row = await Job.get(job_id=done["metadata"]["uid"])
     assert (done_row.status, done_row.is_in_etcd) == ("Succeeded", False)
     assert (await Job.get(job_id=kept["metadata"]["uid"])).is_in_etcd is True
+    # Jobs and pods are reconciled as two lists, marked gone in commits of their own.
+    await eventually(
+        lambda: Pod.filter(pod_id=running_pod["metadata"]["uid"], is_in_etcd=False).exists()
+    )
     pods = {p.pod_id: p for p in await Pod.all()}
     assert (
         pods[running_pod["metadata"]["uid"]].status,
