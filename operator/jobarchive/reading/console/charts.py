@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from jobarchive.cutting import clip
+
 WIDTH = 1200
 DAY_CHART_HEIGHT = 220
 LEFT = 48
@@ -18,6 +20,8 @@ RIGHT = 12
 TOP = 10
 BOTTOM = 24
 BAR_LABELS = 300
+# What of a bar's label fits left of it; its title says it whole.
+LABEL_CHARACTERS = 44
 BAR_ROW = 22
 BAR_HEIGHT = 14
 # Room right of the longest bar for its value as written.
@@ -170,7 +174,7 @@ def bar_chart(items: Sequence[tuple[str, float, str, float | None]]) -> BarChart
     bars = []
     for index, (label, value, written, whisker) in enumerate(items):
         y = TOP + index * BAR_ROW
-        shown = label if len(label) <= 44 else label[:43] + "…"
+        shown = clip(label, LABEL_CHARACTERS)
         bars.append(
             HBar(
                 y=y,

@@ -23,6 +23,7 @@ import jinja2
 from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
+from jobarchive.objects import mapping
 from jobarchive.reading import queries
 from jobarchive.reading.console import charts, formats, timeline
 from jobarchive.reading.handling import (
@@ -372,14 +373,14 @@ def _roles(detail: dict[str, Any]) -> list[dict[str, Any]]:
     lower case (``worker``): they are matched regardless of case.
     """
     resources = {
-        str(role).lower(): (role, _mapping(spec))
-        for role, spec in _mapping(detail["resources"]).items()
+        str(role).lower(): (role, mapping(spec))
+        for role, spec in mapping(detail["resources"]).items()
     }
     replicas = {str(role).lower(): counts for role, counts in detail["replicas"].items()}
     rows = []
     for key in sorted(set(resources) | set(replicas)):
         role, spec = resources.get(key, (key, {}))
-        wanted = _mapping(spec.get("resources"))
+        wanted = mapping(spec.get("resources"))
         rows.append(
             {
                 "role": role,
@@ -390,11 +391,6 @@ def _roles(detail: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    """A JSON object as a dict; anything else (text the column held) as an empty one."""
-    return value if isinstance(value, dict) else {}
 
 
 def _amounts(amounts: Any) -> str:
