@@ -274,7 +274,8 @@ def jobs(
     for name in ("created_since", "created_until", "finished_since", "finished_until"):
         filters[name] = _time(filters[name], "--" + name.replace("_", "-"))
     query = queries.JobQuery(**filters)
-    page = _run(db_url, lambda: queries.list_jobs(query, limit, cursor))
+    kinds = queries.known_kinds(_settings(db_url).kinds)
+    page = _run(db_url, lambda: queries.list_jobs(query, limit, cursor, kinds))
     _print_page(page, output, "jobs", JOB_COLUMNS, _job_rows)
 
 
@@ -306,13 +307,7 @@ def job(
         if len(found) != 1:
             return found
         detail = await queries.job_detail(found[0]["job_id"], limit, pods_cursor, events_cursor)
-        if detail is None:
-            return []
-        uids = [pod["pod_id"] for pod in detail["pods"]]
-        tailed = await queries.pods_with_log_tails(detail["job_id"], uids)
-        for pod in detail["pods"]:
-            pod["has_log_tail"] = pod["pod_id"] in tailed
-        return [detail]
+        return [] if detail is None else [detail]
 
     found = _run(db_url, look_up)
     if not found:
@@ -483,7 +478,8 @@ def events(
     query = queries.EventQuery(
         type=type_, since=_time(since, "--since"), until=_time(until, "--until"), **filters
     )
-    page = _run(db_url, lambda: queries.list_events(query, limit, cursor))
+    kinds = queries.known_kinds(_settings(db_url).kinds)
+    page = _run(db_url, lambda: queries.list_events(query, limit, cursor, kinds))
     _print_page(page, output, "Events", EVENT_COLUMNS, _event_rows)
 
 
@@ -617,7 +613,14 @@ def serve(
                 raise click.ClickException(
                     f"--auth kubernetes: {exc}; or serve this machine only with --auth none"
                 ) from None
-            runner = await api.serve(host, port, access, read_pool.timeout, read_pool.size)
+            runner = await api.serve(
+                host,
+                port,
+                access,
+                read_pool.timeout,
+                read_pool.size,
+                kinds=queries.known_kinds(settings.kinds),
+            )
             if runner is None:
                 raise click.ClickException(f"cannot listen on {host}:{port}")
             try:
