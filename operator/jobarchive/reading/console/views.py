@@ -252,16 +252,10 @@ async def stats_page(
 ) -> Page:
     """Charts over a window of creation (default: the last 30 days), over all
     namespaces, as the API's /stats."""
-    values = parse(params, STATS_WINDOW)
+    since, until = _window(parse(params, STATS_WINDOW))
     await caller.require(
         "list", None, "the statistics page", "read the jobs list of a namespace instead"
     )
-    until = values.get("until") or _tomorrow()
-    since = values.get("since") or until - datetime.timedelta(days=DEFAULT_DAYS)
-    if until <= since:
-        raise queries.BadQuery("until: must be later than since")
-    if (until - since).days > LONGEST_DAYS:
-        raise queries.BadQuery(f"since: a window over {LONGEST_DAYS} days; narrow it")
 
     async def figures() -> tuple[Any, ...]:
         return (
@@ -278,51 +272,26 @@ async def stats_page(
         "until": until,
         "window": {"since": formats.iso(since), "until": formats.iso(until)},
         "days": charts.day_chart(per_day, charts.days_between(since, until)),
-        "failures": charts.bar_chart(
-            [
-                (row["reason"], row["pods"], charts.counted(row["pods"], "pod"), None)
-                for row in failures
-            ]
-        ),
-        "durations": charts.bar_chart(
-            [
-                (
-                    row["kind"],
-                    row["avg_duration_seconds"] or 0,
-                    f"{formats.duration(row['avg_duration_seconds'])} avg, "
-                    f"{formats.duration(row['max_duration_seconds'])} max",
-                    row["max_duration_seconds"],
-                )
-                for row in kinds
-                if row["finished"]
-            ]
-        ),
-        "owners": charts.bar_chart(
-            [
-                (
-                    row["owner"] or "(none)",
-                    row["jobs"],
-                    charts.counted(row["jobs"], "job"),
-                    None,
-                )
-                for row in owners[:TOP]
-            ]
-        ),
-        "gpus": charts.bar_chart(
-            [
-                (
-                    row["owner"] or "(none)",
-                    row["gpu_hours"],
-                    f"{row['gpu_hours']:g} GPU-h",
-                    None,
-                )
-                for row in gpus.owners
-            ]
-        ),
+        "failures": charts.failure_chart(failures),
+        "durations": charts.duration_chart(kinds),
+        "owners": charts.owner_chart(owners[:TOP]),
+        "gpus": charts.gpu_chart(gpus.owners),
         "gpus_cut": gpus.cut,
         "gpu_scan": queries.GPU_SCAN,
     }
     return Page("stats.html", context)
+
+
+def _window(values: dict[str, Any]) -> tuple[datetime.datetime, datetime.datetime]:
+    """The statistics' window of creation: as given, else ending with today and
+    ``DEFAULT_DAYS`` long; refused when empty or over ``LONGEST_DAYS``."""
+    until = values.get("until") or _tomorrow()
+    since = values.get("since") or until - datetime.timedelta(days=DEFAULT_DAYS)
+    if until <= since:
+        raise queries.BadQuery("until: must be later than since")
+    if (until - since).days > LONGEST_DAYS:
+        raise queries.BadQuery(f"since: a window over {LONGEST_DAYS} days; narrow it")
+    return since, until
 
 
 def _tomorrow() -> datetime.datetime:
