@@ -25,7 +25,7 @@ from jobarchive.maintenance import peering as peerings
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
-from jobarchive.reading import api, auth
+from jobarchive.reading import api, auth, queries
 from jobarchive.recording import priming
 from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
@@ -191,6 +191,7 @@ class Operator:
                 self.settings.api_timeout,
                 self.settings.api_concurrency,
                 narrowed=self.writer.recording,
+                kinds=queries.known_kinds(self.settings.kinds),
             )
             self._keep(runner)
 

@@ -13,6 +13,7 @@ from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import CRDS, EVENTS, PODS, Cluster, Feed, Resource, resource_of
 from testbed.operator import OperatorProcess
+from tests.support.kinds import EXTRA_KINDS
 from tests.support.operators import OperatorFactory
 from tests.support.waiting import eventually
 
@@ -136,15 +137,7 @@ async def test_a_kind_added_by_configuration_is_recorded_with_its_pods(
 ) -> None:
     llmjobs = Resource("ml.example.com", "v1", "llmjobs", "LLMJob")
     cluster.serve(llmjobs)
-    extra = {
-        "group": "ml.example.com",
-        "version": "v1",
-        "plural": "llmjobs",
-        "kind": "LLMJob",
-        "replica_specs_key": "llmReplicaSpecs",
-        "main_container": "trainer",
-    }
-    await start_operator(JOBARCHIVE_EXTRA_KINDS=json.dumps([extra]))
+    await start_operator(**EXTRA_KINDS)
     await cluster.wait_watching([PODS, EVENTS, llmjobs])
     spec = {
         "containers": [

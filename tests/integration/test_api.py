@@ -9,11 +9,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from jobarchive import config
 from jobarchive.logtails import store as tails
 from jobarchive.logtails.text import tail
 from jobarchive.logtails.triggers import Failure
-from jobarchive.reading import api, auth
+from jobarchive.reading import api, auth, queries
 from tests.support.history import History
+from tests.support.kinds import EXTRA_KINDS
 
 Client = TestClient[web.Request, web.Application]
 
@@ -129,6 +131,19 @@ async def test_events_and_stats(client: Client) -> None:
 async def test_bad_input_is_a_400_with_a_message(client: Client, path: str, message: str) -> None:
     body = await get(client, path, 400)
     assert message in body["error"]["message"]
+
+
+async def test_a_kind_the_settings_add_is_a_filter_of_the_api_it_was_given_to(
+    database: str,
+) -> None:
+    settings = config.load(EXTRA_KINDS)
+    given = api.Api(auth.NoAuth(), kinds=queries.known_kinds(settings.kinds))
+    async with TestClient(TestServer(given.app())) as client:
+        assert await get(client, "/jobs?kind=llmjob") == {"items": [], "next_cursor": None}
+        assert (await get(client, "/events?namespace=llm&kind=LLMJob"))["items"] == []
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).app())) as client:
+        refused = await get(client, "/jobs?kind=LLMJob", 400)
+    assert "kind: 'LLMJob' is not one of" in refused["error"]["message"]
 
 
 async def test_a_query_past_the_timeout_is_a_504(database: str) -> None:

@@ -17,7 +17,9 @@ from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from testbed import objects as o
 from testbed.ports import free_port
+from tests.support.console import keep_log_tail
 from tests.support.history import History
+from tests.support.kinds import EXTRA_KINDS
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 
@@ -69,8 +71,8 @@ def filled(db_url: str) -> tuple[str, str]:
     return db_url, asyncio.run(fill(db_url))
 
 
-def run(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "JOBARCHIVE_DB_URL": url, "COLUMNS": "200"}
+def run(url: str, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "JOBARCHIVE_DB_URL": url, "COLUMNS": "200", **variables}
     return subprocess.run(
         [str(JOBARCHIVE), *args], env=env, capture_output=True, text=True, timeout=60
     )
@@ -140,6 +142,48 @@ def test_bad_input_exits_2_with_one_clear_line(
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_kind_the_environment_adds_is_a_filter_of_the_commands(
+    filled: tuple[str, str],
+) -> None:
+    url, _ = filled
+    refused = run(url, "jobs", "--kind", "LLMJob")
+    assert refused.returncode == 2 and "kind: 'LLMJob' is not one of" in refused.stderr
+    listed = run(url, "jobs", "--kind", "LLMJob", "-o", "json", **EXTRA_KINDS)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == {"items": [], "next_cursor": None}
+
+
+async def store_tails(url: str, job_uid: str, pod: dict[str, str], restarts: int) -> None:
+    await db.open_database(url, encryption=DbTls())
+    try:
+        job = {"metadata": {"uid": job_uid}}
+        body = {"metadata": {"namespace": "team-a", "name": pod["name"], "uid": pod["pod_id"]}}
+        for restart in range(restarts):
+            await keep_log_tail(job, body, f"attempt {restart} failed\n".encode(), 1, restart)
+    finally:
+        await db.close_database()
+
+
+def test_logs_pages_a_jobs_tails_and_says_when_there_are_more(filled: tuple[str, str]) -> None:
+    url, uid = filled
+    [pod] = json.loads(run(url, "job", uid, "-o", "json").stdout)["pods"]
+    assert pod["has_log_tail"] is False
+    asyncio.run(store_tails(url, uid, pod, 3))
+    assert f"Log tails: jobarchive logs {uid}" in run(url, "job", uid).stdout
+    first = run(url, "logs", uid, "--limit", "2")
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert [line for line in lines if line.startswith("attempt")] == [
+        "attempt 2 failed",
+        "attempt 1 failed",
+    ]
+    assert lines[-1].startswith("more: --cursor ")
+    cursor = lines[-1].removeprefix("more: --cursor ")
+    rest = json.loads(run(url, "logs", uid, "--cursor", cursor, "-o", "json").stdout)
+    assert [found["log_tail"] for found in rest["items"]] == ["attempt 0 failed\n"]
+    assert rest["next_cursor"] is None
 
 
 def test_serve_answers_the_api_over_http(filled: tuple[str, str]) -> None:

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from jobarchive.cli import PASSWORD_WARNING
 from jobarchive.config import redact_url
-from jobarchive.reading.cli import PASSWORD_WARNING
 from testbed.ports import free_port
 from tests.support.commands import jobarchive
 

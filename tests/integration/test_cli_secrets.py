@@ -9,8 +9,8 @@ import urllib.parse
 
 import pytest
 
+from jobarchive.cli import PASSWORD_WARNING
 from jobarchive.config import DbTls
-from jobarchive.reading.cli import PASSWORD_WARNING
 from jobarchive.storage import database as db
 from tests.support.commands import jobarchive
 

@@ -29,7 +29,7 @@ DATABASE_VARIABLES = frozenset(
 # The console script's entry point, with every logger of the process at DEBUG first.
 _VERBOSE = (
     "import logging, sys; logging.basicConfig(level=logging.DEBUG); "
-    "from jobarchive.reading.cli import main; sys.argv[0] = 'jobarchive'; main()"
+    "from jobarchive.cli import main; sys.argv[0] = 'jobarchive'; main()"
 )
 
 

@@ -152,7 +152,9 @@ async def serving_console(db_url: str, workdir: pathlib.Path) -> AsyncIterator[s
         print(log_path.read_text())
 
 
-async def keep_log_tail(job: Body, pod: Body, text: bytes, exit_code: int = 137) -> None:
+async def keep_log_tail(
+    job: Body, pod: Body, text: bytes, exit_code: int = 137, restart: int = 0
+) -> None:
     """Store a failed container's log tail as the capture would, for ``pod`` of ``job``."""
     meta = pod["metadata"]
     failure = Failure(
@@ -161,7 +163,7 @@ async def keep_log_tail(job: Body, pod: Body, text: bytes, exit_code: int = 137)
         pod_uid=meta["uid"],
         container="tensorflow",
         container_type="container",
-        restart_count=0,
+        restart_count=restart,
         exit_code=exit_code,
         reason="OOMKilled",
         finished_at=datetime.datetime.now(datetime.UTC),

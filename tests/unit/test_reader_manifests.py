@@ -9,8 +9,7 @@ from typing import Any
 
 import yaml
 
-from jobarchive import config
-from jobarchive.reading import cli
+from jobarchive import cli, config
 from testbed.operator import REPO
 
 MANIFESTS = REPO / "manifests"

@@ -33,12 +33,13 @@ import dataclasses
 import datetime
 import logging
 from collections.abc import AsyncIterator, Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from tortoise.expressions import Q, Subquery
 from tortoise.queryset import QuerySet
 
 from jobarchive.logs import shown
+from jobarchive.maintenance.peering import Activity
 from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, utcnow
@@ -48,20 +49,6 @@ BATCH_JOBS = 100
 # Hourly: a retention counted in days gains nothing from pruning more often.
 PRUNE_INTERVAL = 3600.0
 CHUNK = 500
-
-
-class Activity(Protocol):
-    """Whether this replica is the active one (``peering.Activity``), as pruning needs it:
-    a protocol, so that ``jobarchive prune`` (the read side) imports nothing of peering."""
-
-    @property
-    def standing_by(self) -> bool:
-        """Whether this replica must not prune: another works, or nobody knows yet."""
-        ...
-
-    async def until_active(self) -> int:
-        """Wait until this replica is the active one."""
-        ...
 
 
 @dataclasses.dataclass

@@ -40,19 +40,21 @@ from jobarchive.reading.handling import (
     BACKSTOP,
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT,
+    QUEUE_WAIT,
+    Caller,
+    Reads,
+    parse,
+    secure,
+)
+from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     EVENT_PARAMS,
     JOB_PARAMS,
     LOG_PARAMS,
     PAGE,
-    QUEUE_WAIT,
     STATS_PARAMS,
-    Caller,
-    NotFound,
+    KnownKinds,
     Param,
-    Reads,
-    parse,
-    secure,
 )
 from jobarchive.serving import SEND_TIMEOUT, listen, send
 
@@ -117,8 +119,9 @@ class Api:
         concurrency: int = DEFAULT_CONCURRENCY,
         narrowed: Callable[[], bool] | None = None,
         send_timeout: float = SEND_TIMEOUT,
+        kinds: KnownKinds = queries.BUILTIN,
     ) -> None:
-        self.reads = Reads(access, timeout, concurrency, narrowed, send_timeout)
+        self.reads = Reads(access, timeout, concurrency, narrowed, send_timeout, kinds)
 
     def app(self) -> web.Application:
         """An aiohttp application serving the API under ``PREFIX``; its cleanup closes
@@ -170,26 +173,12 @@ class Api:
         return web.json_response(result)
 
     async def _jobs(self, request: web.Request, caller: Caller) -> Any:
-        values = parse(request.query, JOB_PARAMS + PAGE)
-        await caller.require("list", values.get("namespace"))
-        limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        page = await self.reads.within(
-            lambda: queries.list_jobs(queries.JobQuery(**values), limit, cursor)
-        )
-        return page.as_json()
+        return (await self.reads.page(caller, request.query, queries.JOBS)).as_json()
 
     async def _job(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, DETAIL_PARAMS)
         uid = request.match_info["uid"]
-        await self.reads.visible_job(caller, uid)
-        detail = await self.reads.within(lambda: queries.job_detail(uid, **values))
-        if detail is None:
-            raise NotFound(f"no job with uid {queries.quoted(uid)}")
-        uids = [pod["pod_id"] for pod in detail["pods"]]
-        tailed = await self.reads.within(lambda: queries.pods_with_log_tails(uid, uids))
-        for pod in detail["pods"]:
-            pod["has_log_tail"] = pod["pod_id"] in tailed
-        return detail
+        return await self.reads.job(caller, uid, lambda: queries.job_detail(uid, **values))
 
     async def _logs(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, LOG_PARAMS)
@@ -208,19 +197,12 @@ class Api:
         return found.as_json()
 
     async def _events(self, request: web.Request, caller: Caller) -> Any:
-        values = parse(request.query, EVENT_PARAMS + PAGE)
-        await caller.require("list", values.get("namespace"))
-        limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        page = await self.reads.within(
-            lambda: queries.list_events(queries.EventQuery(**values), limit, cursor)
-        )
-        return page.as_json()
+        return (await self.reads.page(caller, request.query, queries.EVENTS)).as_json()
 
     async def _stats(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, STATS_PARAMS)
         await caller.require("list", None, "/stats", "name a namespace in /jobs or /events")
-        by, since, until = values.get("by", "status"), values.get("since"), values.get("until")
-        return {"items": await self.reads.within(lambda: queries.stats(by, since, until))}
+        return {"items": await self.reads.within(lambda: queries.stats(**values))}
 
 
 def _schema(param: Param) -> dict[str, Any]:
@@ -297,9 +279,11 @@ async def serve(
     query_timeout: float = DEFAULT_TIMEOUT,
     concurrency: int = DEFAULT_CONCURRENCY,
     narrowed: Callable[[], bool] | None = None,
+    kinds: KnownKinds = queries.BUILTIN,
 ) -> web.AppRunner | None:
     """Start serving the API, at most ``concurrency`` queries at once (the size of the
-    read pool, opened beforehand), one while ``narrowed()`` holds (``reading.gate``);
+    read pool, opened beforehand), one while ``narrowed()`` holds (``reading.gate``),
+    ``kinds`` the kinds its filters may name (``queries.known_kinds`` of the settings);
     None, logged, when the port cannot be bound.
 
     The runner's cleanup closes ``access``, also when the port cannot be bound.
@@ -312,7 +296,7 @@ async def serve(
             port,
         )
     return await listen(
-        Api(access, query_timeout, concurrency, narrowed).site(),
+        Api(access, query_timeout, concurrency, narrowed, kinds=kinds).site(),
         host,
         port,
         f"the read-only API at {PREFIX} and the console at /",

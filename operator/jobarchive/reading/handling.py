@@ -1,11 +1,14 @@
-"""What the JSON API and the web console share about a request: the tables of query
-parameters and their one parser, who the caller is and what they may read, the turn
-a request waits for on the read pool, and what each failure answers.
+"""What the JSON API and the web console share about a request: the one parser of
+the query parameters' tables (``queries.params``), who the caller is and what they may
+read, the turn a request waits for on the read pool, the use cases both faces answer
+(a page of a list, what is read of a job the caller may see), and what each failure
+answers.
 
 Both faces of the read side take their input through ``parse`` and the same tables,
-and map a failure to the same status and message (``Reads.refusal``); only the
-clothes differ (JSON or an HTML page). So a filter the API refuses, the console
-refuses with the same words, and a caller the API turns away, the console does too.
+run the same use cases (``Reads.page``, ``Reads.job``) and map a failure to the same
+status and message (``Reads.refusal``); only the clothes differ (JSON or an HTML
+page). So a filter the API refuses, the console refuses with the same words, and a
+caller the API turns away, the console does too.
 """
 
 import asyncio
@@ -24,6 +27,7 @@ from jobarchive.config import DEFAULTS
 from jobarchive.logs import shown
 from jobarchive.reading import auth, gate, queries
 from jobarchive.reading.gate import Gate
+from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
 from jobarchive.serving import SEND_TIMEOUT
 from jobarchive.storage import failures, reads
 
@@ -38,72 +42,6 @@ QUEUE_WAIT = 1.0
 # request is abandoned anyway, should an answer never come (a network that hangs).
 BACKSTOP = 1.0
 
-
-@dataclasses.dataclass(frozen=True)
-class Param:
-    """One query parameter: its name, type (string, time, boolean, integer), meaning."""
-
-    name: str
-    type: str
-    description: str
-    field: str | None = None
-
-
-PAGE = (
-    Param(
-        "limit", "integer", f"Page size, 1..{queries.MAX_PAGE} (default {queries.DEFAULT_PAGE})."
-    ),
-    Param("cursor", "string", "The next_cursor of the previous page."),
-)
-JOB_PARAMS = (
-    Param("namespace", "string", "Namespace."),
-    Param("name", "string", "Name prefix.", "name_prefix"),
-    Param("name_contains", "string", "Name substring (scans what the other filters leave)."),
-    Param("kind", "string", "Kind, e.g. TFJob."),
-    Param("status", "string", f"One of {', '.join(queries.JOB_STATUSES)}."),
-    Param("region", "string", "deploy_region."),
-    Param("tenant", "string", "Tenant."),
-    Param("owner", "string", "Owner (the tenancy's user)."),
-    Param("created_since", "time", "Created at or after (RFC 3339 time or date)."),
-    Param("created_until", "time", "Created before."),
-    Param("finished_since", "time", "Finished at or after."),
-    Param("finished_until", "time", "Finished before."),
-    Param("in_cluster", "boolean", "true: still in the cluster; false: gone."),
-)
-EVENT_PARAMS = (
-    Param("namespace", "string", "The involved object's namespace."),
-    Param("object", "string", "The involved object's name.", "object_name"),
-    Param("uid", "string", "The involved object's uid.", "object_uid"),
-    Param("kind", "string", "The involved object's kind.", "object_kind"),
-    Param("type", "string", "Normal or Warning."),
-    Param("reason", "string", "Reason, e.g. OOMKilling."),
-    Param("since", "time", "Last occurred at or after."),
-    Param("until", "time", "Last occurred before."),
-)
-DETAIL_PARAMS = (
-    Param(
-        "limit",
-        "integer",
-        f"Pods and Events per page, 1..{queries.MAX_PAGE} (default {queries.DEFAULT_PAGE}).",
-    ),
-    Param("pods_cursor", "string", "The pods_next_cursor of the previous answer."),
-    Param("events_cursor", "string", "The events_next_cursor of the previous answer."),
-)
-LOG_PARAMS = (
-    Param("pod", "string", "A pod's name or uid."),
-    Param("container", "string", "A container's name."),
-    Param(
-        "limit",
-        "integer",
-        f"Tails, 1..{queries.LOG_TAILS_MAX} (default {queries.LOG_TAILS_PAGE}).",
-    ),
-    Param("cursor", "string", "The next_cursor of the previous page."),
-)
-STATS_PARAMS = (
-    Param("by", "string", f"One of {', '.join(queries.STATS_GROUPS)} (default status)."),
-    Param("since", "time", "Jobs created at or after."),
-    Param("until", "time", "Jobs created before."),
-)
 
 # Longer than any value a filter can match (the widest column is 512 characters) or
 # than any cursor this archive gives out: refused before anything reads it.
@@ -126,7 +64,7 @@ def parse(query: "MultiMapping[str]", params: tuple[Param, ...]) -> dict[str, An
             raise queries.BadQuery(f"{name}: given {len(raw)} times; give it once")
         if len(raw[0]) > LONGEST_VALUE:
             raise queries.BadQuery(f"{name}: {len(raw[0])} characters, over {LONGEST_VALUE}")
-        values[param.field or name] = _typed(param, raw[0])
+        values[param.key] = _typed(param, raw[0])
     return values
 
 
@@ -231,8 +169,9 @@ async def secure(_: web.Request, response: web.StreamResponse) -> None:
 
 
 class Reads:
-    """The read side's budget, shared by the API and the console: an access control, a
-    query timeout, and how many queries may run at once (the read pool's size)."""
+    """The read side as the API and the console use it: an access control, a query
+    timeout, how many queries may run at once (the read pool's size), the kinds a
+    filter may name, and the use cases both answer."""
 
     def __init__(
         self,
@@ -241,11 +180,13 @@ class Reads:
         concurrency: int = DEFAULT_CONCURRENCY,
         narrowed: Callable[[], bool] | None = None,
         send_timeout: float = SEND_TIMEOUT,
+        kinds: KnownKinds = queries.BUILTIN,
     ) -> None:
         self.access = access
         self.timeout = timeout
         self.send_timeout = send_timeout
         self.gate = Gate(concurrency, narrowed)
+        self.kinds = kinds
 
     async def caller(self, request: web.Request) -> Caller:
         """Who sent the request (its bearer token); Unauthenticated when nobody known."""
@@ -293,8 +234,32 @@ class Reads:
         read; NotFound, alike, for a job that never was and one the caller may not see."""
         namespace = await self.within(lambda: queries.job_namespace(uid))
         if namespace is None or not await caller.may("get", namespace):
-            raise NotFound(f"no job with uid {queries.quoted(uid)}")
+            raise NotFound(_no_job(uid))
         return namespace
+
+    async def job(self, caller: Caller, uid: str, read: Callable[[], Awaitable[T | None]]) -> T:
+        """What ``read`` finds of the job with that uid, once the caller may see the job
+        (``visible_job``); NotFound when it finds nothing (the job went meanwhile)."""
+        await self.visible_job(caller, uid)
+        found = await self.within(read)
+        if found is None:
+            raise NotFound(_no_job(uid))
+        return found
+
+    async def page(
+        self,
+        caller: Caller,
+        given: "MultiMapping[str]",
+        listing: Listing,
+        what: str = "a request without a namespace",
+    ) -> Page:
+        """One page of a list, its filters and page parsed from ``given`` by the list's
+        table, once the caller may list the namespace named (or all of them: ``what``
+        covers them, as ``Caller.require`` says)."""
+        values = parse(given, listing.params + queries.PAGE)
+        await caller.require("list", values.get("namespace"), what)
+        limit, cursor = values.pop("limit", None), values.pop("cursor", None)
+        return await self.within(lambda: listing.page(values, limit, cursor, self.kinds))
 
     def refusal(self, request: web.Request, exc: Exception) -> Refusal:
         """What a request that raised ``exc`` is answered; a bug is logged, in one line."""
@@ -333,3 +298,7 @@ class Reads:
             type(exc).__name__,
         )
         return Refusal(500, "the archive could not answer; the error is logged")
+
+
+def _no_job(uid: str) -> str:
+    return f"no job with uid {queries.quoted(uid)}"

@@ -2,7 +2,8 @@
 
 Two shapes serve every chart: columns stacked per day (jobs per day by status) and
 horizontal bars with a label and a value (failure reasons, durations by kind, top
-owners). Both are drawn ``WIDTH`` units wide and scaled by the browser.
+owners, GPU-hours). Both are drawn ``WIDTH`` units wide and scaled by the browser;
+each chart is made from the rows of its query (``reading.queries.stats``).
 """
 
 import dataclasses
@@ -11,6 +12,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from jobarchive.cutting import clip
+from jobarchive.times import duration
+
 WIDTH = 1200
 DAY_CHART_HEIGHT = 220
 LEFT = 48
@@ -18,6 +22,8 @@ RIGHT = 12
 TOP = 10
 BOTTOM = 24
 BAR_LABELS = 300
+# What of a bar's label fits left of it; its title says it whole.
+LABEL_CHARACTERS = 44
 BAR_ROW = 22
 BAR_HEIGHT = 14
 # Room right of the longest bar for its value as written.
@@ -170,7 +176,7 @@ def bar_chart(items: Sequence[tuple[str, float, str, float | None]]) -> BarChart
     bars = []
     for index, (label, value, written, whisker) in enumerate(items):
         y = TOP + index * BAR_ROW
-        shown = label if len(label) <= 44 else label[:43] + "…"
+        shown = clip(label, LABEL_CHARACTERS)
         bars.append(
             HBar(
                 y=y,
@@ -188,3 +194,45 @@ def bar_chart(items: Sequence[tuple[str, float, str, float | None]]) -> BarChart
 def counted(count: int, noun: str) -> str:
     """``1 pod``, ``2 pods``."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def failure_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
+    """Failed pods by why they failed, from ``failure_reasons``' rows."""
+    return bar_chart(
+        [(row["reason"], row["pods"], counted(row["pods"], "pod"), None) for row in rows]
+    )
+
+
+def duration_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
+    """The average duration of the finished jobs of each kind, the longest as a whisker,
+    from ``stats``' rows by kind."""
+    return bar_chart(
+        [
+            (
+                row["kind"],
+                row["avg_duration_seconds"] or 0,
+                f"{duration(row['avg_duration_seconds'])} avg, "
+                f"{duration(row['max_duration_seconds'])} max",
+                row["max_duration_seconds"],
+            )
+            for row in rows
+            if row["finished"]
+        ]
+    )
+
+
+def owner_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
+    """Jobs per owner, from ``stats``' rows by owner."""
+    return bar_chart(
+        [(row["owner"] or "(none)", row["jobs"], counted(row["jobs"], "job"), None) for row in rows]
+    )
+
+
+def gpu_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
+    """GPU-hours requested per owner, from ``gpu_hours``' owners."""
+    return bar_chart(
+        [
+            (row["owner"] or "(none)", row["gpu_hours"], f"{row['gpu_hours']:g} GPU-h", None)
+            for row in rows
+        ]
+    )

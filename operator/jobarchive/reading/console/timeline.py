@@ -21,6 +21,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from jobarchive.cutting import clip
+
 WIDTH = 1200
 LABELS = 250
 RIGHT = 16
@@ -348,9 +350,9 @@ def _bar(group: list[Pod], y: float, scale: Scale) -> Bar:
         x_started=scale.x(min(starts)) if starts else None,
         x_end=max(scale.x(ended), scale.x(created) + 1.0),
         outcome=first.outcome,
-        label=_cut(label, LABEL_CHARACTERS),
+        label=clip(label, LABEL_CHARACTERS),
         reason=reason,
-        title=_cut(title, TITLE_CHARACTERS),
+        title=clip(title, TITLE_CHARACTERS),
         pods=len(group),
     )
 
@@ -376,7 +378,7 @@ def marks(events: Sequence[dict[str, Any]], scale: Scale) -> list[Mark]:
         )
         if len(members) > 1:
             title = f"{len(members)} Events; the first: {title}"
-        found.append(Mark(scale.x(moment), warning, len(members), _cut(title, TITLE_CHARACTERS)))
+        found.append(Mark(scale.x(moment), warning, len(members), clip(title, TITLE_CHARACTERS)))
     # Warnings last, so that they are drawn over the others.
     return sorted(found, key=lambda mark: (mark.warning, mark.x))
 
@@ -385,7 +387,3 @@ def _hms(moment: datetime.datetime | None) -> str:
     if moment is None:
         return "-"
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _cut(text: str, longest: int) -> str:
-    return text if len(text) <= longest else text[: longest - 1] + "…"

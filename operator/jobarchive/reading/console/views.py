@@ -23,21 +23,11 @@ import jinja2
 from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
+from jobarchive.objects import mapping
 from jobarchive.reading import queries
 from jobarchive.reading.console import charts, formats, timeline
-from jobarchive.reading.handling import (
-    DETAIL_PARAMS,
-    HEADERS,
-    JOB_PARAMS,
-    LOG_PARAMS,
-    PAGE,
-    STATS_PARAMS,
-    Caller,
-    NotFound,
-    Reads,
-    Refusal,
-    parse,
-)
+from jobarchive.reading.handling import HEADERS, Caller, Reads, Refusal, parse
+from jobarchive.reading.queries import DETAIL_PARAMS, JOB_PARAMS, LOG_PARAMS, STATS_PARAMS
 from jobarchive.serving import send
 
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
@@ -161,7 +151,7 @@ class Console:
             status=refusal.status,
             message=refusal.message,
             form=form,
-            kinds=queries.known_job_kinds(),
+            kinds=self.reads.kinds.jobs,
         )
         response.headers.update(refusal.headers)
         return response
@@ -183,18 +173,13 @@ async def jobs_page(
     reads: Reads, request: web.Request, caller: Caller, params: "MultiDictProxy[str]"
 ) -> Page:
     """The jobs list: the API's filters as a form, one keyset page, the next page's link."""
-    values = parse(params, JOB_PARAMS + PAGE)
-    await caller.require("list", values.get("namespace"), "a list without a namespace")
-    limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-    page = await reads.within(lambda: queries.list_jobs(queries.JobQuery(**values), limit, cursor))
-    after = link("/", params, cursor=page.next_cursor) if page.next_cursor else None
-    first = link("/", params, cursor="") if cursor else None
+    page = await reads.page(caller, params, queries.JOBS, "a list without a namespace")
     context = {
         "jobs": page.items,
-        "next": after,
-        "first": first,
+        "next": link("/", params, cursor=page.next_cursor) if page.next_cursor else None,
+        "first": link("/", params, cursor="") if params.get("cursor") else None,
         "form": _form(params),
-        "kinds": queries.known_job_kinds(),
+        "kinds": reads.kinds.jobs,
     }
     return Page("jobs.html", context)
 
@@ -206,28 +191,24 @@ async def job_page(
     and the other jobs recorded under its name; 404 for a job the caller may not see."""
     values = parse(params, DETAIL_PARAMS)
     uid = request.match_info["uid"]
-    await reads.visible_job(caller, uid)
-    detail = await reads.within(lambda: queries.job_detail(uid, **values))
-    if detail is None:
-        raise NotFound(f"no job with uid {queries.quoted(uid)}")
 
-    async def rest() -> tuple[queries.Timeline | None, queries.Page, set[str]]:
-        drawn = await queries.job_timeline(uid)
+    async def read() -> tuple[dict[str, Any], queries.Timeline, queries.Page, set[str]] | None:
+        detail = await queries.job_detail(uid, **values)
+        drawn = None if detail is None else await queries.job_timeline(uid)
+        if detail is None or drawn is None:
+            return None
         named = await queries.named_jobs(detail["namespace"], detail["name"], RECREATIONS)
-        return drawn, named, await queries.pod_names_with_log_tails(uid)
+        return detail, drawn, named, await queries.pod_names_with_log_tails(uid)
 
-    drawn, named, tailed = await reads.within(rest)
-    if drawn is None:
-        raise NotFound(f"no job with uid {queries.quoted(uid)}")
+    detail, drawn, named, tailed = await reads.job(caller, uid, read)
     now = datetime.datetime.now(datetime.UTC)
     created = formats.parse(detail["gmt_created"]) or now
     ended = formats.parse(detail["gmt_finished"]) or (now if detail["is_in_etcd"] else created)
     pods = timeline.pods_of(drawn.pods, now)
-    drawing = timeline.layout(pods, drawn.events, created, ended)
     context = {
         "job": detail,
         "remark": drawn.remark,
-        "drawing": drawing,
+        "drawing": timeline.layout(pods, drawn.events, created, ended),
         "drawn": drawn,
         "drawn_pods": len(pods),
         "pod_limit": queries.TIMELINE_PODS,
@@ -250,15 +231,16 @@ async def logs_page(
     by pod and container as in the API; 404 for a job the caller may not see."""
     values = parse(params, LOG_PARAMS)
     uid = request.match_info["uid"]
-    await reads.visible_job(caller, uid)
-    found = await reads.within(lambda: queries.find_jobs(uid))
-    if len(found) != 1:
-        raise NotFound(f"no job with uid {queries.quoted(uid)}")
-    tails = await reads.within(lambda: queries.job_log_tails(uid, **values))
+
+    async def read() -> tuple[dict[str, Any], queries.Page] | None:
+        job = await queries.one_job(uid)
+        return None if job is None else (job, await queries.job_log_tails(uid, **values))
+
+    job, tails = await reads.job(caller, uid, read)
     context = {
-        "job": found[0],
+        "job": job,
         "tails": tails.items,
-        "next": link(request.path, params, cursor=tails.next_cursor) if tails.next_cursor else None,
+        "next": _more(request.path, params, "cursor", tails.next_cursor),
         "cli": f"{CLI} logs {uid}",
         "narrowed": values,
     }
@@ -270,16 +252,10 @@ async def stats_page(
 ) -> Page:
     """Charts over a window of creation (default: the last 30 days), over all
     namespaces, as the API's /stats."""
-    values = parse(params, STATS_WINDOW)
+    since, until = _window(parse(params, STATS_WINDOW))
     await caller.require(
         "list", None, "the statistics page", "read the jobs list of a namespace instead"
     )
-    until = values.get("until") or _tomorrow()
-    since = values.get("since") or until - datetime.timedelta(days=DEFAULT_DAYS)
-    if until <= since:
-        raise queries.BadQuery("until: must be later than since")
-    if (until - since).days > LONGEST_DAYS:
-        raise queries.BadQuery(f"since: a window over {LONGEST_DAYS} days; narrow it")
 
     async def figures() -> tuple[Any, ...]:
         return (
@@ -296,51 +272,26 @@ async def stats_page(
         "until": until,
         "window": {"since": formats.iso(since), "until": formats.iso(until)},
         "days": charts.day_chart(per_day, charts.days_between(since, until)),
-        "failures": charts.bar_chart(
-            [
-                (row["reason"], row["pods"], charts.counted(row["pods"], "pod"), None)
-                for row in failures
-            ]
-        ),
-        "durations": charts.bar_chart(
-            [
-                (
-                    row["kind"],
-                    row["avg_duration_seconds"] or 0,
-                    f"{formats.duration(row['avg_duration_seconds'])} avg, "
-                    f"{formats.duration(row['max_duration_seconds'])} max",
-                    row["max_duration_seconds"],
-                )
-                for row in kinds
-                if row["finished"]
-            ]
-        ),
-        "owners": charts.bar_chart(
-            [
-                (
-                    row["owner"] or "(none)",
-                    row["jobs"],
-                    charts.counted(row["jobs"], "job"),
-                    None,
-                )
-                for row in owners[:TOP]
-            ]
-        ),
-        "gpus": charts.bar_chart(
-            [
-                (
-                    row["owner"] or "(none)",
-                    row["gpu_hours"],
-                    f"{row['gpu_hours']:g} GPU-h",
-                    None,
-                )
-                for row in gpus.owners
-            ]
-        ),
+        "failures": charts.failure_chart(failures),
+        "durations": charts.duration_chart(kinds),
+        "owners": charts.owner_chart(owners[:TOP]),
+        "gpus": charts.gpu_chart(gpus.owners),
         "gpus_cut": gpus.cut,
         "gpu_scan": queries.GPU_SCAN,
     }
     return Page("stats.html", context)
+
+
+def _window(values: dict[str, Any]) -> tuple[datetime.datetime, datetime.datetime]:
+    """The statistics' window of creation: as given, else ending with today and
+    ``DEFAULT_DAYS`` long; refused when empty or over ``LONGEST_DAYS``."""
+    until = values.get("until") or _tomorrow()
+    since = values.get("since") or until - datetime.timedelta(days=DEFAULT_DAYS)
+    if until <= since:
+        raise queries.BadQuery("until: must be later than since")
+    if (until - since).days > LONGEST_DAYS:
+        raise queries.BadQuery(f"since: a window over {LONGEST_DAYS} days; narrow it")
+    return since, until
 
 
 def _tomorrow() -> datetime.datetime:
@@ -372,14 +323,14 @@ def _roles(detail: dict[str, Any]) -> list[dict[str, Any]]:
     lower case (``worker``): they are matched regardless of case.
     """
     resources = {
-        str(role).lower(): (role, _mapping(spec))
-        for role, spec in _mapping(detail["resources"]).items()
+        str(role).lower(): (role, mapping(spec))
+        for role, spec in mapping(detail["resources"]).items()
     }
     replicas = {str(role).lower(): counts for role, counts in detail["replicas"].items()}
     rows = []
     for key in sorted(set(resources) | set(replicas)):
         role, spec = resources.get(key, (key, {}))
-        wanted = _mapping(spec.get("resources"))
+        wanted = mapping(spec.get("resources"))
         rows.append(
             {
                 "role": role,
@@ -390,11 +341,6 @@ def _roles(detail: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    """A JSON object as a dict; anything else (text the column held) as an empty one."""
-    return value if isinstance(value, dict) else {}
 
 
 def _amounts(amounts: Any) -> str:

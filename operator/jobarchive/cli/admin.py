@@ -1,0 +1,67 @@
+"""The commands that write, through the operator's own URL: ``prune`` (retention's
+rules, at once) and ``migrate`` (adopting a database KubeDL or an older jobarchive
+created)."""
+
+import click
+
+from jobarchive.cli import rendering, session
+from jobarchive.cli.options import output_option
+from jobarchive.maintenance import retention
+from jobarchive.storage import database as db
+from jobarchive.storage import migration
+
+
+@click.command()
+@click.option("--days", type=click.IntRange(min=1), help="Default: JOBARCHIVE_RETENTION_DAYS.")
+@click.option("--dry-run", is_flag=True, help="Count what would go, delete nothing.")
+@output_option
+@click.pass_obj
+def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> None:
+    """Delete jobs that finished over DAYS ago and left the cluster, with pods and Events."""
+    keep = days or session.settings_of(db_url).retention_days
+    if not keep:
+        raise click.UsageError("--days is needed: JOBARCHIVE_RETENTION_DAYS keeps everything")
+    before = retention.cutoff(keep)
+    pruned = session.writing(db_url, lambda: retention.prune(before, dry_run=dry_run))
+    counts = {
+        "jobs": pruned.jobs,
+        "pods": pruned.pods,
+        "events": pruned.events,
+        "log_tails": pruned.log_tails,
+    }
+    if output == "json":
+        rendering.print_json({**counts, "dry_run": dry_run, "finished_before": before.isoformat()})
+        return
+    verb = "Would delete" if dry_run else "Deleted"
+    click.echo(
+        f"{verb} {pruned.jobs} jobs finished before {before:%Y-%m-%d %H:%M} UTC, "
+        f"{pruned.pods} pods, {pruned.events} Events and {pruned.log_tails} log tails"
+    )
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Count what would change, change nothing.")
+@click.pass_obj
+def migrate(db_url: str | None, dry_run: bool) -> None:
+    """Bring a database KubeDL (or an older jobarchive) created to jobarchive's schema.
+
+    Merges rows of one uid, fills NULLs and both finish times, widens narrow columns,
+    adds the unique keys and indexes; safe to interrupt and run again.
+    """
+
+    def report(step: migration.Step) -> None:
+        rendering.echo(step.describe(dry_run))
+
+    async def work() -> list[migration.Step]:
+        return await migration.Migration(db.connection()).run(dry_run, report)
+
+    steps = session.writing(db_url, work, adopted=False)
+    if not steps:
+        click.echo("Nothing to migrate: the database has jobarchive's schema")
+    elif dry_run:
+        click.echo(f"{len(steps)} steps would run; nothing was changed")
+    else:
+        click.echo(f"Migrated in {len(steps)} steps")
+
+
+COMMANDS = (prune, migrate)

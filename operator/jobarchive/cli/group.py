@@ -1,0 +1,46 @@
+"""The ``jobarchive`` command: its database options, checked before any command runs,
+and its commands."""
+
+import click
+
+from jobarchive import config
+from jobarchive.cli import admin, reads, serve
+from jobarchive.cli.session import BadSetting
+
+# What --db-url with a password prints on stderr; the command then runs as asked.
+PASSWORD_WARNING = (
+    "Warning: --db-url shows the database password to every user of this machine "
+    "(ps lists command lines): use --db-url-file PATH or JOBARCHIVE_DB_URL instead"
+)
+
+
+@click.group(commands=[*reads.COMMANDS, serve.serve, *admin.COMMANDS])
+@click.option(
+    "--db-url",
+    help="Database URL, in place of JOBARCHIVE_DB_URL. Every user of the machine can "
+    "read it in the process list: prefer --db-url-file or the environment.",
+)
+@click.option(
+    "--db-url-file",
+    metavar="PATH",
+    help="A file holding the database URL (a mounted Secret, say), in place of "
+    "JOBARCHIVE_DB_URL_FILE.",
+)
+@click.pass_context
+def main(context: click.Context, db_url: str | None, db_url_file: str | None) -> None:
+    """Read the history of training jobs, their pods and Events."""
+    # Checked here, to be named as the option they came from: a message naming
+    # JOBARCHIVE_DB_URL would send the user looking in the environment.
+    try:
+        if db_url and db_url_file:
+            raise config.ConfigError("--db-url and --db-url-file are both given: keep one")
+        if db_url:
+            if config.has_password(db_url):
+                click.echo(PASSWORD_WARNING, err=True)
+            config.validate_db_url(db_url, "--db-url")
+        if db_url_file:
+            db_url = config.read_url_file(db_url_file, "--db-url-file")
+            config.validate_db_url(db_url, "--db-url-file")
+    except config.ConfigError as exc:
+        raise BadSetting(str(exc)) from None
+    context.obj = db_url

@@ -1,0 +1,127 @@
+"""Reading the history: the queries behind the CLI, the HTTP API and the console.
+
+One room per job: what a read may be asked and how it is checked (``params``), where
+every query reads (``source``), keyset pages (``paging``), the rows as answered
+(``shapes``), then the questions: jobs, Events, statistics, a job's timeline and its
+log tails. Every name a caller uses is named here, so ``queries.X`` is the one way in.
+"""
+
+from jobarchive.reading.queries.events import EVENTS, event_page_sql, list_events
+from jobarchive.reading.queries.jobs import (
+    JOBS,
+    find_jobs,
+    job_detail,
+    job_namespace,
+    job_page_sql,
+    list_jobs,
+    named_jobs,
+    one_job,
+)
+from jobarchive.reading.queries.paging import (
+    PAGE_BYTES,
+    Listing,
+    Page,
+    decode_cursor,
+    encode_cursor,
+)
+from jobarchive.reading.queries.params import (
+    BUILTIN,
+    DEFAULT_GROUP,
+    DEFAULT_PAGE,
+    DETAIL_PARAMS,
+    EARLIEST,
+    EVENT_PARAMS,
+    JOB_PARAMS,
+    JOB_STATUSES,
+    LATEST,
+    LOG_PARAMS,
+    MAX_PAGE,
+    PAGE,
+    STATS_PARAMS,
+    BadQuery,
+    EventQuery,
+    JobQuery,
+    KnownKinds,
+    Param,
+    fits,
+    known_kinds,
+    one_of,
+    parse_time,
+    quoted,
+)
+from jobarchive.reading.queries.stats import (
+    GPU_SCAN,
+    failure_reasons,
+    gpu_hours,
+    jobs_per_day,
+    stats,
+)
+from jobarchive.reading.queries.tails import (
+    job_log_tails,
+    pod_names_with_log_tails,
+    pods_with_log_tails,
+)
+from jobarchive.reading.queries.timeline import (
+    TIMELINE_EVENTS,
+    TIMELINE_POD_FIELDS,
+    TIMELINE_PODS,
+    Timeline,
+    job_timeline,
+    timeline_pods_sql,
+)
+
+__all__ = [
+    "BUILTIN",
+    "DEFAULT_GROUP",
+    "DEFAULT_PAGE",
+    "DETAIL_PARAMS",
+    "EARLIEST",
+    "EVENTS",
+    "EVENT_PARAMS",
+    "GPU_SCAN",
+    "JOBS",
+    "JOB_PARAMS",
+    "JOB_STATUSES",
+    "LATEST",
+    "LOG_PARAMS",
+    "MAX_PAGE",
+    "PAGE",
+    "PAGE_BYTES",
+    "STATS_PARAMS",
+    "TIMELINE_EVENTS",
+    "TIMELINE_PODS",
+    "TIMELINE_POD_FIELDS",
+    "BadQuery",
+    "EventQuery",
+    "JobQuery",
+    "KnownKinds",
+    "Listing",
+    "Page",
+    "Param",
+    "Timeline",
+    "decode_cursor",
+    "encode_cursor",
+    "event_page_sql",
+    "failure_reasons",
+    "find_jobs",
+    "fits",
+    "gpu_hours",
+    "job_detail",
+    "job_log_tails",
+    "job_namespace",
+    "job_page_sql",
+    "job_timeline",
+    "jobs_per_day",
+    "known_kinds",
+    "list_events",
+    "list_jobs",
+    "named_jobs",
+    "one_job",
+    "one_of",
+    "parse_time",
+    "pod_names_with_log_tails",
+    "pods_with_log_tails",
+    "quoted",
+    "stats",
+    "timeline_pods_sql",
+]

@@ -1,0 +1,80 @@
+"""Events: the filtered list, most recent occurrence first.
+
+What an index reads first (a namespace, a start of the window, the object's uid, a
+reason) must be among the filters; the others only sift what it found (decision 15).
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from tortoise.queryset import QuerySet
+
+from jobarchive.reading.queries.paging import Listing, Order, Page, ordered, paged
+from jobarchive.reading.queries.params import (
+    BUILTIN,
+    EVENT_PARAMS,
+    EVENT_TYPES,
+    BadQuery,
+    EventQuery,
+    KnownKinds,
+    fits,
+    one_of,
+    page_size,
+)
+from jobarchive.reading.queries.shapes import event_json
+from jobarchive.reading.queries.source import bounded
+from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
+from jobarchive.storage.models import Event
+
+RECENT = Order("last_timestamp", "events")
+
+
+async def list_events(
+    query: EventQuery,
+    limit: int | None = None,
+    cursor: str | None = None,
+    kinds: KnownKinds = BUILTIN,
+) -> Page:
+    """Events matching the filters, most recent occurrence first, one page."""
+    return await paged(_event_filters(query, kinds), RECENT, page_size(limit), cursor, event_json)
+
+
+async def _events_page(
+    filters: Mapping[str, Any], limit: int | None, cursor: str | None, kinds: KnownKinds
+) -> Page:
+    return await list_events(EventQuery(**filters), limit, cursor, kinds)
+
+
+EVENTS = Listing(EVENT_PARAMS, _events_page)
+
+
+async def event_page_sql(
+    query: EventQuery, limit: int | None = None, cursor: str | None = None
+) -> str:
+    """The SQL of one page of Events, parameters inlined: for EXPLAIN."""
+    found = _event_filters(query, BUILTIN)
+    sql: str = ordered(found, RECENT, page_size(limit), cursor).sql(params_inline=True)
+    return sql
+
+
+def _event_filters(query: EventQuery, kinds: KnownKinds) -> "QuerySet[Event]":
+    leading = (query.namespace, query.since, query.object_uid, query.reason)
+    for name, value in (
+        ("object", query.object_name),
+        ("kind", query.object_kind),
+        ("type", query.type),
+    ):
+        if value is not None and all(first is None for first in leading):
+            raise BadQuery(f"{name}: no index serves it; name a namespace or a since with it")
+    exact = {
+        "obj_namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
+        "obj_name": fits("object", query.object_name, NAME_LENGTH),
+        "obj_uid": fits("uid", query.object_uid, UID_LENGTH),
+        "kind": one_of("kind", query.object_kind, kinds.objects),
+        "type": one_of("type", query.type, EVENT_TYPES),
+        "reason": fits("reason", query.reason, SHORT_TEXT_LENGTH),
+        "last_timestamp__gte": query.since,
+        "last_timestamp__lt": query.until,
+    }
+    found = bounded(Event)
+    return found.filter(**{field: value for field, value in exact.items() if value is not None})

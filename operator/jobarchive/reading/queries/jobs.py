@@ -1,0 +1,247 @@
+"""Jobs: the filtered list, one job's detail, the incarnations of a name.
+
+Every filter that narrows the list is an indexed column compared by equality, a
+range or a prefix; only ``name_contains`` and ``region`` scan, within what a
+namespace or a creation window leaves (decision 15).
+"""
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from tortoise.functions import Count
+from tortoise.queryset import QuerySet
+
+from jobarchive.reading.queries.paging import Listing, Order, Page, ordered, paged
+from jobarchive.reading.queries.params import (
+    BUILTIN,
+    JOB_PARAMS,
+    BadQuery,
+    JobQuery,
+    KnownKinds,
+    check_status,
+    fits,
+    one_of,
+    page_size,
+)
+from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
+from jobarchive.reading.queries.source import bounded, read, reader
+from jobarchive.reading.queries.tails import pods_with_log_tails
+from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
+from jobarchive.storage import dialects, introspection
+from jobarchive.storage.models import Event, Job, Pod
+
+NEWEST = Order("gmt_created", "jobs")
+
+
+async def list_jobs(
+    query: JobQuery,
+    limit: int | None = None,
+    cursor: str | None = None,
+    kinds: KnownKinds = BUILTIN,
+) -> Page:
+    """Jobs matching the filters, newest first (by creation), one page."""
+    now = datetime.datetime.now(datetime.UTC)
+    found = await _hinted(_job_filters(query, kinds), query)
+    return await paged(found, NEWEST, page_size(limit), cursor, lambda row: job_json(row, now))
+
+
+async def _jobs_page(
+    filters: Mapping[str, Any], limit: int | None, cursor: str | None, kinds: KnownKinds
+) -> Page:
+    return await list_jobs(JobQuery(**filters), limit, cursor, kinds)
+
+
+JOBS = Listing(JOB_PARAMS, _jobs_page)
+
+
+async def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> str:
+    """The SQL of one page of jobs, parameters inlined: for EXPLAIN."""
+    found = await _hinted(_job_filters(query, BUILTIN), query)
+    sql: str = ordered(found, NEWEST, page_size(limit), cursor).sql(params_inline=True)
+    return sql
+
+
+def _job_filters(query: JobQuery, kinds: KnownKinds) -> "QuerySet[Job]":
+    _refuse_scans(query)
+    found = bounded(Job)
+    exact = {
+        "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
+        "kind": one_of("kind", query.kind, kinds.jobs),
+        "status": check_status(query.status),
+        "deploy_region": fits("region", query.region, SHORT_TEXT_LENGTH),
+        "tenant": fits("tenant", query.tenant, SHORT_TEXT_LENGTH),
+        "owner": fits("owner", query.owner, SHORT_TEXT_LENGTH),
+        "is_in_etcd": query.in_cluster,
+    }
+    found = found.filter(**{field: value for field, value in exact.items() if value is not None})
+    prefix = fits("name", query.name_prefix, NAME_LENGTH)
+    if prefix is not None:
+        found = _prefix_range(found, prefix)
+    ranges = {
+        "name__startswith": prefix,
+        "name__contains": fits("name_contains", query.name_contains, NAME_LENGTH),
+        "gmt_created__gte": query.created_since,
+        "gmt_created__lt": query.created_until,
+        "gmt_finished__gte": query.finished_since,
+        "gmt_finished__lt": query.finished_until,
+    }
+    return found.filter(**{field: value for field, value in ranges.items() if value is not None})
+
+
+def _prefix_range(found: "QuerySet[Job]", prefix: str) -> "QuerySet[Job]":
+    """The names that can start with ``prefix``, as a range an index can read: Tortoise
+    spells a prefix as ``CAST(name AS CHAR) LIKE``, which no index serves. The LIKE
+    stays, for its exact meaning; the range only narrows what it reads."""
+    bounds = dialects.of(reader()).prefix_range(prefix)
+    if bounds is None:
+        return found
+    low, high = bounds
+    return found.filter(name__gte=low, name__lt=high)
+
+
+async def _hinted(found: "QuerySet[Job]", query: JobQuery) -> "QuerySet[Job]":
+    """Name the index for a range filter the optimizer misjudges.
+
+    Asked for a page ordered by ``gmt_created``, MariaDB reads the time index from the
+    newest job, expecting to meet matches early; for a name prefix or a finish window
+    with no equality filter beside it, that reads every job. Reading the range's own
+    index and sorting what it holds reads only the matches.
+    """
+    equalities = (query.namespace, query.kind, query.status, query.owner, query.tenant)
+    if any(value is not None for value in equalities):
+        return found
+    if query.name_prefix is not None:
+        columns: tuple[str, ...] = ("name", "gmt_created")
+    elif query.finished_since is not None or query.finished_until is not None:
+        columns = ("gmt_finished",)
+    else:
+        return found
+    conn = reader()
+    name = (await introspection.of(conn).index_names(conn, Job._meta.db_table)).get(columns)
+    return found.force_index(name) if name else found
+
+
+def _refuse_scans(query: JobQuery) -> None:
+    """Filters no index serves are read within a namespace or a creation window only:
+    alone they would read every job ever recorded."""
+    bounded_by = query.namespace is not None or query.created_since is not None
+    for name, value in (("name_contains", query.name_contains), ("region", query.region)):
+        if value is not None and not bounded_by:
+            raise BadQuery(
+                f"{name}: no index serves it; name a namespace or a created_since with it"
+            )
+
+
+async def job_namespace(job_uid: str) -> str | None:
+    """The namespace of the job with that uid (one indexed row, one column); None if no
+    job has it: what is checked before anything else of a job is read."""
+    found = (
+        await read(Job).filter(job_id=fits("uid", job_uid, UID_LENGTH)).first().values("namespace")
+    )
+    return None if found is None else str(found["namespace"])
+
+
+async def one_job(job_uid: str) -> dict[str, Any] | None:
+    """The job with that uid, as the list shows it; None if no job has it."""
+    job = await bounded(Job).filter(job_id=fits("uid", job_uid, UID_LENGTH)).first()
+    return None if job is None else job_json(job, datetime.datetime.now(datetime.UTC))
+
+
+async def find_jobs(reference: str) -> list[dict[str, Any]]:
+    """Jobs named ``namespace/name`` (the newest page of its incarnations) or with that uid."""
+    if "/" in reference:
+        namespace, _, name = reference.partition("/")
+        return (await named_jobs(namespace, name)).items
+    found = await one_job(reference)
+    return [] if found is None else [found]
+
+
+async def named_jobs(
+    namespace: str, name: str, limit: int | None = None, cursor: str | None = None
+) -> Page:
+    """Every job recorded under one name (each recreation has its own uid), newest first."""
+    query = bounded(Job).filter(
+        namespace=fits("namespace", namespace, NAMESPACE_LENGTH),
+        name=fits("name", name, NAME_LENGTH),
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    order = Order("gmt_created", "named-jobs")
+    return await paged(query, order, page_size(limit), cursor, lambda row: job_json(row, now))
+
+
+async def replica_summary(job_uid: str) -> dict[str, dict[str, int]]:
+    """Per replica type: how many pods are active, succeeded, failed, stopped; counted
+    by the database, so a job of any size costs one small answer."""
+    rows = (
+        await read(Pod)
+        .filter(job_id=job_uid)
+        .group_by("replica_type", "status", "is_in_etcd")
+        .annotate(pods=Count("id"))
+        .values("replica_type", "status", "is_in_etcd", "pods")
+    )
+    summary: dict[str, dict[str, int]] = {}
+    for row in rows:
+        counts = summary.setdefault(
+            str(row["replica_type"]), {"active": 0, "succeeded": 0, "failed": 0, "stopped": 0}
+        )
+        status = row["status"]
+        if status == "Succeeded":
+            bucket = "succeeded"
+        elif status == "Failed":
+            bucket = "failed"
+        elif status == "Stopped" or not row["is_in_etcd"]:
+            bucket = "stopped"
+        else:
+            bucket = "active"
+        counts[bucket] += int(row["pods"])
+    return summary
+
+
+async def job_pods(job_uid: str, limit: int | None = None, cursor: str | None = None) -> Page:
+    """A job's pods in the order they were recorded, one page."""
+    query = bounded(Pod).filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    order = Order("gmt_created", "pods", ascending=True)
+    return await paged(query, order, page_size(limit), cursor, pod_json)
+
+
+async def job_events(job_uid: str, limit: int | None = None, cursor: str | None = None) -> Page:
+    """The Events about a job, its pods and its intermediate objects, oldest last
+    occurrence first, one page. (Events recorded before ``event_info.job_id`` existed
+    are reached after ``jobarchive migrate``, which fills it.)"""
+    query = bounded(Event).filter(job_id=fits("uid", job_uid, UID_LENGTH))
+    order = Order("last_timestamp", "job-events", ascending=True)
+    return await paged(query, order, page_size(limit), cursor, event_json)
+
+
+async def job_detail(
+    job_uid: str,
+    limit: int | None = None,
+    pods_cursor: str | None = None,
+    events_cursor: str | None = None,
+) -> dict[str, Any] | None:
+    """One job with a page of its pods (each saying whether it has a captured log tail,
+    ``has_log_tail``) and of its Events (the first, or those after the cursors; each
+    with the cursor of the next), and a per-replica-type summary of all its pods; None
+    for an unknown job. What the CLI, the API and the console show of a job.
+
+    Bounded whatever the job's size: a 20,000-pod job answers ``limit`` pods and
+    Events; the rest are read page by page (``job_pods``, ``job_events``).
+    """
+    job = await bounded(Job).get_or_none(job_id=fits("uid", job_uid, UID_LENGTH))
+    if job is None:
+        return None
+    pods = await job_pods(job_uid, limit, pods_cursor)
+    events = await job_events(job_uid, limit, events_cursor)
+    tailed = await pods_with_log_tails(job_uid, [pod["pod_id"] for pod in pods.items])
+    for pod in pods.items:
+        pod["has_log_tail"] = pod["pod_id"] in tailed
+    detail = job_json(job, datetime.datetime.now(datetime.UTC))
+    detail.update(
+        pods=pods.items,
+        pods_next_cursor=pods.next_cursor,
+        replicas=await replica_summary(job_uid),
+        events=events.items,
+        events_next_cursor=events.next_cursor,
+    )
+    return detail

@@ -1,0 +1,227 @@
+"""What a read may be asked, and how its input is checked before any query runs.
+
+The parameter tables are the read side's one filter vocabulary: the API parses its
+query strings by them (``reading.handling.parse``), its OpenAPI document lists them,
+the console's forms show them and the CLI's options are made from them, each with
+the one description written here. ``JobQuery`` and ``EventQuery`` hold what the
+list tables' filters parse to, field for field (a test holds them to it).
+"""
+
+import dataclasses
+import datetime
+from collections.abc import Iterable, Sequence
+
+from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
+
+JOB_STATUSES = (
+    "Created",
+    "Running",
+    "Restarting",
+    "Suspended",
+    "Succeeded",
+    "Failed",
+    "Stopped",
+)
+EVENT_TYPES = ("Normal", "Warning")
+MAX_PAGE = 500
+DEFAULT_PAGE = 50
+# A tail is up to JOBARCHIVE_LOG_TAIL_BYTES (64 KiB by default): fewer per answer than rows.
+LOG_TAILS_PAGE = 20
+LOG_TAILS_MAX = 100
+STATS_GROUPS = ("status", "kind", "owner", "namespace", "tenant")
+DEFAULT_GROUP = "status"
+# What a DATETIME column can hold; a bound beyond it means "no bound" and is clamped.
+EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)
+LATEST = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
+MAX_TIME_TEXT = 64
+
+
+class BadQuery(ValueError):
+    """A query that cannot be answered as asked; the message says what to change."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One query parameter: its name, type (string, time, boolean, integer), meaning,
+    and the field it fills when that is not its name."""
+
+    name: str
+    type: str
+    description: str
+    field: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The name of what the parameter fills: a query's field, a function's argument."""
+        return self.field or self.name
+
+
+PAGE = (
+    Param("limit", "integer", f"Page size, 1..{MAX_PAGE} (default {DEFAULT_PAGE})."),
+    Param("cursor", "string", "The next_cursor of the previous page."),
+)
+JOB_PARAMS = (
+    Param("namespace", "string", "Namespace."),
+    Param("name", "string", "Name prefix: the name starts with this.", "name_prefix"),
+    Param("name_contains", "string", "Name substring (scans what the other filters leave)."),
+    Param("kind", "string", "Kind, e.g. TFJob."),
+    Param("status", "string", f"One of {', '.join(JOB_STATUSES)}."),
+    Param("region", "string", "deploy_region."),
+    Param("tenant", "string", "Tenant."),
+    Param("owner", "string", "Owner (the tenancy's user)."),
+    Param(
+        "created_since", "time", "Created at or after (RFC 3339 time or date, UTC unless stated)."
+    ),
+    Param("created_until", "time", "Created before."),
+    Param("finished_since", "time", "Finished at or after."),
+    Param("finished_until", "time", "Finished before."),
+    Param("in_cluster", "boolean", "Still in the cluster (true), or gone (false)."),
+)
+EVENT_PARAMS = (
+    Param("namespace", "string", "The involved object's namespace."),
+    Param("object", "string", "The involved object's name.", "object_name"),
+    Param("uid", "string", "The involved object's uid.", "object_uid"),
+    Param("kind", "string", "The involved object's kind (Pod, TFJob, ...).", "object_kind"),
+    Param("type", "string", "Normal or Warning."),
+    Param("reason", "string", "Reason, e.g. OOMKilling."),
+    Param("since", "time", "Last occurred at or after (RFC 3339 time or date)."),
+    Param("until", "time", "Last occurred before."),
+)
+DETAIL_PARAMS = (
+    Param(
+        "limit",
+        "integer",
+        f"Pods and Events per page, 1..{MAX_PAGE} (default {DEFAULT_PAGE}).",
+    ),
+    Param("pods_cursor", "string", "The pods_next_cursor of the previous answer."),
+    Param("events_cursor", "string", "The events_next_cursor of the previous answer."),
+)
+LOG_PARAMS = (
+    Param("pod", "string", "A pod's name or uid."),
+    Param("container", "string", "A container's name."),
+    Param("limit", "integer", f"Tails, 1..{LOG_TAILS_MAX} (default {LOG_TAILS_PAGE})."),
+    Param("cursor", "string", "The next_cursor of the previous page."),
+)
+STATS_PARAMS = (
+    Param(
+        "by",
+        "string",
+        f"One of {', '.join(STATS_GROUPS)} (default {DEFAULT_GROUP}).",
+        "group_by",
+    ),
+    Param("since", "time", "Jobs created at or after (RFC 3339 time or date)."),
+    Param("until", "time", "Jobs created before."),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobQuery:
+    """Filters of the job list (``JOB_PARAMS``); None means no filter."""
+
+    namespace: str | None = None
+    name_prefix: str | None = None
+    name_contains: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    region: str | None = None
+    tenant: str | None = None
+    owner: str | None = None
+    created_since: datetime.datetime | None = None
+    created_until: datetime.datetime | None = None
+    finished_since: datetime.datetime | None = None
+    finished_until: datetime.datetime | None = None
+    in_cluster: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EventQuery:
+    """Filters of the Event list (``EVENT_PARAMS``); None means no filter."""
+
+    namespace: str | None = None
+    object_name: str | None = None
+    object_uid: str | None = None
+    object_kind: str | None = None
+    type: str | None = None
+    reason: str | None = None
+    since: datetime.datetime | None = None
+    until: datetime.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownKinds:
+    """The kinds a filter may name: of a job, and of the object an Event is about."""
+
+    jobs: tuple[str, ...]
+    objects: tuple[str, ...]
+
+
+def known_kinds(tracked: Iterable[JobKind] = BUILTIN_KINDS) -> KnownKinds:
+    """The kinds of the ``tracked`` kinds (the operator's settings' ``kinds``), plain
+    batch Jobs, pods and intermediate objects: given to the read side once, as it starts."""
+    jobs = {kind.kind for kind in (*tracked, BATCH_JOB)}
+    objects = {*jobs, "Pod", *(kind.kind for kind in INTERMEDIATE_KINDS)}
+    return KnownKinds(tuple(sorted(jobs)), tuple(sorted(objects)))
+
+
+BUILTIN = known_kinds()
+
+
+def parse_time(value: str, name: str) -> datetime.datetime:
+    """An RFC 3339 time or a date (midnight UTC); naive times are UTC. Any year and any
+    offset are taken: a time outside what the database stores is clamped to its range."""
+    refused = BadQuery(
+        f"{name}: {quoted(value)} is not a date or time (use 2026-11-29 or 2026-11-29T10:00:00Z)"
+    )
+    if len(value) > MAX_TIME_TEXT:
+        raise refused
+    try:
+        parsed = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise refused from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    try:
+        moment = parsed.astimezone(datetime.UTC)
+    except OverflowError:
+        # Year 1 with a positive offset, or 9999 with a negative one.
+        return EARLIEST if parsed.year < 2000 else LATEST
+    return min(max(moment, EARLIEST), LATEST)
+
+
+def page_size(limit: int | None, default: int = DEFAULT_PAGE, most: int = MAX_PAGE) -> int:
+    """The page size asked for (``default`` when none), refused outside 1..``most``."""
+    if limit is None:
+        return default
+    if not 1 <= limit <= most:
+        raise BadQuery(f"limit: {limit} is outside 1..{most}")
+    return limit
+
+
+def check_status(status: str | None, known: Sequence[str] = JOB_STATUSES) -> str | None:
+    """The status if it is one the archive records (case-insensitive), else BadQuery."""
+    return one_of("status", status, known)
+
+
+def one_of(name: str, value: str | None, known: Sequence[str]) -> str | None:
+    """The value as the archive spells it if it is one of ``known`` (case-insensitive),
+    else BadQuery listing them: an unknown value is a mistake, not an empty answer."""
+    if value is None:
+        return None
+    for candidate in known:
+        if candidate.lower() == value.lower():
+            return candidate
+    raise BadQuery(f"{name}: {quoted(value)} is not one of {', '.join(known)}")
+
+
+def quoted(value: str, longest: int = 80) -> str:
+    """User text for a message or a log line: escaped (no line breaks, no control
+    characters) and cut, so it can neither forge a line nor flood one."""
+    shown = value if len(value) <= longest else value[:longest] + "…"
+    return repr(shown)
+
+
+def fits(name: str, value: str | None, width: int) -> str | None:
+    """The value if it can match a column ``width`` characters wide, else BadQuery."""
+    if value is not None and len(value) > width:
+        raise BadQuery(f"{name}: {len(value)} characters, longer than any stored value ({width})")
+    return value

@@ -1,0 +1,196 @@
+"""Counts over a window of creation: jobs by a column with their durations, jobs per
+day, why failed pods failed, GPU-hours per owner. Each reads the jobs through their
+creation-time index (or their status's), and answers a few rows whatever the window."""
+
+import dataclasses
+import datetime
+import math
+from typing import Any
+
+from jobarchive.reading.queries.params import DEFAULT_GROUP, STATS_GROUPS, BadQuery
+from jobarchive.reading.queries.shapes import json_or_text, seconds
+from jobarchive.reading.queries.source import Head, read, reader
+from jobarchive.rows import RESOURCES_LENGTH
+from jobarchive.storage import dialects
+from jobarchive.storage.models import Job
+
+# How many reasons a chart of failures shows; the rest are few by construction.
+FAILURE_REASONS = 20
+# The most jobs of a window whose requests are summed in Python (JSON is not summed
+# alike by MySQL and SQLite): the newest ones, and the page says when it is cut.
+GPU_SCAN = 20_000
+GPU_OWNERS = 10
+
+
+def _window_sql(
+    dialect: dialects.Dialect,
+    column: str,
+    since: datetime.datetime | None,
+    until: datetime.datetime | None,
+) -> tuple[list[str], list[Any]]:
+    where, params = [], []
+    for clause, value in ((f"{column} >= ", since), (f"{column} < ", until)):
+        if value is not None:
+            where.append(clause + dialect.placeholder)
+            params.append(value.astimezone(datetime.UTC).replace(tzinfo=None))
+    return where, params
+
+
+async def stats(
+    group_by: str | None = None,
+    since: datetime.datetime | None = None,
+    until: datetime.datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Jobs created in [since, until) counted by a column (``DEFAULT_GROUP`` when none),
+    with how long the finished ones took: count, finished, average and longest duration
+    in seconds."""
+    group = DEFAULT_GROUP if group_by is None else group_by
+    if group not in STATS_GROUPS:
+        raise BadQuery(f"by: {group!r} is not one of {', '.join(STATS_GROUPS)}")
+    connection = reader()
+    dialect = dialects.of(connection)
+    where, params = _window_sql(dialect, "gmt_created", since, until)
+    duration = dialect.seconds_between("gmt_created", "gmt_finished")
+    sql = (
+        f"SELECT {group} AS grp, COUNT(*) AS jobs, COUNT(gmt_finished) AS finished, "
+        f"AVG({duration}) AS avg_seconds, MAX({duration}) AS max_seconds "
+        f"FROM job_info {'WHERE ' + ' AND '.join(where) if where else ''} "
+        f"GROUP BY {group} ORDER BY jobs DESC, grp"
+    )
+    _, rows = await connection.execute_query(sql, params)
+    return [
+        {
+            group: row["grp"],
+            "jobs": int(row["jobs"]),
+            "finished": int(row["finished"]),
+            "avg_duration_seconds": _number(row["avg_seconds"]),
+            "max_duration_seconds": _number(row["max_seconds"]),
+        }
+        for row in rows
+    ]
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else round(float(value), 1)
+
+
+async def jobs_per_day(since: datetime.datetime, until: datetime.datetime) -> list[dict[str, Any]]:
+    """Jobs created in [since, until) counted per UTC day and status (``day`` as
+    YYYY-MM-DD), read through the creation-time index."""
+    connection = reader()
+    where, params = _window_sql(dialects.of(connection), "gmt_created", since, until)
+    sql = (
+        "SELECT DATE(gmt_created) AS day, status, COUNT(*) AS jobs FROM job_info "
+        f"WHERE {' AND '.join(where)} GROUP BY DATE(gmt_created), status"
+    )
+    _, rows = await connection.execute_query(sql, params)
+    return [
+        {"day": str(row["day"])[:10], "status": row["status"], "jobs": int(row["jobs"])}
+        for row in rows
+    ]
+
+
+async def failure_reasons(
+    since: datetime.datetime, until: datetime.datetime
+) -> list[dict[str, Any]]:
+    """The failed pods of the failed jobs created in [since, until), counted by why they
+    failed: the head of their remark (``OOMKilled (exit code 137)``), most first.
+
+    Read through the jobs' (status, gmt_created) index, then each job's pods by theirs.
+    """
+    connection = reader()
+    where, params = _window_sql(dialects.of(connection), "j.gmt_created", since, until)
+    placeholder = dialects.of(connection).placeholder
+    head = (
+        "CASE WHEN INSTR(p.remark, ': ') > 0 "
+        "THEN SUBSTR(p.remark, 1, INSTR(p.remark, ': ') - 1) ELSE p.remark END"
+    )
+    sql = (
+        f"SELECT {head} AS reason, COUNT(*) AS pods, COUNT(DISTINCT j.job_id) AS jobs "
+        "FROM job_info j JOIN replica_info p ON p.job_id = j.job_id "
+        f"WHERE j.status = {placeholder} AND {' AND '.join(where)} "
+        f"AND p.status = {placeholder} "
+        f"GROUP BY {head} ORDER BY pods DESC, reason LIMIT {FAILURE_REASONS}"
+    )
+    _, rows = await connection.execute_query(sql, ["Failed", *params, "Failed"])
+    return [
+        {"reason": row["reason"] or "unknown", "pods": int(row["pods"]), "jobs": int(row["jobs"])}
+        for row in rows
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuHours:
+    """GPU-hours requested per owner, most first (the first ``GPU_OWNERS``); ``cut``
+    when the window held more than ``GPU_SCAN`` jobs and only the newest were summed."""
+
+    owners: list[dict[str, Any]]
+    cut: bool
+
+
+async def gpu_hours(since: datetime.datetime, until: datetime.datetime) -> GpuHours:
+    """Per owner, the GPUs a job's replicas request (``*/gpu`` requests, else limits)
+    times how long it ran (created to finished, or to now while it runs), summed over
+    the jobs created in [since, until)."""
+    rows = (
+        await read(Job)
+        .filter(gmt_created__gte=since, gmt_created__lt=until)
+        .order_by("-gmt_created", "-id")
+        .limit(GPU_SCAN + 1)
+        .annotate(head=Head("resources", RESOURCES_LENGTH + 1))
+        .values("owner", "head", "gmt_created", "gmt_finished", "is_in_etcd")
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    totals: dict[str, list[float]] = {}
+    for row in rows[:GPU_SCAN]:
+        gpus = requested_gpus(json_or_text(row["head"]))
+        end = row["gmt_finished"] or (now if row["is_in_etcd"] else None)
+        ran = seconds(row["gmt_created"], end)
+        if not gpus or ran is None:
+            continue
+        total = totals.setdefault(row["owner"] or "", [0.0, 0])
+        total[0] += gpus * ran / 3600
+        total[1] += 1
+    ranked = sorted(totals.items(), key=lambda item: (-item[1][0], item[0]))[:GPU_OWNERS]
+    owners = [
+        {"owner": owner, "gpu_hours": round(hours, 1), "jobs": int(jobs)}
+        for owner, (hours, jobs) in ranked
+    ]
+    return GpuHours(owners, len(rows) > GPU_SCAN)
+
+
+def requested_gpus(resources: Any) -> float:
+    """The GPUs a job's ``resources`` column asks for: per replica type, replicas times
+    its ``*/gpu`` requests (else limits, which Kubernetes copies to requests)."""
+    if not isinstance(resources, dict):
+        return 0.0
+    total = 0.0
+    for spec in resources.values():
+        if not isinstance(spec, dict):
+            continue
+        replicas = spec.get("replicas", 1)
+        wanted = spec.get("resources")
+        if not isinstance(wanted, dict):
+            continue
+        for part in ("requests", "limits"):
+            amounts = wanted.get(part)
+            gpus = _gpu_count(amounts) if isinstance(amounts, dict) else 0.0
+            if gpus:
+                total += gpus * (replicas if isinstance(replicas, int) else 1)
+                break
+    return total
+
+
+def _gpu_count(amounts: dict[str, Any]) -> float:
+    count = 0.0
+    for name, amount in amounts.items():
+        if not str(name).endswith("/gpu"):
+            continue
+        try:
+            value = float(str(amount))
+        except ValueError:
+            continue
+        # A hand-written "1e999" or "nan" requests nothing countable.
+        if math.isfinite(value) and value > 0:
+            count += value
+    return count
