@@ -15,6 +15,7 @@ import pathlib
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from tortoise import Tortoise
 
 from jobarchive.config import DbTls
 from jobarchive.kinds import BUILTIN_KINDS
@@ -82,13 +83,20 @@ def db_url(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> str:
     return f"sqlite://{tmp_path / 'archive.sqlite3'}"
 
 
+def schema_tables() -> list[str]:
+    """Every table of the schema, as Tortoise registered its models (an open database)."""
+    return sorted(
+        {model._meta.db_table for app in Tortoise.apps.values() for model in app.values()}
+    )
+
+
 @pytest.fixture
 async def database(db_url: str) -> AsyncIterator[str]:
     """An open, empty database: the schema created, every table emptied; its read side
     open too, for the queries."""
     await db.open_database(db_url, encryption=DbTls(), read_pool=ReadPool(db_url))
     conn = db.connection()
-    for table in ("job_info", "replica_info", "event_info"):
+    for table in schema_tables():
         await conn.execute_script(f"DELETE FROM {table}")
     yield conn.capabilities.dialect
     await db.close_database()

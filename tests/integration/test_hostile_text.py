@@ -167,7 +167,6 @@ def test_json_output_is_ascii_and_holds_the_values_exactly(
 
 @pytest.fixture
 async def client(database: str) -> AsyncIterator[tuple[Client, dict[str, str]]]:
-    await db.connection().execute_script("DELETE FROM container_log_tail")
     job = await record()
     async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as test_client:
         yield test_client, job

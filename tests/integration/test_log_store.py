@@ -9,7 +9,6 @@ from jobarchive.logtails.text import tail
 from jobarchive.logtails.triggers import Failure
 from jobarchive.maintenance import retention
 from jobarchive.reading import queries
-from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, LogTail, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
@@ -34,12 +33,7 @@ def failure(pod_uid: str, container: str = "pytorch", restart: int = 0, **fields
     return Failure(**values | fields)
 
 
-async def empty() -> None:
-    await db.connection().execute_script("DELETE FROM container_log_tail")
-
-
 async def test_a_tail_is_written_once_and_its_text_kept_as_decoded(database: str) -> None:
-    await empty()
     store = tails.TailStore()
     text = tail("loss: nan 🔥\n".encode() + b"\xff\n", 100, 1000)
     first = tails.row(failure("p1"), "job-1", text, None)
@@ -57,7 +51,6 @@ async def test_a_tail_is_written_once_and_its_text_kept_as_decoded(database: str
 
 
 async def test_a_jobs_tails_are_read_newest_failure_first_and_narrowed(database: str) -> None:
-    await empty()
     written = [
         tails.row(failure("p1", restart=0), "job-1", tail(b"first\n", 10, 100), None),
         tails.row(failure("p1", restart=1), "job-1", tail(b"second\n", 10, 100), None),
@@ -79,7 +72,6 @@ async def test_a_jobs_tails_are_read_newest_failure_first_and_narrowed(database:
 
 
 async def test_retention_prunes_tails_with_their_job_and_with_orphan_pods(database: str) -> None:
-    await empty()
     store = Store()
     await store.upsert(
         Job, [rows.job("old", name="old", status="Failed", is_in_etcd=False, gmt_finished=LONG_AGO)]

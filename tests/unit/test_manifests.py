@@ -2,6 +2,7 @@
 (manifests/shards/): valid against the Kubernetes schemas, installable in one pass,
 least privilege derived from the kinds registry, and Deployments that match the code."""
 
+import pathlib
 from typing import Any
 
 import kubernetes_validate  # type: ignore[import-untyped]  # the package ships no type information
@@ -68,13 +69,64 @@ def test_no_apply_creates_an_object_of_a_kind_its_own_crds_define(apply: str) ->
     assert docs and depending == []
 
 
-@pytest.mark.parametrize(
-    "doc",
-    documents([path for paths in APPLIES.values() for path in paths]),
-    ids=lambda d: f"{d['kind']}/{d['metadata'].get('namespace', '')}/{d['metadata']['name']}",
-)
-def test_every_manifest_validates_against_the_kubernetes_schemas(doc: dict[str, Any]) -> None:
-    kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+def schema_failures(folder: pathlib.Path) -> tuple[int, list[str]]:
+    """Every document of every YAML file under ``folder``, validated against the strict
+    schemas of KUBERNETES: how many were validated, and what each failure says."""
+    validated, failures = 0, []
+    for path in sorted(folder.rglob("*.yaml")):
+        for doc in documents([path]):
+            name = f"{path.relative_to(folder)}: {doc.get('kind')}/{doc['metadata']['name']}"
+            try:
+                version = kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+            except kubernetes_validate.ValidationError as error:
+                failures.append(f"{name}: at {error.json_path}: {error.message}")
+            except kubernetes_validate.SchemaNotFoundError as error:
+                failures.append(f"{name}: {error.message}")
+            else:
+                validated += 1
+                if version != KUBERNETES:
+                    failures.append(f"{name}: validated against {version}, not {KUBERNETES}")
+    return validated, failures
+
+
+def test_every_manifest_validates_against_the_kubernetes_schemas() -> None:
+    validated, failures = schema_failures(REPO / "manifests")
+    assert not failures, "\n".join(failures)
+    assert validated == len(documents(sorted((REPO / "manifests").rglob("*.yaml")))) > 0
+    assert {path.parent for path in (REPO / "manifests").rglob("*.yaml")} == {
+        path.parent for paths in APPLIES.values() for path in paths
+    }
+
+
+def test_the_schema_check_reports_each_document_that_does_not_validate(
+    tmp_path: pathlib.Path,
+) -> None:
+    valid = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fine"}}
+    broken = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "typo"},
+            "spec": {"prots": []},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "two"},
+            "spec": {"replicas": "two"},
+        },
+        {"apiVersion": "example.com/v1", "kind": "Unknown", "metadata": {"name": "nobody"}},
+    ]
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "objects.yaml").write_text(yaml.safe_dump_all([valid, *broken]))
+    validated, failures = schema_failures(tmp_path)
+    assert validated == 1
+    assert [failure.split(": ")[:2] for failure in failures] == [
+        ["nested/objects.yaml", "Service/typo"],
+        ["nested/objects.yaml", "Deployment/two"],
+        ["nested/objects.yaml", "Unknown/nobody"],
+    ]
+    assert "'prots' was unexpected" in failures[0] and "'two'" in failures[1]
 
 
 def granted(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
