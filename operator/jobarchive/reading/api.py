@@ -30,7 +30,7 @@ same application serves at ``/``.
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from aiohttp import web
 
@@ -41,6 +41,7 @@ from jobarchive.reading.handling import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT,
     QUEUE_WAIT,
+    Budget,
     Caller,
     Reads,
     parse,
@@ -56,7 +57,7 @@ from jobarchive.reading.queries import (
     KnownKinds,
     Param,
 )
-from jobarchive.serving import SEND_TIMEOUT, listen, send
+from jobarchive.serving import listen
 
 logger = logging.getLogger(__name__)
 
@@ -112,16 +113,8 @@ class Api:
     """The routes, bound to an access control, a query timeout and how many queries
     may run at once (the read pool's size)."""
 
-    def __init__(
-        self,
-        access: auth.Access,
-        timeout: float = DEFAULT_TIMEOUT,
-        concurrency: int = DEFAULT_CONCURRENCY,
-        narrowed: Callable[[], bool] | None = None,
-        send_timeout: float = SEND_TIMEOUT,
-        kinds: KnownKinds = queries.BUILTIN,
-    ) -> None:
-        self.reads = Reads(access, timeout, concurrency, narrowed, send_timeout, kinds)
+    def __init__(self, access: auth.Access, **budget: Unpack[Budget]) -> None:
+        self.reads = Reads(access, **budget)
 
     def app(self) -> web.Application:
         """An aiohttp application serving the API under ``PREFIX``; its cleanup closes
@@ -152,12 +145,7 @@ class Api:
 
     def _guarded(self, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def guarded(request: web.Request) -> web.Response:
-            # Sent here, within a deadline, rather than by aiohttp after the handler, which
-            # would wait for ever on a client that never reads its answer; in the request's
-            # read turn, so that no more answers are held than queries may run.
-            async with self.reads.held():
-                answer = await self._answer(request, handler)
-                return await send(request, answer, self.reads.send_timeout)
+            return await self.reads.respond(request, lambda: self._answer(request, handler))
 
         return guarded
 
@@ -296,7 +284,9 @@ async def serve(
             port,
         )
     return await listen(
-        Api(access, query_timeout, concurrency, narrowed, kinds=kinds).site(),
+        Api(
+            access, timeout=query_timeout, concurrency=concurrency, narrowed=narrowed, kinds=kinds
+        ).site(),
         host,
         port,
         f"the read-only API at {PREFIX} and the console at /",

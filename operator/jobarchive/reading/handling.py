@@ -18,7 +18,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from aiohttp import web
 from multidict import MultiMapping
@@ -28,7 +28,7 @@ from jobarchive.logs import shown
 from jobarchive.reading import auth, gate, queries
 from jobarchive.reading.gate import Gate
 from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
-from jobarchive.serving import SEND_TIMEOUT
+from jobarchive.serving import SEND_TIMEOUT, send
 from jobarchive.storage import failures, reads
 
 logger = logging.getLogger(__name__)
@@ -168,6 +168,16 @@ async def secure(_: web.Request, response: web.StreamResponse) -> None:
         response.headers.setdefault(name, value)
 
 
+class Budget(TypedDict, total=False):
+    """What bounds the read side beside its access control (``Reads``' keywords)."""
+
+    timeout: float
+    concurrency: int
+    narrowed: Callable[[], bool] | None
+    send_timeout: float
+    kinds: KnownKinds
+
+
 class Reads:
     """The read side as the API and the console use it: an access control, a query
     timeout, how many queries may run at once (the read pool's size), the kinds a
@@ -195,6 +205,15 @@ class Reads:
             raise DuplicateAuthorization(f"{len(given)} Authorization headers; send one")
         identity = await self.access.authenticate(given[0] if given else None)
         return Caller(identity, self.access)
+
+    async def respond(
+        self, request: web.Request, answer: Callable[[], Awaitable[web.Response]]
+    ) -> web.Response:
+        """The answer sent by the handler itself, within ``send_timeout``, rather than by
+        aiohttp after it, which waits for ever on a client that never reads; in the
+        request's read turn (``held``), so that no more answers are held than may run."""
+        async with self.held():
+            return await send(request, await answer(), self.send_timeout)
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:

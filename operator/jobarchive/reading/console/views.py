@@ -28,7 +28,6 @@ from jobarchive.reading import queries
 from jobarchive.reading.console import charts, formats, timeline
 from jobarchive.reading.handling import HEADERS, Caller, Reads, Refusal, parse
 from jobarchive.reading.queries import DETAIL_PARAMS, JOB_PARAMS, LOG_PARAMS, STATS_PARAMS
-from jobarchive.serving import send
 
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
 # The filters the list's form shows first; the others of JOB_PARAMS fold away.
@@ -125,9 +124,7 @@ class Console:
 
     def _page(self, view: View) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def page(request: web.Request) -> web.Response:
-            async with self.reads.held():
-                answer = await self._answer(request, view)
-                return await send(request, answer, self.reads.send_timeout)
+            return await self.reads.respond(request, lambda: self._answer(request, view))
 
         return page
 

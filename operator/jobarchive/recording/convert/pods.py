@@ -37,6 +37,11 @@ KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
 # A TrainJob's JobSet has the TrainJob's name, and labels every pod with it.
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 KUBEDL_JOB_NAME = "job-name"
+RAY_NODE_TYPE = "ray.io/node-type"
+RAY_GROUP = "ray.io/group"
+PENDING = "Pending"
+FAILED = "Failed"
+# The labels that name a pod's role, the first present wins.
 REPLICA_TYPE_LABELS = (
     "training.kubeflow.org/replica-type",
     "replica-type",
@@ -44,10 +49,6 @@ REPLICA_TYPE_LABELS = (
     "jobset.sigs.k8s.io/replicatedjob-name",
     "volcano.sh/task-spec",
 )
-RAY_NODE_TYPE = "ray.io/node-type"
-RAY_GROUP = "ray.io/group"
-PENDING = "Pending"
-FAILED = "Failed"
 
 
 @dataclasses.dataclass(frozen=True)
