@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 from collections.abc import Iterable, Sequence
 
+from jobarchive.cutting import clip
 from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
 
 JOB_STATUSES = (
@@ -216,8 +217,8 @@ def one_of(name: str, value: str | None, known: Sequence[str]) -> str | None:
 def quoted(value: str, longest: int = 80) -> str:
     """User text for a message or a log line: escaped (no line breaks, no control
     characters) and cut, so it can neither forge a line nor flood one."""
-    shown = value if len(value) <= longest else value[:longest] + "…"
-    return repr(shown)
+    # The first ``longest`` characters are kept, then the mark.
+    return repr(clip(value, longest + 1))
 
 
 def fits(name: str, value: str | None, width: int) -> str | None:

@@ -71,11 +71,11 @@ def pod_json(pod: Pod) -> dict[str, Any]:
     return {
         "id": pod.id,
         "name": pod.name,
+        "image": clip(pod.image, IMAGE_LENGTH),
         "namespace": pod.namespace,
         "pod_id": pod.pod_id,
         "version": pod.version,
         "status": pod.status,
-        "image": clip(pod.image, IMAGE_LENGTH),
         "job_id": pod.job_id,
         "replica_type": pod.replica_type,
         "resources": json_or_text(clip(pod.resources, RESOURCES_LENGTH)),

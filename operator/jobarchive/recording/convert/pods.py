@@ -121,12 +121,12 @@ def pod_row(
     phase = text(status.get("phase")) or PENDING
     base = identity(pod)
     return {
+        "pod_id": uid(pod),
         "name": base["name"],
+        "job_id": clip(job_uid, UID_LENGTH),
         "namespace": base["namespace"],
         "version": base["version"],
         "gmt_created": base["gmt_created"],
-        "pod_id": uid(pod),
-        "job_id": clip(job_uid, UID_LENGTH),
         "status": clip(phase, STATUS_LENGTH),
         "image": clip(text(main_spec.get("image")) or "", IMAGE_LENGTH),
         "replica_type": clip(_replica_type(labels), LABEL_VALUE_LENGTH) or "",
