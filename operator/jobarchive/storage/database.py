@@ -31,6 +31,8 @@ from jobarchive.config import DbTls, redact_url, url_secrets
 from jobarchive.storage import dialects, failures, migration, reads, schema, tls
 from jobarchive.storage.models import Job
 from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.reads import ReadSideClosed as ReadSideClosed
+from jobarchive.storage.reads import reader as reader
 
 logger = logging.getLogger(__name__)
 
@@ -213,16 +215,3 @@ def connection() -> BaseDBAsyncClient:
     """The connection (pool) the store writes through."""
     client: BaseDBAsyncClient = connections.get(Job._meta.default_connection or "")
     return client
-
-
-class ReadSideClosed(Exception):
-    """A read was asked for, but the read side was not opened (``read_pool``)."""
-
-
-def reader() -> BaseDBAsyncClient:
-    """The read side's connection (pool): every query of ``reading`` runs on it."""
-    for name in connections.db_config:
-        if name.endswith(reads.SUFFIX):
-            client: BaseDBAsyncClient = connections.get(name)
-            return client
-    raise ReadSideClosed("the read side's connection was not opened")

@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+from tortoise import connections
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.backends.mysql.client import MySQLClient
 from tortoise.backends.sqlite.client import SqliteClient
@@ -186,3 +187,17 @@ def get_client_class(db_info: dict[str, Any]) -> type[BaseDBAsyncClient]:
         dialects.SQLITE.engine: SQLiteReader,
     }
     return readers[db_info["credentials"]["backend"]]
+
+
+class ReadSideClosed(Exception):
+    """A read was asked for, but the read side was not opened (``read_pool``)."""
+
+
+def reader() -> BaseDBAsyncClient:
+    """The read side's connection (pool): every query of ``reading`` runs on it. Here,
+    not in ``database``, so that the read side needs nothing that opens or upgrades."""
+    for name in connections.db_config:
+        if name.endswith(SUFFIX):
+            client: BaseDBAsyncClient = connections.get(name)
+            return client
+    raise ReadSideClosed("the read side's connection was not opened")
