@@ -5,7 +5,7 @@ import datetime
 
 from markupsafe import Markup
 
-from jobarchive.times import duration
+from jobarchive.times import duration, timestamp
 from jobarchive.visible import visible
 
 __all__ = ["duration", "iso", "parse", "shown", "utc"]
@@ -13,10 +13,7 @@ __all__ = ["duration", "iso", "parse", "shown", "utc"]
 
 def parse(stamp: str | None) -> datetime.datetime | None:
     """An RFC 3339 time as the queries write it (``...Z``), aware; None stays None."""
-    if not stamp:
-        return None
-    moment = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
+    return timestamp(stamp)
 
 
 def utc(moment: datetime.datetime | str | None) -> str:

@@ -12,7 +12,7 @@ from jobarchive.reading.queries.source import Head, read, reader
 from jobarchive.rows import REMARK_LENGTH, UID_LENGTH
 from jobarchive.storage import dialects
 from jobarchive.storage.models import Job
-from jobarchive.times import aware
+from jobarchive.times import aware, timestamp
 
 # The most pods and Events of one job a timeline reads: a 2,000-pod job is drawn whole,
 # a larger one from its first pods by creation (the page says so).
@@ -144,5 +144,5 @@ def timeline_pods_sql(job_uid: str) -> str:
 def _moment(value: Any) -> datetime.datetime | None:
     """A time as a raw row holds it (MySQL: a naive UTC datetime; SQLite: text), aware."""
     if isinstance(value, str):
-        value = datetime.datetime.fromisoformat(value)
+        return timestamp(value)
     return aware(value) if isinstance(value, datetime.datetime) else None
