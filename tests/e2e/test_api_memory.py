@@ -28,7 +28,7 @@ from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o
 from testbed.objects import Body
-from tests.support.serve import get, jobarchive_serve, memory
+from tests.support.serve import Walk, get, jobarchive_serve, memory
 
 pytestmark = pytest.mark.e2e
 
@@ -195,39 +195,6 @@ async def big_job(archive: str) -> BigJob:
         f"written in {time.monotonic() - converted:.1f} s"
     )
     return job
-
-
-class Walk:
-    """Every row of a paged list, read page by page from the cursors it gives out."""
-
-    def __init__(self) -> None:
-        self.rows: list[dict[str, Any]] = []
-        self.cursors: list[str] = []
-        self.largest = 0
-
-    async def read(
-        self,
-        session: aiohttp.ClientSession,
-        url: str,
-        items: str,
-        cursor: str,
-        next_cursor: str,
-        **params: str,
-    ) -> "Walk":
-        following: str | None = None
-        while True:
-            asked = {"limit": str(MAX_PAGE), **params}
-            if following is not None:
-                asked[cursor] = following
-            status, body = await get(session, url, asked)
-            assert status == 200, body[:500]
-            self.largest = max(self.largest, len(body))
-            page = json.loads(body)
-            self.rows += page[items]
-            following = page[next_cursor]
-            if following is None:
-                return self
-            self.cursors.append(following)
 
 
 def assert_each_once_in_order(

@@ -30,7 +30,7 @@ from testbed.ports import free_port
 from tests.support import rows
 from tests.support.commands import jobarchive
 from tests.support.operators import OperatorFactory
-from tests.support.serve import get, jobarchive_serve, memory
+from tests.support.serve import Walk, get, jobarchive_serve, memory
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
@@ -107,25 +107,6 @@ async def old_archive(archive: str) -> str:
     return archive
 
 
-async def walk(
-    session: aiohttp.ClientSession, url: str, items: str, cursor: str, following: str
-) -> tuple[list[dict[str, Any]], int]:
-    """Every row of a paged list, and the largest answer on the way."""
-    found: list[dict[str, Any]] = []
-    largest = 0
-    after: str | None = None
-    while True:
-        params = {"limit": "500", **({cursor: after} if after else {})}
-        status, body = await get(session, url, params)
-        assert status == 200, body[:300]
-        largest = max(largest, len(body))
-        page = json.loads(body)
-        found += page[items]
-        after = page[following]
-        if after is None:
-            return found, largest
-
-
 @contextlib.contextmanager
 def slow_readers(port: int, path: str, count: int) -> Iterator[list[socket.socket]]:
     """``count`` clients that ask for ``path`` and never read their answers; a receive
@@ -156,13 +137,14 @@ async def test_oversized_rows_answer_within_the_budget_and_every_row_is_reached(
         aiohttp.ClientSession() as session,
     ):
         detail = f"{base}/jobs/{UID}"
-        pods, largest_pods = await walk(session, detail, "pods", "pods_cursor", "pods_next_cursor")
-        events, largest_events = await walk(
-            session, detail, "events", "events_cursor", "events_next_cursor"
+        walked = await Walk().read(session, detail, "pods", "pods_cursor", "pods_next_cursor")
+        pods, largest_pods = walked.rows, walked.largest
+        walked = await Walk().read(session, detail, "events", "events_cursor", "events_next_cursor")
+        events, largest_events = walked.rows, walked.largest
+        walked = await Walk().read(
+            session, f"{base}/events", "items", "cursor", "next_cursor", namespace=NAMESPACE
         )
-        listed, largest_listed = await walk(
-            session, f"{base}/events?namespace={NAMESPACE}", "items", "cursor", "next_cursor"
-        )
+        listed, largest_listed = walked.rows, walked.largest
         console = await get(session, base.replace("/api/v1", "") + f"/jobs/{UID}")
     print(
         f"largest answers: detail {largest_pods} / {largest_events}, events {largest_listed}, "

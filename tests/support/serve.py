@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import json
 import os
 import pathlib
 from collections.abc import AsyncIterator
@@ -10,6 +11,7 @@ from typing import Any
 import aiohttp
 
 from jobarchive.reading.api import PREFIX
+from jobarchive.reading.queries import MAX_PAGE
 from testbed.ports import free_port
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.waiting import eventually
@@ -67,3 +69,36 @@ def memory(pid: int) -> tuple[int, int]:
     status = pathlib.Path(f"/proc/{pid}/status").read_text()
     fields = dict(line.split(":", 1) for line in status.splitlines())
     return int(fields["VmRSS"].split()[0]) * 1024, int(fields["VmHWM"].split()[0]) * 1024
+
+
+class Walk:
+    """Every row of a paged list, read page by page from the cursors it gives out."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.cursors: list[str] = []
+        self.largest = 0
+
+    async def read(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        items: str,
+        cursor: str,
+        next_cursor: str,
+        **params: str,
+    ) -> "Walk":
+        following: str | None = None
+        while True:
+            asked = {"limit": str(MAX_PAGE), **params}
+            if following is not None:
+                asked[cursor] = following
+            status, body = await get(session, url, asked)
+            assert status == 200, body[:500]
+            self.largest = max(self.largest, len(body))
+            page = json.loads(body)
+            self.rows += page[items]
+            following = page[next_cursor]
+            if following is None:
+                return self
+            self.cursors.append(following)
