@@ -42,6 +42,24 @@ logger = logging.getLogger(__name__)
 
 GROUP = "jobarchive.io"
 RESOURCE = "jobs"
+
+
+@dataclasses.dataclass(frozen=True)
+class Resource:
+    """What a SubjectAccessReview asks about: a resource of an API group, and maybe one
+    of its subresources, as RBAC rules name them."""
+
+    group: str
+    resource: str
+    subresource: str = ""
+
+    def __str__(self) -> str:
+        sub = f"/{self.subresource}" if self.subresource else ""
+        return f"{self.resource}{sub}.{self.group}"
+
+
+# The JSON API's and the console's virtual resource (decision 14).
+JOBS = Resource(GROUP, RESOURCE)
 # A SubjectAccessReview's namespace for "in every namespace".
 ALL_NAMESPACES = ""
 # (apiVersion, kind, plural) of the two reviews.
@@ -106,8 +124,11 @@ class Access(Protocol):
         """The caller of a request with this Authorization header; Unauthenticated if none."""
         ...
 
-    async def allowed(self, identity: Identity, verb: str, namespace: str) -> bool:
-        """Whether ``identity`` may ``verb`` jobs in ``namespace`` (ALL_NAMESPACES: all)."""
+    async def allowed(
+        self, identity: Identity, verb: str, namespace: str, resource: Resource = JOBS
+    ) -> bool:
+        """Whether ``identity`` may ``verb`` the ``resource`` in ``namespace``
+        (ALL_NAMESPACES: in all of them)."""
         ...
 
     async def close(self) -> None:
@@ -216,7 +237,9 @@ class KubernetesAuth:
         # Tokens accepted before: their reviews take no turn, so a flood of made-up
         # tokens never holds up a caller the cache knew.
         self._accepted: Lru[str, bool] = Lru(capacity)
-        self._decisions: Expiring[tuple[Identity, str, str], bool] = Expiring(ttl, capacity)
+        self._decisions: Expiring[tuple[Identity, str, str, Resource], bool] = Expiring(
+            ttl, capacity
+        )
         self._failing = False
 
     async def authenticate(self, authorization: str | None) -> Identity:
@@ -241,21 +264,25 @@ class KubernetesAuth:
         self._accepted.put(key, True)
         return identity
 
-    async def allowed(self, identity: Identity, verb: str, namespace: str) -> bool:
-        """Whether the API server's authorizers let ``identity`` ``verb`` jobs there."""
-        key = (identity, verb, namespace)
+    async def allowed(
+        self, identity: Identity, verb: str, namespace: str, resource: Resource = JOBS
+    ) -> bool:
+        """Whether the API server's authorizers let ``identity`` ``verb`` the resource there."""
+        key = (identity, verb, namespace, resource)
         decision = self._decisions.get(key)
         if decision is None:
             spec: dict[str, Any] = {
                 "user": identity.username,
                 "groups": list(identity.groups),
                 "resourceAttributes": {
-                    "group": GROUP,
-                    "resource": RESOURCE,
+                    "group": resource.group,
+                    "resource": resource.resource,
                     "verb": verb,
                     "namespace": namespace,
                 },
             }
+            if resource.subresource:
+                spec["resourceAttributes"]["subresource"] = resource.subresource
             if identity.uid:
                 spec["uid"] = identity.uid
             if identity.extra:
@@ -304,7 +331,9 @@ class NoAuth:
         """Everyone is the same anonymous caller."""
         return ANONYMOUS
 
-    async def allowed(self, identity: Identity, verb: str, namespace: str) -> bool:
+    async def allowed(
+        self, identity: Identity, verb: str, namespace: str, resource: Resource = JOBS
+    ) -> bool:
         """Always."""
         return True
 

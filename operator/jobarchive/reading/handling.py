@@ -102,10 +102,17 @@ class Caller:
 
     identity: auth.Identity
     access: auth.Access
+    # What the face the request came by reviews its reads as.
+    resource: auth.Resource = auth.JOBS
 
-    async def may(self, verb: str, namespace: str | None) -> bool:
-        """Whether the caller may ``verb`` jobs in ``namespace`` (None: in all)."""
-        return await self.access.allowed(self.identity, verb, namespace or auth.ALL_NAMESPACES)
+    async def may(
+        self, verb: str, namespace: str | None, resource: auth.Resource | None = None
+    ) -> bool:
+        """Whether the caller may ``verb`` the resource (the face's unless named) in
+        ``namespace`` (None: in all)."""
+        return await self.access.allowed(
+            self.identity, verb, namespace or auth.ALL_NAMESPACES, resource or self.resource
+        )
 
     async def require(
         self,
@@ -119,7 +126,7 @@ class Caller:
         if await self.may(verb, namespace):
             return
         # Named as RBAC names it, so that whoever grants access knows what to grant.
-        denied = f"user {self.identity.username!r} may not {verb} {auth.RESOURCE}.{auth.GROUP}"
+        denied = f"user {self.identity.username!r} may not {verb} {self.resource}"
         if namespace:
             raise Forbidden(f"{denied} in namespace {namespace!r}")
         raise Forbidden(f"{what} covers all namespaces, and {denied} in all of them: {instead}")
@@ -198,13 +205,14 @@ class Reads:
         self.gate = Gate(concurrency, narrowed)
         self.kinds = kinds
 
-    async def caller(self, request: web.Request) -> Caller:
-        """Who sent the request (its bearer token); Unauthenticated when nobody known."""
+    async def caller(self, request: web.Request, resource: auth.Resource = auth.JOBS) -> Caller:
+        """Who sent the request (its bearer token), its reads reviewed as ``resource``;
+        Unauthenticated when nobody known."""
         given = request.headers.getall("Authorization", [])
         if len(given) > 1:
             raise DuplicateAuthorization(f"{len(given)} Authorization headers; send one")
         identity = await self.access.authenticate(given[0] if given else None)
-        return Caller(identity, self.access)
+        return Caller(identity, self.access, resource)
 
     async def respond(
         self, request: web.Request, answer: Callable[[], Awaitable[web.Response]]
