@@ -345,7 +345,8 @@ class Reviews:
     As with RBAC, a grant in namespace ``""`` (a ClusterRoleBinding of the reader
     role) allows every namespace and requests over all of them; a grant in a namespace
     (a RoleBinding) allows that namespace only. A subject is ``user:<name>`` or
-    ``group:<name>``.
+    ``group:<name>``. Other resources (``archivedjobs.archive.jobarchive.io``,
+    ``archivedjobs/log.archive.jobarchive.io``) are granted apart (``grant_resources``).
     """
 
     GROUP, RESOURCE, VERBS = "jobarchive.io", "jobs", ("get", "list")
@@ -353,6 +354,7 @@ class Reviews:
     def __init__(self, cluster: Cluster) -> None:
         self.tokens: dict[str, Body] = {}
         self.grants: set[tuple[str, str]] = set()
+        self.resource_grants: set[tuple[str, str, str]] = set()
         # While set, both reviews answer 500, as an API server whose etcd is away.
         self.failing = False
         answers = {TOKEN_REVIEWS: self._token_review, ACCESS_REVIEWS: self._access_review}
@@ -376,6 +378,16 @@ class Reviews:
         """Let ``subject`` get and list jobs in ``namespace`` ("": cluster-wide)."""
         self.grants.add((subject, namespace))
 
+    def grant_resources(self, subject: str, namespace: str, *resources: str) -> None:
+        """Let ``subject`` get and list each of ``resources`` (``resource[/sub].group``)
+        in ``namespace`` ("": cluster-wide)."""
+        self.resource_grants.update((subject, namespace, resource) for resource in resources)
+
+    def _granted(self, subject: str, namespace: str, resource: str) -> bool:
+        if resource == f"{self.RESOURCE}.{self.GROUP}":
+            return (subject, namespace) in self.grants
+        return (subject, namespace, resource) in self.resource_grants
+
     def _token_review(self, request: Any) -> Body:
         spec = request.data["spec"]
         user = self.tokens.get(spec.get("token"))
@@ -389,12 +401,14 @@ class Reviews:
         wanted = spec.get("resourceAttributes") or {}
         namespace = wanted.get("namespace") or ""
         subjects = {f"user:{spec.get('user')}", *(f"group:{g}" for g in spec.get("groups", []))}
+        sub = f"/{wanted['subresource']}" if wanted.get("subresource") else ""
+        asked = f"{wanted.get('resource')}{sub}.{wanted.get('group')}"
         granted = any(
-            (subject, "") in self.grants or (namespace and (subject, namespace) in self.grants)
+            self._granted(subject, "", asked)
+            or (namespace and self._granted(subject, namespace, asked))
             for subject in subjects
         )
-        on_jobs = (wanted.get("group"), wanted.get("resource")) == (self.GROUP, self.RESOURCE)
-        allowed = bool(granted and on_jobs and wanted.get("verb") in self.VERBS)
+        allowed = bool(granted and wanted.get("verb") in self.VERBS)
         status: Body = {"allowed": allowed}
         if allowed:
             status["reason"] = "RBAC: allowed by a binding of ClusterRole jobarchive-reader"

@@ -47,6 +47,7 @@ from jobarchive.reading.handling import (
     parse,
     secure,
 )
+from jobarchive.reading.openapi import document
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     EVENT_PARAMS,
@@ -94,12 +95,12 @@ def error(status: int, message: str, headers: Mapping[str, str] | None = None) -
 async def _json_errors(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
-    """aiohttp's own refusals of the API's paths (404 no route, 405 not GET) as the
-    API's JSON errors."""
+    """aiohttp's own refusals (404 no route, 405 not GET) of every path under ``/api/``
+    as the API's JSON errors: none of them is the console's."""
     try:
         return await handler(request)
     except web.HTTPException as exc:
-        if exc.status < 400 or not request.path.startswith(PREFIX + "/"):
+        if exc.status < 400 or not request.path.startswith("/api/"):
             raise
         allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
         message = f"{exc.reason.lower()}: the API answers GET on {PREFIX}/..."
@@ -193,66 +194,9 @@ class Api:
         return {"items": await self.reads.within(lambda: queries.stats(**values))}
 
 
-def _schema(param: Param) -> dict[str, Any]:
-    if param.type == "time":
-        return {"type": "string", "format": "date-time"}
-    return {"type": param.type}
-
-
 def openapi() -> dict[str, Any]:
-    """The OpenAPI 3.0 document of the API, built from the same parameter table."""
-
-    def operation(summary: str, params: tuple[Param, ...], path: tuple[str, ...] = ()) -> Any:
-        parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-            for name in path
-        ] + [
-            {"name": p.name, "in": "query", "description": p.description, "schema": _schema(p)}
-            for p in params
-        ]
-        responses = {
-            "200": {"description": "OK", "content": {"application/json": {}}},
-            "400": {"description": "Bad input; the message says what to change."},
-            "401": {"description": "No bearer token, or one Kubernetes does not accept."},
-            "403": {"description": "The caller may not read the namespace, or all of them."},
-            "503": {
-                "description": "Kubernetes could not review the caller, or every read "
-                "connection stayed busy (Retry-After says when to retry)."
-            },
-            "504": {"description": "The query outlived the timeout; the database stopped it."},
-        }
-        if path:
-            responses["404"] = {"description": "No such job."}
-        return {"get": {"summary": summary, "parameters": parameters, "responses": responses}}
-
-    paths = {
-        "/jobs": operation("Jobs, newest first, one keyset page.", JOB_PARAMS + PAGE),
-        "/jobs/{uid}": operation(
-            "One job, a page of its pods and of its Events, and its replicas.",
-            DETAIL_PARAMS,
-            ("uid",),
-        ),
-        "/jobs/{uid}/logs": operation(
-            "The last lines of the job's failed containers' logs, newest failure first "
-            "(a job named logs in a namespace named like a uid: read it by uid).",
-            LOG_PARAMS,
-            ("uid",),
-        ),
-        "/jobs/{namespace}/{name}": operation(
-            "Every job recorded under a name, one keyset page.", PAGE, ("namespace", "name")
-        ),
-        "/events": operation("Events, most recent first, one keyset page.", EVENT_PARAMS + PAGE),
-        "/stats": operation("Counts and durations of jobs by a column.", STATS_PARAMS),
-    }
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": "jobarchive", "version": "1", "description": __doc__},
-        "servers": [{"url": PREFIX}],
-        "paths": paths,
-        # A Kubernetes bearer token (unless served with authentication "none").
-        "components": {"securitySchemes": {"kubernetes": {"type": "http", "scheme": "bearer"}}},
-        "security": [{"kubernetes": []}],
-    }
+    """The OpenAPI document of the API (``reading.openapi``), described by this module."""
+    return document(PREFIX, __doc__ or "")
 
 
 async def _openapi(_: web.Request, __: Caller) -> Any:

@@ -142,6 +142,20 @@ async def job_namespace(job_uid: str) -> str | None:
     return None if found is None else str(found["namespace"])
 
 
+async def job_namespaces(limit: int) -> tuple[list[str], bool]:
+    """The first ``limit`` namespaces that hold a job, by name, and whether there are
+    more: one entry of the (namespace, name) index per namespace, no row read."""
+    found = (
+        await read(Job)
+        .distinct()
+        .order_by("namespace")
+        .limit(limit + 1)
+        .values_list("namespace", flat=True)
+    )
+    names = [str(name) for name in found]
+    return names[:limit], len(names) > limit
+
+
 async def one_job(job_uid: str) -> dict[str, Any] | None:
     """The job with that uid, as the list shows it; None if no job has it."""
     job = await bounded(Job).filter(job_id=fits("uid", job_uid, UID_LENGTH)).first()
