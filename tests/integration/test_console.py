@@ -14,7 +14,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive.reading import api, auth, queries
-from jobarchive.reading.console import timeline
+from jobarchive.reading.console import mounts, timeline
+from jobarchive.reading.console.routes import PAGES
 from jobarchive.storage import database as db
 from tests.support.console import at, keep_log_tail, large_job, oom_killed_job
 from tests.support.history import History
@@ -212,3 +213,83 @@ async def test_a_failed_pods_log_tail_is_linked_from_its_bar_and_row(
     assert "no job with uid" in missing
     too_many = await page(client, f"/logs?uid={uid}&limit=0", 400)
     assert "limit" in too_many
+
+
+async def crawl(client: Client, mount: str) -> tuple[set[str], set[str], set[str]]:
+    """Every page reachable from the mount's list by the pages' own links, and every
+    asset and other link they name: each page and asset one path segment below the
+    mount, answered 200 with the console's headers."""
+    pages, assets, elsewhere = set(), set(), set()
+    waiting = [mount]
+    while waiting:
+        path = waiting.pop()
+        if path in pages:
+            continue
+        pages.add(path)
+        assert len(pages) < 100, "the crawl does not end"
+        html = await page(client, path)
+        for reference in re.findall(r'(?:href|src|action)="([^"]*)"', html):
+            target = resolved(path, reference)
+            name = urllib.parse.urlsplit(target).path.removeprefix(mount)
+            if not target.startswith(mount) or "/" in name:
+                elsewhere.add(target)
+            elif "." in name:
+                assets.add(target)
+            else:
+                waiting.append(target)
+    for asset in assets:
+        response = await client.get(asset)
+        assert response.status == 200 and response.headers["X-Content-Type-Options"] == "nosniff"
+        assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+    return pages, assets, elsewhere
+
+
+async def test_every_link_of_every_page_stays_under_its_mount(
+    client: Client, recorded: dict
+) -> None:
+    uid, story = recorded["uid"], recorded["story"]
+    await keep_log_tail(story["job"], story["pods"][1], b"CUDA out of memory\n")
+    for mount in ("/", mounts.PATH + "/"):
+        pages, assets, elsewhere = await crawl(client, mount)
+        assert {urllib.parse.urlsplit(p).path for p in pages} == {mount + n for n in PAGES}
+        assert any(f"logs?uid={uid}&pod=" in p for p in pages)
+        assert {a.removeprefix(mount) for a in assets} == {
+            "console.css",
+            "console.js",
+            "favicon.svg",
+        }
+        if mount == "/":
+            # The JSON of what a page shows, on the API beside it.
+            assert all(target.startswith(api.PREFIX + "/") for target in elsewhere)
+            for target in elsewhere:
+                assert (await client.get(target)).content_type == "application/json"
+        else:
+            aggregated = "/apis/archive.jobarchive.io/v1"
+            job = f"{aggregated}/namespaces/team-a/archivedjobs/{uid}"
+            assert {aggregated, job, job + "/log"} <= elsewhere
+            assert all(
+                target.startswith(aggregated + "/") or target == aggregated for target in elsewhere
+            )
+
+
+async def test_the_prefix_without_its_slash_and_the_old_paths_lead_to_the_pages(
+    client: Client, recorded: dict
+) -> None:
+    uid = recorded["uid"]
+    for old, new in (
+        (mounts.PATH, mounts.PATH + "/"),
+        (f"/jobs/{uid}?limit=1", f"/job?uid={uid}&limit=1"),
+        (f"/jobs/{uid}/logs?pod=x", f"/logs?uid={uid}&pod=x"),
+        ("/static/console.css", "/console.css"),
+    ):
+        moved = await client.get(old, allow_redirects=False)
+        assert moved.status == 301 and "://" not in moved.headers["Location"]
+        assert resolved(old, moved.headers["Location"]) == new
+    assert "OOMKilled" in await page(client, f"/jobs/{uid}")
+    assert "no such page" in await page(client, "/static/nothing.css", 404)
+    for missing in ("/nope", "/job/extra", f"{mounts.PATH}/nope", f"{mounts.PATH}/job/x"):
+        assert "no such page" in await page(client, missing, 404)
+    refused = await client.post(mounts.PATH + "/")
+    assert refused.status == 405 and refused.content_type == "text/html"
+    assert "GET" in refused.headers["Allow"]
+    assert "the console answers GET only" in await refused.text()
