@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive import cluster as kube
 from jobarchive.config import DbTls
-from jobarchive.reading import api, auth
+from jobarchive.reading import api, auth, queries
 from jobarchive.reading.console import mounts
 from jobarchive.storage import database as db
 from jobarchive.storage.reads import ReadPool
@@ -132,11 +132,14 @@ async def test_a_reader_of_some_namespaces_lands_on_them_and_a_reader_of_none_is
     assert uids["team-c"] in chosen and uids["team-a"] not in chosen
 
     nothing = await page(console, "/", DAVE, 403)
-    assert "may not list jobs.jobarchive.io in any of the 3 namespaces" in nothing
+    assert "may not list jobs.jobarchive.io in any namespace the archive holds" in nothing
     assert "--clusterrole=jobarchive-reader --user=dave" in nothing
     assert not any(f"namespace={namespace}" in nothing for namespace in uids)
     bad = await page(console, "/?created_since=someday", DAVE, 400)
     assert "is not a date or time" in bad
+    # Past the landing's bound, what is left out is said.
+    assert await queries.job_namespaces(2) == (["team-a", "team-b"], True)
+    assert await queries.job_namespaces(3) == (["team-a", "team-b", "team-c"], False)
 
 
 async def test_under_the_prefix_pages_are_reviewed_as_the_archives_resources(

@@ -1,9 +1,10 @@
 """The read-only HTTP API: the CLI's queries as JSON under ``/api/v1``.
 
 Served by ``jobarchive serve`` and, when ``JOBARCHIVE_API_PORT`` is set, by the
-operator process. Each route declares its query parameters once, in ``ROUTES``;
-the parser and the OpenAPI document both read that table, so they cannot drift.
-Errors are JSON, ``{"error": {"status": ..., "message": ...}}``: 400 for bad input
+operator process. Each route's query parameters are a table of ``queries.params``;
+the parser and the OpenAPI document (``reading.openapi``) both read it, so they
+cannot drift. Errors are JSON, ``{"error": {"status": ..., "message": ...}}``, a path
+under ``/api/`` that is no route and a method not GET included: 400 for bad input
 (unknown parameter, bad date, unknown status, bad cursor, page too large), 401
 without a valid bearer token, 403 when the caller may not read the namespace asked
 for (or all namespaces, when none is named), 404 for an unknown job, 503 when
@@ -36,6 +37,7 @@ from aiohttp import web
 
 from jobarchive.reading import auth, queries
 from jobarchive.reading.console import Console
+from jobarchive.reading.console.mounts import PATH as CONSOLE
 from jobarchive.reading.handling import (
     BACKSTOP,
     DEFAULT_CONCURRENCY,
@@ -233,5 +235,5 @@ async def serve(
         ).site(),
         host,
         port,
-        f"the read-only API at {PREFIX} and the console at /",
+        f"the read-only API at {PREFIX} and the console at / and {CONSOLE}/",
     )
