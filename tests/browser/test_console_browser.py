@@ -159,7 +159,7 @@ async def test_a_job_of_hundreds_of_pods_in_a_browser(
         await asyncio.to_thread(large_job_page, driver, origin, uid, tmp_path)
 
 
-def under_the_prefix(driver: WebDriver, origin: str, shots: pathlib.Path) -> None:
+def under_the_prefix(driver: WebDriver, origin: str) -> None:
     """The console as kubectl proxy serves it: every page, asset and form under the
     prefix, the style and the script applied (the CSP let them in, nothing else)."""
     console = origin + mounts.PATH + "/"
@@ -185,7 +185,6 @@ def under_the_prefix(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     browser.follow(driver, By.LINK_TEXT, "team-a/llama-pretrain")
     assert driver.current_url.startswith(console + "job?uid=")
     assert driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.bar")
-    browser.screenshot(driver, shots, "prefix-job")
     stays()
     browser.follow(driver, By.LINK_TEXT, "Statistics")
     assert driver.current_url == console + "stats"
@@ -205,4 +204,4 @@ async def test_the_console_under_the_aggregated_prefix_in_a_browser(
 ) -> None:
     url, _ = await large_job_archive(tmp_path, 60)
     async with serving_console(url, tmp_path) as origin:
-        await asyncio.to_thread(under_the_prefix, driver, origin, tmp_path)
+        await asyncio.to_thread(under_the_prefix, driver, origin)

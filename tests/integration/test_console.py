@@ -286,6 +286,12 @@ async def test_the_prefix_without_its_slash_and_the_old_paths_lead_to_the_pages(
         assert moved.status == 301 and "://" not in moved.headers["Location"]
         assert resolved(old, moved.headers["Location"]) == new
     assert "OOMKilled" in await page(client, f"/jobs/{uid}")
+    # What an old path holds is a parameter of the new one, never a place to go.
+    for hostile in ("%2F%2Fevil.example%2F", "https:%2F%2Fevil.example", "..%2F..%2Fx"):
+        moved = await client.get(f"/jobs/{hostile}/logs", allow_redirects=False)
+        location = urllib.parse.urlsplit(moved.headers["Location"])
+        assert (location.scheme, location.netloc, location.path) == ("", "", "../../logs")
+        assert urllib.parse.parse_qs(location.query)["uid"] == [urllib.parse.unquote(hostile)]
     assert "no such page" in await page(client, "/static/nothing.css", 404)
     for missing in ("/nope", "/job/extra", f"{mounts.PATH}/nope", f"{mounts.PATH}/job/x"):
         assert "no such page" in await page(client, missing, 404)
