@@ -99,7 +99,7 @@ class Console:
         app.router.add_get(AGGREGATED.path, self._slash)
         for old, new in MOVED.items():
             app.router.add_get(old, self._moved(new))
-        app.router.add_get("/static/{name}", self._moved(".."))
+        app.router.add_get("/static/{name}", self._moved_asset)
         app.router.add_get(AGGREGATED.path + "/{path:.*}", self._missing)
         # Any other path outside the APIs' is a console page that does not exist.
         app.router.add_get(f"/{{path:(?!(?:{APIS})(?:/|$)).*}}", self._missing)
@@ -160,18 +160,20 @@ class Console:
         raise web.HTTPMovedPermanently(_relative("console/", request))
 
     def _moved(self, to: str) -> Handler:
-        """Send a page's old path on to its new place: ``to``, relative to the old path,
-        with the old path's parameter (``uid``, an asset's name) and query."""
+        """Send a job's page from its old path on to ``to``, relative to the old path,
+        with the job's uid and the old query."""
 
         async def moved(request: web.Request) -> web.Response:
-            info = dict(request.match_info)
-            if "name" in info:
-                if info["name"] not in self.static:
-                    return await self._missing(request)
-                raise web.HTTPMovedPermanently(_relative(f"{to}/{_quote(info['name'])}", request))
-            raise web.HTTPMovedPermanently(_relative(to, request, uid=info["uid"]))
+            raise web.HTTPMovedPermanently(_relative(to, request, uid=request.match_info["uid"]))
 
         return moved
+
+    async def _moved_asset(self, request: web.Request) -> web.Response:
+        """Send an asset from ``/static/`` on to its place beside the pages."""
+        name = request.match_info["name"]
+        if name not in self.static:
+            return await self._missing(request)
+        raise web.HTTPMovedPermanently(f"../{_quote(name)}")
 
     @web.middleware
     async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
