@@ -6,7 +6,8 @@ import contextlib
 import dataclasses
 import logging
 import signal
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -18,6 +19,7 @@ from jobarchive.storage import database as db
 from jobarchive.storage import failures
 
 logger = logging.getLogger(__name__)
+FC = TypeVar("FC", bound=Callable[..., Any])
 
 
 async def _stopped() -> None:
@@ -29,6 +31,11 @@ async def _stopped() -> None:
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     logger.info("Stopping: answering no more requests")
+
+
+def _file_option(flag: str, says: str) -> Callable[[FC], FC]:
+    """An option naming a file that must exist."""
+    return click.option(flag, type=click.Path(exists=True, dir_okay=False), help=says)
 
 
 @click.command()
@@ -47,27 +54,21 @@ async def _stopped() -> None:
     "cluster; none: anyone may read (JOBARCHIVE_API_AUTH, default kubernetes).",
 )
 @click.option("--timeout", type=float, help="Seconds a query may take (JOBARCHIVE_API_TIMEOUT).")
-@click.option(
+@_file_option(
     "--tls-cert-file",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Serve HTTPS with this certificate (PEM, the chain after it) and "
-    "--tls-private-key-file (JOBARCHIVE_API_TLS_CERT_FILE).",
+    "Serve HTTPS with this certificate (PEM, the chain after it) and --tls-private-key-file "
+    "(JOBARCHIVE_API_TLS_CERT_FILE).",
 )
-@click.option(
-    "--tls-private-key-file",
-    type=click.Path(exists=True, dir_okay=False),
-    help="The key of --tls-cert-file (JOBARCHIVE_API_TLS_KEY_FILE).",
-)
+@_file_option("--tls-private-key-file", "The key of --tls-cert-file (JOBARCHIVE_API_TLS_KEY_FILE).")
 @click.option(
     "--tls-self-signed",
     is_flag=True,
     default=None,
     help="Serve HTTPS with a certificate made at start (JOBARCHIVE_API_TLS_SELF_SIGNED).",
 )
-@click.option(
+@_file_option(
     "--requestheader-client-ca-file",
-    type=click.Path(exists=True, dir_okay=False),
-    help="The front proxy's CA, in place of the cluster's extension-apiserver-authentication "
+    "The front proxy's CA, in place of the cluster's extension-apiserver-authentication "
     "ConfigMap (JOBARCHIVE_REQUESTHEADER_CLIENT_CA_FILE).",
 )
 @click.option(

@@ -204,11 +204,12 @@ class Reads:
         front_proxy: FrontProxy | None = None,
     ) -> None:
         self.access = access
-        self.front_proxy = front_proxy
+        self.gate = Gate(concurrency, narrowed)
         self.timeout = timeout
         self.send_timeout = send_timeout
-        self.gate = Gate(concurrency, narrowed)
         self.kinds = kinds
+        # Whose front-proxy headers are believed (None: nobody's).
+        self.front_proxy = front_proxy
 
     async def caller(self, request: web.Request, resource: auth.Resource = auth.JOBS) -> Caller:
         """Who sent the request (the front proxy's headers, else its bearer token), its
