@@ -354,3 +354,67 @@ async def test_jobarchive_serve_makes_a_certificate_of_its_own_when_asked(
         process.terminate()
         await process.wait()
         print((tmp_path / "serve.log").read_text())
+
+
+async def test_a_ca_file_and_names_given_replace_the_configmap_and_follow_the_file(
+    cluster: Cluster, reviews: Reviews, jobs: None, e2e_db_url: str, tmp_path: pathlib.Path
+) -> None:
+    serving_ca = Authority(tmp_path / "serving", "serving-ca")
+    proxy_ca = Authority(tmp_path / "proxy", "front-proxy-ca")
+    ca_file = proxy_ca.write()
+    serving = serving_ca.issue("127.0.0.1", server=True)
+    trusted = serving_ca.write()
+    named = Client(trusted, proxy_ca.issue("aggregator"))
+    overrides = (
+        "--requestheader-client-ca-file",
+        str(ca_file),
+        "--requestheader-allowed-names",
+        "aggregator",
+    )
+    async with served_https(tmp_path, e2e_db_url, cluster.url, serving, *overrides) as base:
+        await eventually(lambda: answers(Client(trusted), base), within=30)
+        jobs_url = f"{base}{PREFIX}/jobs"
+        assert await named.get(jobs_url, {"X-Remote-User": "bob"}) == 200
+        not_named = Client(trusted, proxy_ca.issue(PROXY_NAME))
+        assert await not_named.get(jobs_url, {"X-Remote-User": "bob"}) == 401
+
+        # The file is read again: a CA put in its place is verified from then on.
+        rotated_ca = Authority(tmp_path / "rotated", "front-proxy-ca-2")
+        rotated = Client(trusted, rotated_ca.issue("aggregator"))
+        ca_file.write_text(rotated_ca.pem)
+
+        async def rotated_in() -> bool:
+            with contextlib.suppress(aiohttp.ClientError, ssl.SSLError):
+                return await rotated.get(jobs_url, {"X-Remote-User": "bob"}) == 200
+            return False
+
+        await eventually(rotated_in, within=30)
+    reviewed = {f"POST {resource.path(None)}" for resource in REVIEWS}
+    assert requests_by_the_api(cluster) == reviewed - {f"POST {TOKEN_REVIEWS.path(None)}"}
+
+
+async def test_a_configmap_that_cannot_be_read_believes_no_proxy_and_says_so_once(
+    cluster: Cluster, reviews: Reviews, jobs: None, e2e_db_url: str, tmp_path: pathlib.Path
+) -> None:
+    serving_ca = Authority(tmp_path / "serving", "serving-ca")
+    proxy_ca = Authority(tmp_path / "proxy", "front-proxy-ca")
+    serving = serving_ca.issue("127.0.0.1", server=True)
+    trusted = serving_ca.write()
+    proxy = Client(trusted, proxy_ca.issue(PROXY_NAME))
+    async with served_https(tmp_path, e2e_db_url, cluster.url, serving) as base:
+        nobody = Client(trusted)
+        await eventually(lambda: answers(nobody, base), within=30)
+        jobs_url = f"{base}{PREFIX}/jobs?namespace=team-a"
+
+        async def read_thrice() -> bool:
+            return sum(1 for r in cluster.emulator if r.url.path == CONFIGMAP) >= 3
+
+        # Read at start and every second since: three reads, all failed.
+        await eventually(read_thrice, within=30)
+        # The API answers: the token decides, and no CA means no proxy's certificate.
+        assert await nobody.get(jobs_url, {"Authorization": f"Bearer {ALICE}"}) == 200
+        assert await nobody.get(jobs_url, {"X-Remote-User": "bob"}) == 401
+        assert (await refused(base, proxy.context)).startswith("unanswered")
+    said = (tmp_path / "serve.log").read_text()
+    assert said.count("Cannot read the front proxy's configuration") == 1, said
+    assert "believing no proxy" in said
