@@ -43,9 +43,10 @@ def from_cluster(api: client.ApiClient, allowed_names: tuple[str, ...] | None) -
             body = await cluster.get_json(api, CONFIGMAP, _request_timeout=READ_TIMEOUT)
         except ApiException as exc:
             raise BadConfig(f"GET {CONFIGMAP} answered {exc.status} {exc.reason}") from None
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise BadConfig(f"GET {CONFIGMAP} got no answer ({type(exc).__name__})") from None
-        data = body.get("data")
+        # A body that is not JSON is a ValueError too.
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            raise BadConfig(f"GET {CONFIGMAP}: no usable answer ({type(exc).__name__})") from None
+        data = body.get("data") if isinstance(body, dict) else None
         return requestheader.from_configmap(data if isinstance(data, dict) else {}, allowed_names)
 
     return read
