@@ -418,3 +418,30 @@ async def test_a_configmap_that_cannot_be_read_believes_no_proxy_and_says_so_onc
     said = (tmp_path / "serve.log").read_text()
     assert said.count("Cannot read the front proxy's configuration") == 1, said
     assert "believing no proxy" in said
+
+
+async def test_an_operator_whose_certificate_does_not_load_records_without_its_api(
+    cluster: Cluster, start_operator: OperatorFactory, archive: str, tmp_path: pathlib.Path
+) -> None:
+    broken, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    broken.write_text("not a certificate")
+    key.write_text("not a key either")
+    port = free_port()
+    operator = await start_operator(
+        JOBARCHIVE_API_PORT=str(port),
+        JOBARCHIVE_API_HOST="127.0.0.1",
+        JOBARCHIVE_API_TLS_CERT_FILE=str(broken),
+        JOBARCHIVE_API_TLS_KEY_FILE=str(key),
+    )
+
+    async def recording() -> bool:
+        return "Recording" in operator.log()
+
+    await eventually(recording, within=60)
+    said = operator.log()
+    assert f"Cannot serve the API: {broken}:" in said
+    assert "not a key either" not in said
+    # Nothing listens on its port.
+    with pytest.raises(aiohttp.ClientConnectorError):
+        async with aiohttp.ClientSession() as session:
+            await status(session, f"https://127.0.0.1:{port}/")
