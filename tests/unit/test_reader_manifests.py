@@ -157,7 +157,7 @@ def test_the_reader_is_an_extra_in_the_namespace_that_nothing_of_the_install_sel
     labels = reader("Deployment")["spec"]["template"]["metadata"]["labels"]
     kinds = ("Service", "Deployment", "NetworkPolicy")
     selectors = [selector(doc) for doc in INSTALLED if doc["kind"] in kinds]
-    assert len(selectors) == 4 and all(selectors)
+    assert len(selectors) == 5 and all(selectors)
     assert not any(chosen.items() <= labels.items() for chosen in selectors)
     [namespace] = [doc["metadata"]["name"] for doc in INSTALLED if doc["kind"] == "Namespace"]
     assert {doc["metadata"].get("namespace", namespace) for doc in READER} == {namespace}

@@ -35,7 +35,9 @@ from typing import Any, Unpack
 
 from aiohttp import web
 
-from jobarchive.reading import auth, queries
+from jobarchive import certificates
+from jobarchive.config import DEFAULTS, ApiTls
+from jobarchive.reading import auth, frontproxy, queries
 from jobarchive.reading.console import Console
 from jobarchive.reading.console.mounts import PATH as CONSOLE
 from jobarchive.reading.handling import (
@@ -64,6 +66,8 @@ from jobarchive.serving import listen
 
 logger = logging.getLogger(__name__)
 
+# Plain HTTP, for a laptop and the tests.
+PLAIN = ApiTls()
 PREFIX = "/api/v1"
 # A Kubernetes uid, as a route pattern: what tells ``/jobs/{uid}/logs`` from a job's name.
 UID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -214,11 +218,17 @@ async def serve(
     concurrency: int = DEFAULT_CONCURRENCY,
     narrowed: Callable[[], bool] | None = None,
     kinds: KnownKinds = queries.BUILTIN,
+    tls: ApiTls = PLAIN,
+    refresh: float = DEFAULTS.requestheader_refresh,
 ) -> web.AppRunner | None:
     """Start serving the API, at most ``concurrency`` queries at once (the size of the
     read pool, opened beforehand), one while ``narrowed()`` holds (``reading.gate``),
     ``kinds`` the kinds its filters may name (``queries.known_kinds`` of the settings);
     None, logged, when the port cannot be bound.
+
+    With ``tls`` enabled it serves HTTPS, and with Kubernetes' access control it believes
+    a front proxy's headers (``frontproxy``, its configuration read every ``refresh``
+    seconds); CertificateError when the serving certificate cannot be loaded.
 
     The runner's cleanup closes ``access``, also when the port cannot be bound.
     """
@@ -229,11 +239,22 @@ async def serve(
             host,
             port,
         )
+    served = certificates.serving(tls, ask_clients=isinstance(access, auth.KubernetesAuth))
+    proxy = await frontproxy.front_proxy(access, served, tls, refresh) if served else None
+    app = Api(
+        access,
+        timeout=query_timeout,
+        concurrency=concurrency,
+        narrowed=narrowed,
+        kinds=kinds,
+        front_proxy=proxy,
+    ).site()
+    if proxy is not None:
+        app.on_shutdown.append(lambda _: proxy.stop())
     return await listen(
-        Api(
-            access, timeout=query_timeout, concurrency=concurrency, narrowed=narrowed, kinds=kinds
-        ).site(),
+        app,
         host,
         port,
         f"the read-only API at {PREFIX} and the console at / and {CONSOLE}/",
+        ssl_context=served.context if served else None,
     )
