@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from jobarchive.storage.models import Job
+from jobarchive.storage.store import Store
 from testbed.cluster import Cluster, Reviews
+from tests.support import rows as db_rows
 from tests.support.history import History
 from tests.support.kube import (
     SWEEP,
@@ -235,3 +238,28 @@ async def test_401_403_and_404_as_kubectl_prints_them(
         'Error from server (NotFound): archivedjobs.archive.jobarchive.io "bert-finetune" not found'
     )
     assert missing.code != 0 and hidden.code != 0
+
+
+async def test_one_object_a_page_past_500_and_a_watch_as_kubectl_prints_them(
+    kubectl: Callable[[str], Kubectl], uids: dict[str, Any]
+) -> None:
+    bob = kubectl(BOB)
+    one = await bob("get", "archivedjob", "bert-finetune", "-n", "team-a")
+    assert [row[0] for row in rows(one.out)] == ["NAME", "bert-finetune"], one.err
+    whole = await bob("get", "ajob", "bert-finetune", "-n", "team-a", "-o", "json")
+    assert whole.json()["metadata"]["uid"] == uids["again"]
+    many = [
+        db_rows.job(uid=f"bulk-{i}", name=f"bulk-{i}", namespace="bulk", gmt_created=db_rows.T0)
+        for i in range(501)
+    ]
+    await Store().upsert(Job, many)
+    # Asked for no pages, kubectl is told that the page was cut and follows its continue.
+    unpaged = await bob("get", "archivedjobs", "-n", "bulk", "--chunk-size=0", "-o", "name")
+    assert unpaged.code == 0, unpaged.err
+    assert len(set(unpaged.out.split())) == 501
+    assert "Warning: at most 500 archivedjobs a page; more follow (continue)" in unpaged.err
+    paged = await bob("get", "archivedjobs", "-n", "bulk", "-o", "name")
+    assert len(set(paged.out.split())) == 501 and "Warning" not in paged.err
+    watched = await bob("get", "archivedjobs", "-n", "team-a", "--watch")
+    assert watched.code != 0
+    assert "Error from server (MethodNotAllowed): watch is not served" in watched.err
