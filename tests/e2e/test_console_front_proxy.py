@@ -41,11 +41,11 @@ async def test_the_console_under_the_prefix_reads_as_the_front_proxys_caller(
         for namespace in ("team-a", "team-b", "team-c"):
             await history.job(f"mnist-{namespace}", namespace=namespace)
     reviews = Reviews(cluster)
-    jobs, logs = f"archivedjobs.{ARCHIVE}", f"archivedjobs/log.{ARCHIVE}"
+    logged = frozenset({(ARCHIVE, "archivedjobs", ""), (ARCHIVE, "archivedjobs", "log")})
     for namespace in ("team-a", "team-c"):
-        reviews.grant_resources("user:carol", namespace, jobs, logs)
+        reviews.grant("user:carol", namespace, logged)
     # Granted the JSON API's resource only: nothing of the archive's own.
-    reviews.grant("user:dave")
+    reviews.grant("user:dave", "", frozenset({("jobarchive.io", "jobs", "")}))
     cluster.serve(CONFIGMAPS)
     serving_ca = Authority(tmp_path / "serving", "serving-ca")
     proxy_ca = Authority(tmp_path / "proxy", "front-proxy-ca")

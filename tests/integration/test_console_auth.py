@@ -49,19 +49,20 @@ async def console(
     uids: dict[str, str], cluster: Cluster, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Client]:
     """The application as ``jobarchive serve`` builds it, reviewing with the cluster's
-    API: alice reads team-a, bob every namespace, carol team-a and team-c, dave none;
+    API: alice reads team-a (jobs.jobarchive.io only), bob every namespace, carol team-a
+    and team-c, dave none;
     erin reads team-a's archived jobs and their logs through the aggregated API only,
     not its archived Events."""
     reviews = Reviews(cluster)
     for token, name in ((BOB, "bob"), (CAROL, "carol"), (DAVE, "dave"), (ERIN, "erin")):
         reviews.user(token, name)
     reviews.user(ALICE, "alice", "ml-team-a")
-    reviews.grant("group:ml-team-a", "team-a")
+    reviews.grant("group:ml-team-a", "team-a", frozenset({("jobarchive.io", "jobs", "")}))
     reviews.grant("user:bob")
     reviews.grant("user:carol", "team-a")
     reviews.grant("user:carol", "team-c")
-    jobs, logs = f"archivedjobs.{ARCHIVE}", f"archivedjobs/log.{ARCHIVE}"
-    reviews.grant_resources("user:erin", "team-a", jobs, logs)
+    logged = frozenset({(ARCHIVE, "archivedjobs", ""), (ARCHIVE, "archivedjobs", "log")})
+    reviews.grant("user:erin", "team-a", logged)
     kubeconfig = tmp_path / "kubeconfig"
     write_kubeconfig(kubeconfig, cluster.url)
     monkeypatch.setattr(kube, "KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))

@@ -37,7 +37,7 @@ from aiohttp import web
 
 from jobarchive import certificates
 from jobarchive.config import DEFAULTS, ApiTls
-from jobarchive.reading import auth, frontproxy, queries
+from jobarchive.reading import auth, frontproxy, kube, queries
 from jobarchive.reading.console import Console
 from jobarchive.reading.console.mounts import PATH as CONSOLE
 from jobarchive.reading.handling import (
@@ -126,7 +126,7 @@ class Api:
     def app(self) -> web.Application:
         """An aiohttp application serving the API under ``PREFIX``; its cleanup closes
         the access control."""
-        app = web.Application(middlewares=[_json_errors])
+        app = web.Application(middlewares=[_json_errors, kube.statuses])
         app.on_response_prepare.append(secure)
         routes = {
             "/jobs": self._jobs,
@@ -140,6 +140,8 @@ class Api:
         }
         for path, handler in routes.items():
             app.router.add_get(PREFIX + path, self._guarded(handler))
+        # Before the console's pages, whose last route takes any other path.
+        kube.Kube(self.reads).mount(app)
         app.on_cleanup.append(lambda _: self.reads.access.close())
         return app
 
@@ -255,6 +257,7 @@ async def serve(
         app,
         host,
         port,
-        f"the read-only API at {PREFIX} and the console at / and {CONSOLE}/",
+        f"the read-only API at {PREFIX}, the aggregated API at {kube.PREFIX} and the "
+        f"console at / and {CONSOLE}/",
         ssl_context=served.context if served else None,
     )

@@ -1,0 +1,218 @@
+"""Archived rows as Kubernetes objects, and back: pure converters between the rows the
+read side answers (``queries.shapes``) and ArchivedJob, ArchivedPod and ArchivedEvent
+(decision 28). Each converter carries every field of its row, so the row can be made
+again from the object (the CLI's kubeconfig mode prints it as the database mode does).
+"""
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from jobarchive.reading.kube.discovery import EVENTS, GROUP_VERSION, JOBS, PODS, Kind
+
+Object = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """Where a row's column stands in its object (a path of keys), whether it is a flag
+    (0 or 1 in the row, a boolean in the object), and whether a row may lack it."""
+
+    path: tuple[str, ...]
+    column: str
+    flag: bool = False
+    optional: bool = False
+
+
+def _fields(*entries: tuple[str, str] | Field) -> tuple[Field, ...]:
+    return tuple(
+        entry if isinstance(entry, Field) else Field(tuple(entry[0].split(".")), entry[1])
+        for entry in entries
+    )
+
+
+def _identity(namespace: str, uid: str, created: str) -> tuple[Field, ...]:
+    """The metadata of an object: its name, namespace, uid and creation."""
+    return _fields(
+        ("metadata.name", "name"),
+        ("metadata.namespace", namespace),
+        ("metadata.uid", uid),
+        ("metadata.creationTimestamp", created),
+    )
+
+
+def _recorded(deleted: str) -> tuple[Field, ...]:
+    """What the archive knows of a job's or a pod's row: in the cluster still, deletion
+    asked for, last written, at which resourceVersion, under which row id."""
+    return (
+        Field(("status", "inCluster"), "is_in_etcd", flag=True),
+        Field(("status", "deleted"), deleted, flag=True),
+        *_fields(
+            ("status.modifiedAt", "gmt_modified"),
+            ("status.resourceVersion", "version"),
+            ("status.archiveID", "id"),
+        ),
+    )
+
+
+JOB_FIELDS = (
+    *_identity("namespace", "job_id", "gmt_created"),
+    *_fields(
+        ("spec.kind", "kind"),
+        ("spec.owner", "owner"),
+        ("spec.tenant", "tenant"),
+        ("spec.region", "deploy_region"),
+        ("spec.resources", "resources"),
+        ("status.phase", "status"),
+        ("status.runningAt", "gmt_job_running"),
+        ("status.finishedAt", "gmt_finished"),
+        ("status.jobFinishedAt", "gmt_job_finished"),
+        ("status.durationSeconds", "duration_seconds"),
+    ),
+    *_recorded("deleted"),
+)
+POD_FIELDS = (
+    *_identity("namespace", "pod_id", "gmt_created"),
+    *_fields(
+        ("spec.jobUID", "job_id"),
+        ("spec.replicaType", "replica_type"),
+        ("spec.image", "image"),
+        ("spec.resources", "resources"),
+        ("spec.hostIP", "host_ip"),
+        ("spec.podIP", "pod_ip"),
+        ("spec.region", "deploy_region"),
+        ("status.phase", "status"),
+        ("status.startedAt", "gmt_started"),
+        ("status.finishedAt", "gmt_finished"),
+        ("status.remark", "remark"),
+    ),
+    *_recorded("is_del"),
+    # Only in a job's detail, whose pods say whether a log tail was captured.
+    Field(("status", "hasLogTail"), "has_log_tail", optional=True),
+)
+# A core/v1 Event's fields stand at the top level; its subject is ``involvedObject``.
+EVENT_FIELDS = (
+    *_identity("obj_namespace", "event_id", "first_timestamp"),
+    *_fields(
+        ("involvedObject.kind", "kind"),
+        ("involvedObject.name", "obj_name"),
+        ("involvedObject.uid", "obj_uid"),
+        ("reason", "reason"),
+        ("message", "message"),
+        ("type", "type"),
+        ("count", "count"),
+        ("lastTimestamp", "last_timestamp"),
+        ("jobUID", "job_id"),
+        ("region", "region"),
+        ("archiveID", "id"),
+    ),
+)
+
+
+def _object(kind: Kind, fields: tuple[Field, ...], row: Mapping[str, Any]) -> Object:
+    made: Object = {"apiVersion": GROUP_VERSION, "kind": kind.kind}
+    for field in fields:
+        if field.optional and field.column not in row:
+            continue
+        value = row[field.column]
+        *parents, last = field.path
+        place = made
+        for key in parents:
+            place = place.setdefault(key, {})
+        place[last] = bool(value) if field.flag else value
+    return made
+
+
+def _row(fields: tuple[Field, ...], obj: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for field in fields:
+        place: Any = obj
+        for key in field.path[:-1]:
+            place = place[key]
+        if field.optional and field.path[-1] not in place:
+            continue
+        value = place[field.path[-1]]
+        row[field.column] = int(value) if field.flag else value
+    return row
+
+
+def archived_job(row: Mapping[str, Any]) -> Object:
+    """An ArchivedJob of a job row (``shapes.job_json``)."""
+    return _object(JOBS, JOB_FIELDS, row)
+
+
+def job_row(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The job row an ArchivedJob was made of (``archived_job``'s inverse)."""
+    return _row(JOB_FIELDS, job)
+
+
+def archived_pod(row: Mapping[str, Any], job_name: str | None = None) -> Object:
+    """An ArchivedPod of a pod row (``shapes.pod_json``), naming its job (``job_name``,
+    looked up apart: the row holds its uid)."""
+    pod = _object(PODS, POD_FIELDS, row)
+    pod["spec"]["jobName"] = job_name
+    return pod
+
+
+def pod_row(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod row an ArchivedPod was made of (``archived_pod``'s inverse)."""
+    return _row(POD_FIELDS, pod)
+
+
+def archived_event(row: Mapping[str, Any]) -> Object:
+    """An ArchivedEvent of an Event row (``shapes.event_json``), shaped as a core/v1
+    Event; its namespace is its subject's (decision 17)."""
+    event = _object(EVENTS, EVENT_FIELDS, row)
+    event["involvedObject"]["namespace"] = row["obj_namespace"]
+    event["firstTimestamp"] = row["first_timestamp"]
+    return event
+
+
+def event_row(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The Event row an ArchivedEvent was made of (``archived_event``'s inverse)."""
+    return _row(EVENT_FIELDS, event)
+
+
+def job_with_detail(detail: Mapping[str, Any], job_names: Mapping[str, str]) -> Object:
+    """An ArchivedJob as a GET answers it: a job's detail (``queries.job_detail``) with
+    its replicas, a page of its pods and of its Events in its status, and the
+    cursors of the next pages when there are more."""
+    job = archived_job(detail)
+    status = job["status"]
+    status["replicas"] = detail["replicas"]
+    status["pods"] = [archived_pod(pod, job_names.get(pod["job_id"])) for pod in detail["pods"]]
+    status["events"] = [archived_event(event) for event in detail["events"]]
+    for key, cursor in (
+        ("podsContinue", "pods_next_cursor"),
+        ("eventsContinue", "events_next_cursor"),
+    ):
+        if detail[cursor] is not None:
+            status[key] = detail[cursor]
+    return job
+
+
+def detail_row(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's detail an ArchivedJob of a GET was made of (``job_with_detail``'s
+    inverse, the pods' job names aside)."""
+    status = job["status"]
+    return {
+        **job_row(job),
+        "pods": [pod_row(pod) for pod in status["pods"]],
+        "pods_next_cursor": status.get("podsContinue"),
+        "replicas": status["replicas"],
+        "events": [event_row(event) for event in status["events"]],
+        "events_next_cursor": status.get("eventsContinue"),
+    }
+
+
+def list_of(kind: Kind, items: list[Object], next_cursor: str | None) -> Object:
+    """A list object (``ArchivedJobList``, ...) with the continue of the next page."""
+    metadata: dict[str, Any] = {"resourceVersion": ""}
+    if next_cursor is not None:
+        metadata["continue"] = next_cursor
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": f"{kind.kind}List",
+        "metadata": metadata,
+        "items": items,
+    }
