@@ -13,7 +13,7 @@ import pytest
 
 from jobarchive.reading.console import mounts
 from testbed.cluster import Cluster, Reviews
-from tests.e2e.test_front_proxy import (
+from tests.support.aggregator import (
     CONFIGMAPS,
     PROXY_NAME,
     Client,
