@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive.reading import api, auth, queries
+from jobarchive.reading import api, auth, kube, queries
 from jobarchive.reading.console import mounts, timeline
 from jobarchive.reading.console.routes import PAGES
 from jobarchive.storage import database as db
@@ -258,18 +258,17 @@ async def test_every_link_of_every_page_stays_under_its_mount(
             "console.js",
             "favicon.svg",
         }
+        # The JSON of what a page shows, on the API beside it: the JSON API at /, the
+        # aggregated API's objects under the prefix (a uid as the ArchivedJob's name).
         if mount == "/":
-            # The JSON of what a page shows, on the API beside it.
             assert all(target.startswith(api.PREFIX + "/") for target in elsewhere)
-            for target in elsewhere:
-                assert (await client.get(target)).content_type == "application/json"
         else:
-            aggregated = "/apis/archive.jobarchive.io/v1"
-            job = f"{aggregated}/namespaces/team-a/archivedjobs/{uid}"
-            assert {aggregated, job, job + "/log"} <= elsewhere
-            assert all(
-                target.startswith(aggregated + "/") or target == aggregated for target in elsewhere
-            )
+            job = f"{kube.PREFIX}/namespaces/team-a/archivedjobs/{uid}"
+            assert {kube.PREFIX, job, job + "/log"} <= elsewhere
+            assert all(t == kube.PREFIX or t.startswith(kube.PREFIX + "/") for t in elsewhere)
+        for target in elsewhere:
+            answer = await client.get(target)
+            assert (answer.status, answer.content_type) == (200, "application/json"), target
 
 
 async def test_the_prefix_without_its_slash_and_the_old_paths_lead_to_the_pages(
