@@ -1,7 +1,8 @@
 """The OpenAPI document says what every answer holds: each route's 200 answer, on both
 databases, validates against the schema the document gives it (JSON Schema 2020-12, as
 OpenAPI 3.1 writes it), and so does every error; a path of the API that is no route, or
-a method other than GET, is answered in JSON too, never aiohttp's text."""
+a method other than GET, is answered in JSON too (the Kubernetes API's: a Status),
+never aiohttp's text."""
 
 from collections.abc import AsyncIterator
 from typing import Any
@@ -119,3 +120,22 @@ async def test_a_path_of_the_api_that_is_no_route_is_answered_in_json(
     else:
         head = await client.head(path)
         assert (head.status, head.content_type) == (404, "application/json")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/apis/other.example.io/v1", 404),
+        ("GET", "/apis/archive.jobarchive.io/v2/archivedjobs", 404),
+        ("POST", "/apis/archive.jobarchive.io/v1/namespaces/team-a/archivedjobs", 405),
+        ("GET", "/openapi/v4", 404),
+    ],
+)
+async def test_a_path_of_the_kubernetes_api_that_is_no_route_is_a_status(
+    archive: tuple[Client, dict[str, str]], method: str, path: str, status: int
+) -> None:
+    client, _ = archive
+    response = await client.request(method, path)
+    assert (response.status, response.content_type) == (status, "application/json")
+    body = await response.json()
+    assert (body["kind"], body["status"], body["code"]) == ("Status", "Failure", status)
