@@ -45,24 +45,33 @@ async def uids(tmp_path: pathlib.Path) -> AsyncIterator[dict[str, str]]:
 
 
 @pytest.fixture
+def reviews(cluster: Cluster) -> Reviews:
+    """The cluster's reviews: alice reads team-a (jobs.jobarchive.io only), bob every
+    namespace, carol team-a and team-c, dave none; erin reads team-a's archived jobs and
+    their logs through the aggregated API only, not its archived Events."""
+    table = Reviews(cluster)
+    for token, name in ((BOB, "bob"), (CAROL, "carol"), (DAVE, "dave"), (ERIN, "erin")):
+        table.user(token, name)
+    table.user(ALICE, "alice", "ml-team-a")
+    table.grant("group:ml-team-a", "team-a", frozenset({("jobarchive.io", "jobs", "")}))
+    table.grant("user:bob")
+    table.grant("user:carol", "team-a")
+    table.grant("user:carol", "team-c")
+    logged = frozenset({(ARCHIVE, "archivedjobs", ""), (ARCHIVE, "archivedjobs", "log")})
+    table.grant("user:erin", "team-a", logged)
+    return table
+
+
+@pytest.fixture
 async def console(
-    uids: dict[str, str], cluster: Cluster, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    uids: dict[str, str],
+    reviews: Reviews,
+    cluster: Cluster,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[Client]:
     """The application as ``jobarchive serve`` builds it, reviewing with the cluster's
-    API: alice reads team-a (jobs.jobarchive.io only), bob every namespace, carol team-a
-    and team-c, dave none;
-    erin reads team-a's archived jobs and their logs through the aggregated API only,
-    not its archived Events."""
-    reviews = Reviews(cluster)
-    for token, name in ((BOB, "bob"), (CAROL, "carol"), (DAVE, "dave"), (ERIN, "erin")):
-        reviews.user(token, name)
-    reviews.user(ALICE, "alice", "ml-team-a")
-    reviews.grant("group:ml-team-a", "team-a", frozenset({("jobarchive.io", "jobs", "")}))
-    reviews.grant("user:bob")
-    reviews.grant("user:carol", "team-a")
-    reviews.grant("user:carol", "team-c")
-    logged = frozenset({(ARCHIVE, "archivedjobs", ""), (ARCHIVE, "archivedjobs", "log")})
-    reviews.grant("user:erin", "team-a", logged)
+    API as ``reviews`` answers."""
     kubeconfig = tmp_path / "kubeconfig"
     write_kubeconfig(kubeconfig, cluster.url)
     monkeypatch.setattr(kube, "KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
@@ -120,7 +129,7 @@ async def test_a_cluster_wide_reader_sees_everything_and_strangers_nothing(
 
 
 async def test_a_reader_of_some_namespaces_lands_on_them_and_a_reader_of_none_is_told_why(
-    console: Client, uids: dict[str, str]
+    console: Client, uids: dict[str, str], reviews: Reviews
 ) -> None:
     landing = await page(console, "/?status=Failed", CAROL, 200)
     assert offered(landing) == [
@@ -138,9 +147,17 @@ async def test_a_reader_of_some_namespaces_lands_on_them_and_a_reader_of_none_is
     assert not any(f"namespace={namespace}" in nothing for namespace in uids)
     bad = await page(console, "/?created_since=someday", DAVE, 400)
     assert "is not a date or time" in bad
+    # A review that fails is a 503, whichever of the landing's it is.
+    async with History() as history:
+        await history.job("late", namespace="team-d")
+    reviews.failing = True
+    failed = await page(console, "/", CAROL, 503)
+    assert "cannot check the caller" in failed and "team-d" not in failed
+    reviews.failing = False
     # Past the landing's bound, what is left out is said.
-    assert await queries.job_namespaces(2) == (["team-a", "team-b"], True)
-    assert await queries.job_namespaces(3) == (["team-a", "team-b", "team-c"], False)
+    every = ["team-a", "team-b", "team-c", "team-d"]
+    assert await queries.job_namespaces(3) == (every[:3], True)
+    assert await queries.job_namespaces(4) == (every, False)
 
 
 async def test_under_the_prefix_pages_are_reviewed_as_the_archives_resources(

@@ -130,8 +130,12 @@ async def _readable(caller: Caller, namespaces: list[str]) -> list[str]:
         async with turns:
             return await caller.may("list", namespace)
 
-    async with asyncio.TaskGroup() as group:
-        answers = [group.create_task(may(namespace)) for namespace in namespaces]
+    try:
+        async with asyncio.TaskGroup() as group:
+            answers = [group.create_task(may(namespace)) for namespace in namespaces]
+    except ExceptionGroup as failed:
+        # The first review that failed says why (a 503), as a single one would.
+        raise failed.exceptions[0] from None
     return [name for name, answer in zip(namespaces, answers, strict=True) if answer.result()]
 
 
