@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.reading import auth
+from jobarchive.reading.kube.discovery import GROUP, PREFIX
 
-GROUP = "archive.jobarchive.io"
 # Every page and asset is one path segment below it: kube-apiserver names that segment
 # the resource's name, so one RBAC rule on ``console`` covers them all.
-PATH = f"/apis/{GROUP}/v1/console"
+PATH = f"{PREFIX}/console"
 # The paths of the JSON API and of the Kubernetes API (discovery, the aggregated
 # resources, and the OpenAPI documents kube-apiserver asks an aggregated server for).
 API_ROOTS = ("/api", "/apis", "/openapi")
