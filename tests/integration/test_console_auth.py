@@ -138,6 +138,11 @@ async def test_a_reader_of_some_namespaces_lands_on_them_and_a_reader_of_none_is
     ]
     assert "team-b" not in landing and not any(uid in landing for uid in uids.values())
     assert "<option selected>Failed</option>" in landing  # the form keeps the filter
+    # One review over all namespaces and one per namespace; none again while they hold.
+    first, *each = [(r["verb"], r["namespace"]) for r in reviews.asked]
+    assert (first, sorted(each)) == (("list", ""), [("list", ns) for ns in sorted(uids)])
+    await page(console, "/", CAROL, 200)
+    assert len(reviews.asked) == 1 + len(uids)
     chosen = await page(console, "/?status=Failed&namespace=team-c", CAROL, 200)
     assert uids["team-c"] in chosen and uids["team-a"] not in chosen
 
