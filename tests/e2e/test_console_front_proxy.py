@@ -13,14 +13,7 @@ import pytest
 
 from jobarchive.reading.console import mounts
 from testbed.cluster import Cluster, Reviews
-from tests.support.aggregator import (
-    CONFIGMAPS,
-    PROXY_NAME,
-    Client,
-    access_reviews,
-    publish,
-    served_https,
-)
+from tests.support import aggregator
 from tests.support.history import History
 from tests.support.pki import Authority
 from tests.support.waiting import eventually
@@ -29,7 +22,7 @@ pytestmark = pytest.mark.e2e
 ARCHIVE = "archive.jobarchive.io"
 
 
-async def page(client: Client, url: str, headers: dict[str, str]) -> tuple[int, str]:
+async def page(client: aggregator.Client, url: str, headers: dict[str, str]) -> tuple[int, str]:
     async with client.session() as session, session.get(url, headers=headers) as response:
         return response.status, await response.text()
 
@@ -46,15 +39,15 @@ async def test_the_console_under_the_prefix_reads_as_the_front_proxys_caller(
         reviews.grant("user:carol", namespace, logged)
     # Granted the JSON API's resource only: nothing of the archive's own.
     reviews.grant("user:dave", "", frozenset({("jobarchive.io", "jobs", "")}))
-    cluster.serve(CONFIGMAPS)
+    cluster.serve(aggregator.CONFIGMAPS)
     serving_ca = Authority(tmp_path / "serving", "serving-ca")
     proxy_ca = Authority(tmp_path / "proxy", "front-proxy-ca")
-    await publish(cluster, proxy_ca, first=True)
+    await aggregator.publish(cluster, proxy_ca, first=True)
     trusted = serving_ca.write()
-    proxy = Client(trusted, proxy_ca.issue(PROXY_NAME))
-    nobody = Client(trusted)
+    proxy = aggregator.Client(trusted, proxy_ca.issue(aggregator.PROXY_NAME))
+    nobody = aggregator.Client(trusted)
     serving = serving_ca.issue("127.0.0.1", server=True)
-    async with served_https(tmp_path, archive, cluster.url, serving) as base:
+    async with aggregator.served_https(tmp_path, archive, cluster.url, serving) as base:
         console = f"{base}{mounts.PATH}/"
 
         async def answers() -> bool:
@@ -66,7 +59,7 @@ async def test_the_console_under_the_prefix_reads_as_the_front_proxys_caller(
         status, landing = await page(proxy, console, {"X-Remote-User": "carol"})
         offered = re.findall(r'<a class="namespace" href="([^"]+)"', landing)
         assert (status, offered) == (200, ["./?namespace=team-a", "./?namespace=team-c"])
-        reviewed = access_reviews(cluster)[-1]
+        reviewed = aggregator.access_reviews(cluster)[-1]
         assert reviewed["user"] == "carol"
         assert reviewed["resourceAttributes"]["group"] == ARCHIVE
         assert reviewed["resourceAttributes"]["resource"] == "archivedjobs"

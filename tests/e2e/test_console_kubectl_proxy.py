@@ -8,10 +8,8 @@ asset and link of the console working at http://127.0.0.1:PORT/apis/archive.joba
 import asyncio
 import contextlib
 import pathlib
-import re
 import urllib.parse
 from collections.abc import AsyncIterator
-from html import unescape
 
 import aiohttp
 import pytest
@@ -20,10 +18,10 @@ from jobarchive.reading import kube
 from jobarchive.reading.console import mounts
 from testbed.cluster import Cluster, Reviews
 from testbed.ports import free_port
-from tests.support.console import keep_log_tail, oom_killed_job
+from tests.support.console import crawl, keep_log_tail, oom_killed_job
 from tests.support.history import History
 from tests.support.kube import kubectl_binary, serving, tls_front, write_kubeconfig
-from tests.support.waiting import eventually
+from tests.support.waiting import answering
 
 pytestmark = pytest.mark.e2e
 CAROL = "carol-token"
@@ -42,16 +40,8 @@ async def kubectl_proxy(kubeconfig: pathlib.Path) -> AsyncIterator[str]:
         stderr=asyncio.subprocess.DEVNULL,
     )
     origin = f"http://127.0.0.1:{port}"
-
-    async def answers() -> bool:
-        try:
-            async with aiohttp.ClientSession() as session, session.get(origin + kube.PREFIX):
-                return True
-        except aiohttp.ClientConnectionError:
-            return False
-
     try:
-        await eventually(answers, within=30)
+        await answering(origin + kube.PREFIX, status=None)
         yield origin
     finally:
         process.terminate()
@@ -75,29 +65,21 @@ async def test_kubectl_proxy_opens_the_console_as_the_kubeconfigs_user(
         aiohttp.ClientSession() as session,
     ):
         console = f"{origin}{mounts.PATH}/"
-        seen: set[str] = set()
-        waiting = [console]
-        while waiting:
-            url = waiting.pop()
-            if url in seen:
-                continue
-            seen.add(url)
-            assert len(seen) < 60, "the crawl does not end"
-            async with session.get(url) as response:
-                body = await response.text()
-                if url == console + "stats":  # over all namespaces, which carol may not list
-                    assert response.status == 403 and "covers all namespaces" in body
-                else:
-                    assert response.status == 200, (url, body[:300])
-                if response.content_type != "text/html":
-                    continue
-                assert "default-src 'none'" in response.headers["Content-Security-Policy"]
-            for reference in re.findall(r'(?:href|src|action)="([^"]*)"', body):
-                target = urllib.parse.urljoin(url, unescape(reference))
-                assert target.startswith(origin + kube.PREFIX), (url, reference)
-                waiting.append(target.partition("#")[0])
 
-    pages = {urllib.parse.urlsplit(url) for url in seen}
+        async def fetch(url: str) -> tuple[int, str, str]:
+            assert url.startswith(origin + kube.PREFIX), url
+            async with session.get(url) as response:
+                csp = response.headers["Content-Security-Policy"]
+                assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
+                return response.status, response.content_type, await response.text()
+
+        found = await crawl(fetch, console, most=60)
+
+    # The statistics cover all namespaces, which carol may not list; the rest answers.
+    assert {url: status for url, (status, _) in found.items() if status != 200} == {
+        console + "stats": 403
+    }
+    pages = {urllib.parse.urlsplit(url) for url in found}
     names = {
         p.path.removeprefix(mounts.PATH + "/") for p in pages if p.path.startswith(mounts.PATH)
     }

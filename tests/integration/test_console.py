@@ -17,7 +17,7 @@ from jobarchive.reading import api, auth, kube, queries
 from jobarchive.reading.console import mounts, timeline
 from jobarchive.reading.console.routes import PAGES
 from jobarchive.storage import database as db
-from tests.support.console import at, keep_log_tail, large_job, oom_killed_job
+from tests.support.console import at, crawl, keep_log_tail, large_job, oom_killed_job
 from tests.support.history import History
 
 Client = TestClient[web.Request, web.Application]
@@ -215,60 +215,38 @@ async def test_a_failed_pods_log_tail_is_linked_from_its_bar_and_row(
     assert "limit" in too_many
 
 
-async def crawl(client: Client, mount: str) -> tuple[set[str], set[str], set[str]]:
-    """Every page reachable from the mount's list by the pages' own links, and every
-    asset and other link they name: each page and asset one path segment below the
-    mount, answered 200 with the console's headers."""
-    pages, assets, elsewhere = set(), set(), set()
-    waiting = [mount]
-    while waiting:
-        path = waiting.pop()
-        if path in pages:
-            continue
-        pages.add(path)
-        assert len(pages) < 100, "the crawl does not end"
-        html = await page(client, path)
-        for reference in re.findall(r'(?:href|src|action)="([^"]*)"', html):
-            target = resolved(path, reference)
-            name = urllib.parse.urlsplit(target).path.removeprefix(mount)
-            if not target.startswith(mount) or "/" in name:
-                elsewhere.add(target)
-            elif "." in name:
-                assets.add(target)
-            else:
-                waiting.append(target)
-    for asset in assets:
-        response = await client.get(asset)
-        assert response.status == 200 and response.headers["X-Content-Type-Options"] == "nosniff"
-        assert "default-src 'none'" in response.headers["Content-Security-Policy"]
-    return pages, assets, elsewhere
-
-
 async def test_every_link_of_every_page_stays_under_its_mount(
     client: Client, recorded: dict
 ) -> None:
     uid, story = recorded["uid"], recorded["story"]
     await keep_log_tail(story["job"], story["pods"][1], b"CUDA out of memory\n")
+
+    async def fetch(address: str) -> tuple[int, str, str]:
+        response = await client.get(address)
+        assert "default-src 'none'" in response.headers["Content-Security-Policy"], address
+        assert response.headers["X-Content-Type-Options"] == "nosniff", address
+        return response.status, response.content_type, await response.text()
+
     for mount in ("/", mounts.PATH + "/"):
-        pages, assets, elsewhere = await crawl(client, mount)
-        assert {urllib.parse.urlsplit(p).path for p in pages} == {mount + n for n in PAGES}
-        assert any(f"logs?uid={uid}&pod=" in p for p in pages)
-        assert {a.removeprefix(mount) for a in assets} == {
-            "console.css",
-            "console.js",
-            "favicon.svg",
+        found = await crawl(fetch, mount)
+        assert {status for status, _ in found.values()} == {200}
+        # Every page and asset is one path segment below the mount.
+        below = {a: urllib.parse.urlsplit(a).path.removeprefix(mount) for a in found}
+        console = {name for name in below.values() if "/" not in name}
+        assert console == {*PAGES, "console.css", "console.js", "favicon.svg"}
+        assert any(f"logs?uid={uid}&pod=" in address for address in found)
+        # The rest is the JSON of what a page shows, on the API beside it: the JSON API
+        # at /, the aggregated API's objects under the prefix (a uid as the name).
+        elsewhere = {
+            a for a in found if urllib.parse.urlsplit(a).path.removeprefix(mount) not in console
         }
-        # The JSON of what a page shows, on the API beside it: the JSON API at /, the
-        # aggregated API's objects under the prefix (a uid as the ArchivedJob's name).
+        assert {found[address][1] for address in elsewhere} == {"application/json"}
         if mount == "/":
-            assert all(target.startswith(api.PREFIX + "/") for target in elsewhere)
+            assert all(address.startswith(api.PREFIX + "/") for address in elsewhere)
         else:
             job = f"{kube.PREFIX}/namespaces/team-a/archivedjobs/{uid}"
             assert {kube.PREFIX, job, job + "/log"} <= elsewhere
-            assert all(t == kube.PREFIX or t.startswith(kube.PREFIX + "/") for t in elsewhere)
-        for target in elsewhere:
-            answer = await client.get(target)
-            assert (answer.status, answer.content_type) == (200, "application/json"), target
+            assert all(a == kube.PREFIX or a.startswith(kube.PREFIX + "/") for a in elsewhere)
 
 
 async def test_the_prefix_without_its_slash_and_the_old_paths_lead_to_the_pages(
