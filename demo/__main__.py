@@ -87,14 +87,16 @@ def stored(workdir: pathlib.Path) -> bool:
     return statuses == RECORDED and tails == FAILED_CONTAINERS
 
 
-def port_taken(port: int) -> bool:
-    """Whether something listens on 127.0.0.1:``port`` (or it may not be bound)."""
+def unusable(port: int) -> str | None:
+    """Why the console cannot listen on 127.0.0.1:``port``, or None when it can."""
     with socket.socket() as probe:
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as error:
-            return error.errno in (errno.EADDRINUSE, errno.EACCES)
-    return False
+            if error.errno == errno.EADDRINUSE:
+                return "is taken"
+            return f"cannot be listened on ({error.strerror})"
+    return None
 
 
 def listening(port: int) -> bool:
@@ -188,9 +190,10 @@ def main(argv: list[str]) -> int:
         "--port", type=port_number, help="the console's port (DEMO_PORT; default: a free one)"
     )
     args = parser.parse_args(argv)
-    if args.keep and args.port is not None and port_taken(args.port):
+    problem = unusable(args.port) if args.keep and args.port is not None else None
+    if problem:
         print(
-            f"make demo: port {args.port} is taken; set another DEMO_PORT, or none for a free one",
+            f"make demo: port {args.port} {problem}; set another DEMO_PORT, or none for a free one",
             file=sys.stderr,
         )
         return 2
