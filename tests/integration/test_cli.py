@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import pathlib
+import shlex
 import socket
 import subprocess
 import sys
@@ -179,9 +180,10 @@ def test_logs_pages_a_jobs_tails_and_says_when_there_are_more(filled: tuple[str,
         "attempt 2 failed",
         "attempt 1 failed",
     ]
-    assert lines[-1].startswith("more: --cursor ")
-    cursor = lines[-1].removeprefix("more: --cursor ")
-    rest = json.loads(run(url, "logs", uid, "--cursor", cursor, "-o", "json").stdout)
+    shown, _, command = lines[-1].partition("; more: ")
+    assert shown == "Showing 2 log tails"
+    assert shlex.split(command)[:5] == ["jobarchive", "logs", uid, "--limit", "2"]
+    rest = json.loads(run(url, *shlex.split(command)[1:], "-o", "json").stdout)
     assert [found["log_tail"] for found in rest["items"]] == ["attempt 0 failed\n"]
     assert rest["next_cursor"] is None
 

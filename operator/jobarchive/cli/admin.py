@@ -4,11 +4,8 @@ created)."""
 
 import click
 
-from jobarchive.cli import rendering, session
+from jobarchive.cli import rendering
 from jobarchive.cli.options import output_option
-from jobarchive.maintenance import retention
-from jobarchive.storage import database as db
-from jobarchive.storage import migration
 
 
 @click.command()
@@ -18,6 +15,10 @@ from jobarchive.storage import migration
 @click.pass_obj
 def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> None:
     """Delete jobs that finished over DAYS ago and left the cluster, with pods and Events."""
+    # Imported here, when it runs, so that --help imports no database (decision 30).
+    from jobarchive.cli import session
+    from jobarchive.maintenance import retention
+
     keep = days or session.settings_of(db_url).retention_days
     if not keep:
         raise click.UsageError("--days is needed: JOBARCHIVE_RETENTION_DAYS keeps everything")
@@ -48,6 +49,9 @@ def migrate(db_url: str | None, dry_run: bool) -> None:
     Merges rows of one uid, fills NULLs and both finish times, widens narrow columns,
     adds the unique keys and indexes; safe to interrupt and run again.
     """
+    from jobarchive.cli import session
+    from jobarchive.storage import database as db
+    from jobarchive.storage import migration
 
     def report(step: migration.Step) -> None:
         rendering.echo(step.describe(dry_run))

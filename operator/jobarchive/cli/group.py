@@ -5,7 +5,7 @@ import click
 
 from jobarchive import config
 from jobarchive.cli import admin, reads, serve
-from jobarchive.cli.session import BadSetting
+from jobarchive.cli.options import BadSetting
 
 # What --db-url with a password prints on stderr; the command then runs as asked.
 PASSWORD_WARNING = (

@@ -9,10 +9,6 @@ import signal
 import click
 
 from jobarchive import config
-from jobarchive.cli import session
-from jobarchive.reading import api, auth, queries
-from jobarchive.storage import database as db
-from jobarchive.storage import failures
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +50,12 @@ def serve(
     With --auth kubernetes (the default) every request needs a bearer token, and the
     cluster of the current kubeconfig says whose it is and which namespaces it may read.
     """
+    # Imported here, when it runs, so that --help imports no server (decision 30).
+    from jobarchive.cli import session
+    from jobarchive.reading import api, auth, queries
+    from jobarchive.storage import database as db
+    from jobarchive.storage import failures
+
     settings = session.settings_of(db_url)
     read_pool = session.read_pool(settings, timeout)
     kinds = queries.known_kinds(settings.kinds)

@@ -12,18 +12,21 @@ from typing import Any
 from tortoise.functions import Count
 from tortoise.queryset import QuerySet
 
-from jobarchive.reading.queries.paging import Listing, Order, Page, ordered, paged
-from jobarchive.reading.queries.params import (
+from jobarchive.reading.params import (
     BUILTIN,
     JOB_PARAMS,
     BadQuery,
     JobQuery,
     KnownKinds,
+    Listing,
+    Named,
+    Page,
     check_status,
     fits,
     one_of,
     page_size,
 )
+from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.reading.queries.source import bounded, read, reader
 from jobarchive.reading.queries.tails import pods_with_log_tails
@@ -63,8 +66,6 @@ async def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | 
 
 
 def _job_filters(query: JobQuery, kinds: KnownKinds) -> "QuerySet[Job]":
-    _refuse_scans(query)
-    found = bounded(Job)
     exact = {
         "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
         "kind": one_of("kind", query.kind, kinds.jobs),
@@ -74,10 +75,7 @@ def _job_filters(query: JobQuery, kinds: KnownKinds) -> "QuerySet[Job]":
         "owner": fits("owner", query.owner, SHORT_TEXT_LENGTH),
         "is_in_etcd": query.in_cluster,
     }
-    found = found.filter(**{field: value for field, value in exact.items() if value is not None})
     prefix = fits("name", query.name_prefix, NAME_LENGTH)
-    if prefix is not None:
-        found = _prefix_range(found, prefix)
     ranges = {
         "name__startswith": prefix,
         "name__contains": fits("name_contains", query.name_contains, NAME_LENGTH),
@@ -86,6 +84,12 @@ def _job_filters(query: JobQuery, kinds: KnownKinds) -> "QuerySet[Job]":
         "gmt_finished__gte": query.finished_since,
         "gmt_finished__lt": query.finished_until,
     }
+    # After every value's check: an unknown status is told as such, not as a scan.
+    _refuse_scans(query)
+    found = bounded(Job)
+    found = found.filter(**{field: value for field, value in exact.items() if value is not None})
+    if prefix is not None:
+        found = _prefix_range(found, prefix)
     return found.filter(**{field: value for field, value in ranges.items() if value is not None})
 
 
@@ -129,7 +133,12 @@ def _refuse_scans(query: JobQuery) -> None:
     for name, value in (("name_contains", query.name_contains), ("region", query.region)):
         if value is not None and not bounded_by:
             raise BadQuery(
-                f"{name}: no index serves it; name a namespace or a created_since with it"
+                Named(name),
+                ": no index serves it; name a ",
+                Named("namespace"),
+                " or a ",
+                Named("created_since"),
+                " with it",
             )
 
 

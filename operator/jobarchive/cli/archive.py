@@ -1,0 +1,39 @@
+"""What the read commands ask of the archive, wherever it is read: the database
+directly (``direct``) or the aggregated API with a kubeconfig (``remote``). The
+commands (``reads``) print the same rows from either."""
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Generic, Protocol, TypeVar
+
+from jobarchive.reading.params import Page
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Found(Generic[T]):
+    """What a reference to one job (``NAMESPACE/NAME`` or a uid) found: the jobs it
+    names, and what was read of the job when it names exactly one (else None)."""
+
+    jobs: list[dict[str, Any]]
+    read: T | None
+
+
+class Archive(Protocol):
+    """One command's reads, each under the parameters' ``Param.key``."""
+
+    def jobs(self, filters: Mapping[str, Any], limit: int | None, cursor: str | None) -> Page:
+        """A page of the job list."""
+
+    def events(self, filters: Mapping[str, Any], limit: int | None, cursor: str | None) -> Page:
+        """A page of the Event list."""
+
+    def job(self, reference: str, **page: Any) -> Found[dict[str, Any]]:
+        """A job's detail: the job, a page of its pods and of its Events."""
+
+    def logs(self, reference: str, **narrowed: Any) -> Found[Page]:
+        """A page of a job's log tails."""
+
+    def stats(self, **window: Any) -> list[dict[str, Any]]:
+        """Jobs counted by a column, with their durations."""
