@@ -34,7 +34,7 @@ from typing import Any, Unpack
 
 from aiohttp import web
 
-from jobarchive.reading import auth, queries
+from jobarchive.reading import auth, kube, queries
 from jobarchive.reading.console import Console
 from jobarchive.reading.handling import (
     BACKSTOP,
@@ -119,7 +119,7 @@ class Api:
     def app(self) -> web.Application:
         """An aiohttp application serving the API under ``PREFIX``; its cleanup closes
         the access control."""
-        app = web.Application(middlewares=[_json_errors])
+        app = web.Application(middlewares=[_json_errors, kube.statuses])
         app.on_response_prepare.append(secure)
         routes = {
             "/jobs": self._jobs,
@@ -133,6 +133,8 @@ class Api:
         }
         for path, handler in routes.items():
             app.router.add_get(PREFIX + path, self._guarded(handler))
+        # Before the console's pages, whose last route takes any other path.
+        kube.Kube(self.reads).mount(app)
         app.on_cleanup.append(lambda _: self.reads.access.close())
         return app
 

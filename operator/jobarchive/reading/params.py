@@ -27,6 +27,8 @@ JOB_STATUSES = (
     "Stopped",
 )
 EVENT_TYPES = ("Normal", "Warning")
+# A pod's phase, and Stopped for one gone in no terminal phase (decision 4).
+POD_STATUSES = ("Pending", "Running", "Succeeded", "Failed", "Unknown", "Stopped")
 MAX_PAGE = 500
 DEFAULT_PAGE = 50
 # A tail is up to JOBARCHIVE_LOG_TAIL_BYTES (64 KiB by default): fewer per answer than rows.
@@ -110,6 +112,18 @@ EVENT_PARAMS = (
     Param("since", "time", "Last occurred at or after (RFC 3339 time or date)."),
     Param("until", "time", "Last occurred before."),
 )
+# What names one object exactly, beside a list's filters (the aggregated API's
+# ``metadata.name`` and ``metadata.uid`` field selectors).
+IDENTITY_PARAMS = (
+    Param("exact_name", "string", "Exact name: every object recorded under it."),
+    Param("uid", "string", "Uid: the one object recorded with it."),
+)
+POD_PARAMS = (
+    Param("namespace", "string", "Namespace."),
+    Param("job_uid", "string", "The uid of the pod's job."),
+    Param("status", "string", f"One of {', '.join(POD_STATUSES)}."),
+    *IDENTITY_PARAMS,
+)
 DETAIL_PARAMS = (
     Param(
         "limit",
@@ -166,6 +180,25 @@ class JobQuery:
     finished_since: datetime.datetime | None = None
     finished_until: datetime.datetime | None = None
     in_cluster: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """An exact name and a uid (``IDENTITY_PARAMS``); None means no filter."""
+
+    name: str | None = None
+    uid: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PodQuery:
+    """Filters of the pod list (``POD_PARAMS``); None means no filter."""
+
+    namespace: str | None = None
+    job_uid: str | None = None
+    status: str | None = None
+    exact_name: str | None = None
+    uid: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

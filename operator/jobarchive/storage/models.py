@@ -188,8 +188,15 @@ class Pod(Stamped):
     class Meta:
         table = "replica_info"
         # A job's pods, page by page in the order they were recorded; a shard's pods
-        # (reconciled and pruned namespace by namespace) by the job they name.
-        indexes = (("job_id", "gmt_created"), ("namespace", "job_id"))
+        # (reconciled and pruned namespace by namespace) by the job they name; the
+        # aggregated API's pod lists, newest first, and a pod by name (decision 28).
+        indexes = (
+            ("job_id", "gmt_created"),
+            ("namespace", "job_id"),
+            ("namespace", "gmt_created"),
+            ("namespace", "name"),
+            ("gmt_created",),
+        )
 
 
 class Event(Stamped):

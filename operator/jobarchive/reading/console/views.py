@@ -113,7 +113,7 @@ class Console:
         app.router.add_get("/stats", self._page(stats_page))
         app.router.add_get("/static/{name}", self._asset)
         # Any other path outside the API's is a console page that does not exist.
-        app.router.add_get(r"/{path:(?!api/).*}", self._missing)
+        app.router.add_get(r"/{path:(?!api(/|$)|apis(/|$)|openapi/).*}", self._missing)
 
     def render(self, template: str, code: int = 200, **context: Any) -> web.Response:
         """A page as an HTML answer, status ``code``, with the console's headers."""

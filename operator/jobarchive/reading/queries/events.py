@@ -26,7 +26,13 @@ from jobarchive.reading.params import (
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json
 from jobarchive.reading.queries.source import bounded
-from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
+from jobarchive.rows import (
+    EVENT_NAME_LENGTH,
+    NAME_LENGTH,
+    NAMESPACE_LENGTH,
+    SHORT_TEXT_LENGTH,
+    UID_LENGTH,
+)
 from jobarchive.storage.models import Event
 
 RECENT = Order("last_timestamp", "events")
@@ -95,3 +101,28 @@ def _refuse_scans(query: EventQuery) -> None:
                 Named("since"),
                 " with it",
             )
+
+
+async def named_event(namespace: str, name: str) -> dict[str, Any] | None:
+    """The Event of that name in a namespace: Kubernetes names an Event after its object
+    (``<object>.<suffix>``), so the object's index finds it; None when not found so."""
+    subject, dot, _ = name.rpartition(".")
+    if not dot:
+        return None
+    found = (
+        await bounded(Event)
+        .filter(
+            obj_namespace=fits("namespace", namespace, NAMESPACE_LENGTH),
+            obj_name=fits("name", subject, NAME_LENGTH),
+            name=fits("name", name, EVENT_NAME_LENGTH),
+        )
+        .order_by("-last_timestamp", "-id")
+        .first()
+    )
+    return None if found is None else event_json(found)
+
+
+async def one_event(event_uid: str) -> dict[str, Any] | None:
+    """The Event with that uid; None if none has it."""
+    found = await bounded(Event).filter(event_id=fits("uid", event_uid, UID_LENGTH)).first()
+    return None if found is None else event_json(found)

@@ -14,8 +14,10 @@ from tortoise.queryset import QuerySet
 
 from jobarchive.reading.params import (
     BUILTIN,
+    IDENTITY_PARAMS,
     JOB_PARAMS,
     BadQuery,
+    Identity,
     JobQuery,
     KnownKinds,
     Listing,
@@ -35,6 +37,7 @@ from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import Event, Job, Pod
 
 NEWEST = Order("gmt_created", "jobs")
+ANY = Identity()
 
 
 async def list_jobs(
@@ -42,10 +45,12 @@ async def list_jobs(
     limit: int | None = None,
     cursor: str | None = None,
     kinds: KnownKinds = BUILTIN,
+    identity: Identity = ANY,
 ) -> Page:
-    """Jobs matching the filters, newest first (by creation), one page."""
+    """Jobs matching the filters (and the exact name or uid of ``identity``), newest
+    first (by creation), one page."""
     now = datetime.datetime.now(datetime.UTC)
-    found = await _hinted(_job_filters(query, kinds), query)
+    found = await _hinted(_job_filters(query, kinds, identity), query)
     return await paged(found, NEWEST, page_size(limit), cursor, lambda row: job_json(row, now))
 
 
@@ -58,6 +63,19 @@ async def _jobs_page(
 JOBS = Listing(JOB_PARAMS, _jobs_page)
 
 
+async def _identified_jobs_page(
+    filters: Mapping[str, Any], limit: int | None, cursor: str | None, kinds: KnownKinds
+) -> Page:
+    given = dict(filters)
+    identity = Identity(given.pop("exact_name", None), given.pop("uid", None))
+    return await list_jobs(JobQuery(**given), limit, cursor, kinds, identity)
+
+
+# The job list with an exact name and a uid beside its filters: what the aggregated
+# API's field selectors ``metadata.name`` and ``metadata.uid`` ask.
+IDENTIFIED_JOBS = Listing(JOB_PARAMS + IDENTITY_PARAMS, _identified_jobs_page)
+
+
 async def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> str:
     """The SQL of one page of jobs, parameters inlined: for EXPLAIN."""
     found = await _hinted(_job_filters(query, BUILTIN), query)
@@ -65,8 +83,10 @@ async def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | 
     return sql
 
 
-def _job_filters(query: JobQuery, kinds: KnownKinds) -> "QuerySet[Job]":
+def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -> "QuerySet[Job]":
     exact = {
+        "name": fits("exact_name", identity.name, NAME_LENGTH),
+        "job_id": fits("uid", identity.uid, UID_LENGTH),
         "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
         "kind": one_of("kind", query.kind, kinds.jobs),
         "status": check_status(query.status),
@@ -140,6 +160,11 @@ def _refuse_scans(query: JobQuery) -> None:
                 Named("created_since"),
                 " with it",
             )
+
+
+async def newest_named(namespace: str, name: str) -> dict[str, Any] | None:
+    """The newest job recorded under a name (the last created), as the list shows it."""
+    return next(iter((await named_jobs(namespace, name, limit=1)).items), None)
 
 
 async def job_namespace(job_uid: str) -> str | None:

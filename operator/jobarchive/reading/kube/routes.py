@@ -1,0 +1,310 @@
+"""The aggregated API's routes: thin handlers over ``reading.handling.Reads`` (its turn,
+budget and refusals), the objects, tables and selectors of this package, and Statuses
+for every failure (decision 28). Discovery is answered from fixed data, before any
+caller is known or the database is asked.
+"""
+
+import dataclasses
+import datetime
+import functools
+import json
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+from multidict import MultiDict, MultiMapping
+
+from jobarchive.reading import auth, queries
+from jobarchive.reading.handling import Caller, NotFound, Reads, parse
+from jobarchive.reading.kube import discovery, objects, selectors, status, tables
+from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
+from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, PodQuery
+
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# Parameters every Kubernetes client may send a list; those not named in ``_listed``
+# change nothing here (an archive has no versions to wait for, nor a pretty printer).
+LIST_PARAMS = (
+    "limit",
+    "continue",
+    "fieldSelector",
+    "labelSelector",
+    "includeObject",
+    "watch",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "timeoutSeconds",
+    "allowWatchBookmarks",
+    "sendInitialEvents",
+    "pretty",
+)
+GET_PARAMS = ("includeObject", "resourceVersion", "pretty")
+ALL = "a list of every namespace"
+INSTEAD = "name a namespace (kubectl -n NAMESPACE)"
+
+Row = dict[str, Any]
+Shape = Callable[[Sequence[Row]], Awaitable[list[objects.Object]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Served:
+    """One resource as served: its kind, its list, how its rows become objects, and how
+    ``get NAME`` finds the row (None when it does not)."""
+
+    kind: Kind
+    listing: Listing
+    shape: Shape
+    find: Callable[[str, str], Awaitable[Row | None]]
+
+
+class Kube:
+    """The aggregated API's routes over a read budget shared with the JSON API."""
+
+    def __init__(self, reads: Reads) -> None:
+        self.reads = reads
+        self.served = {
+            discovery.JOBS.plural: Served(
+                discovery.JOBS, queries.IDENTIFIED_JOBS, _jobs, _find_job
+            ),
+            discovery.PODS.plural: Served(discovery.PODS, queries.PODS, self._pods, _find_pod),
+            discovery.EVENTS.plural: Served(discovery.EVENTS, queries.EVENTS, _events, _find_event),
+        }
+
+    def mount(self, app: web.Application) -> None:
+        """Add the discovery documents and the resources' routes to ``app``."""
+        app.router.add_get("/api", _core)
+        app.router.add_get("/apis", _groups)
+        app.router.add_get(f"/apis/{GROUP}", _group)
+        app.router.add_get(PREFIX, _resources)
+        app.router.add_get(r"/openapi/{version:v2|v3}", _no_openapi)
+        app.router.add_get(r"/openapi/v3/{path:.*}", _no_openapi)
+        namespaced = f"{PREFIX}/namespaces/{{namespace}}"
+        for plural, served in self.served.items():
+            listed = self._guarded(plural, functools.partial(self._list, served=served))
+            app.router.add_get(f"{PREFIX}/{plural}", listed)
+            app.router.add_get(f"{namespaced}/{plural}", listed)
+            got = self._guarded(plural, functools.partial(self._get, served=served))
+            app.router.add_get(f"{namespaced}/{plural}/{{name}}", got)
+        log = self._guarded(f"{discovery.JOBS.plural}/log", self._log)
+        app.router.add_get(f"{namespaced}/{discovery.JOBS.plural}/{{name}}/log", log)
+        app.router.add_get(f"{PREFIX}/stats", self._guarded("stats", self._stats))
+        app.router.add_get(f"{namespaced}/stats", self._guarded("stats", self._stats))
+
+    def _guarded(
+        self, resource: str, handler: Callable[[web.Request, Caller], Awaitable[web.Response]]
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        plural, _, sub = resource.partition("/")
+        reviewed = auth.Resource(GROUP, plural, sub)
+
+        async def guarded(request: web.Request) -> web.Response:
+            async def answer() -> web.Response:
+                try:
+                    return await handler(request, await self.reads.caller(request, reviewed))
+                except Exception as exc:
+                    return status.refused(self.reads.refusal(request, exc))
+
+            return await self.reads.respond(request, answer)
+
+        return guarded
+
+    async def _list(self, request: web.Request, caller: Caller, served: Served) -> web.Response:
+        shown = tables.wanted_format(request.headers.get("Accept", "*/*"))
+        if shown is None:
+            return _not_acceptable()
+        query = request.query
+        if query.get("watch", "false").lower() not in ("false", "0", ""):
+            return status.response(405, "watch is not served: the archive is read by lists")
+        include = _include(query)
+        namespace = request.match_info.get("namespace")
+        given, capped = _listed(served, query, namespace)
+        await caller.require("list", namespace, ALL, INSTEAD)
+        page = await self.reads.page(caller, given, served.listing, ALL)
+        items = await served.shape(page.items)
+        headers = {}
+        if capped and page.next_cursor is not None:
+            more = f"at most {MAX_PAGE} {served.kind.plural} a page; more follow (continue)"
+            headers["Warning"] = f'299 - "{more}"'
+        if shown == "json":
+            body = objects.list_of(served.kind, items, page.next_cursor)
+        else:
+            now = datetime.datetime.now(datetime.UTC)
+            body = tables.table(served.kind, items, page.next_cursor, shown, include, now)
+        return web.json_response(body, headers=headers)
+
+    async def _get(self, request: web.Request, caller: Caller, served: Served) -> web.Response:
+        shown = tables.wanted_format(request.headers.get("Accept", "*/*"))
+        if shown is None:
+            return _not_acceptable()
+        include = _include(request.query)
+        detail = served.kind == discovery.JOBS
+        extra = queries.DETAIL_PARAMS if detail else ()
+        values = parse(_without(request.query, GET_PARAMS), extra)
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        row = await self._found(caller, served, namespace, name)
+        if detail:
+            uid = row["job_id"]
+            found = await self.reads.within(lambda: queries.job_detail(uid, **values))
+            if found is None:
+                raise NotFound(status.not_found(served.kind.plural, name))
+            item = objects.job_with_detail(found, {uid: found["name"]})
+        else:
+            [item] = await served.shape([row])
+        if shown == "json":
+            return web.json_response(item)
+        now = datetime.datetime.now(datetime.UTC)
+        return web.json_response(tables.table(served.kind, [item], None, shown, include, now))
+
+    async def _found(self, caller: Caller, served: Served, namespace: str, name: str) -> Row:
+        """The row ``get NAME`` answers, once the caller may get in the namespace;
+        NotFound, alike, for none and for a namespace the caller may not read."""
+        plural = served.kind.plural
+        if not await caller.may("get", namespace):
+            raise NotFound(status.not_found(plural, name))
+        row = await self.reads.within(lambda: served.find(namespace, name))
+        if row is None:
+            raise NotFound(status.not_found(plural, name))
+        return row
+
+    async def _log(self, request: web.Request, caller: Caller) -> web.Response:
+        values = parse(request.query, queries.LOG_PARAMS)
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        row = await self._found(caller, self.served[discovery.JOBS.plural], namespace, name)
+        uid = row["job_id"]
+        page = await self.reads.within(lambda: queries.job_log_tails(uid, **values))
+        return web.json_response(page.as_json())
+
+    async def _stats(self, request: web.Request, caller: Caller) -> web.Response:
+        values = parse(request.query, queries.STATS_PARAMS)
+        if "namespace" in request.match_info:
+            raise BadQuery(f"statistics are not served per namespace yet: GET {PREFIX}/stats")
+        await caller.require("list", None, "statistics", "ask for a cluster-wide grant")
+        return web.json_response(
+            {"items": await self.reads.within(lambda: queries.stats(**values))}
+        )
+
+    async def _pods(self, rows: Sequence[Row]) -> list[objects.Object]:
+        uids = [row["job_id"] for row in rows]
+        names = await self.reads.within(lambda: queries.job_names(uids))
+        return [objects.archived_pod(row, names.get(row["job_id"])) for row in rows]
+
+
+async def _jobs(rows: Sequence[Row]) -> list[objects.Object]:
+    return [objects.archived_job(row) for row in rows]
+
+
+async def _events(rows: Sequence[Row]) -> list[objects.Object]:
+    return [objects.archived_event(row) for row in rows]
+
+
+async def _find_job(namespace: str, name: str) -> Row | None:
+    """A uid names its incarnation (in the namespace); any other name its newest."""
+    if UID.fullmatch(name) and await queries.job_namespace(name) == namespace:
+        return {"job_id": name}
+    return await queries.newest_named(namespace, name)
+
+
+async def _find_pod(namespace: str, name: str) -> Row | None:
+    if UID.fullmatch(name):
+        found = (await queries.list_pods(PodQuery(uid=name), 1)).items
+        if found and found[0]["namespace"] == namespace:
+            return found[0]
+    return await queries.newest_pod(namespace, name)
+
+
+async def _find_event(namespace: str, name: str) -> Row | None:
+    if UID.fullmatch(name):
+        found = await queries.one_event(name)
+        if found is not None and found["obj_namespace"] == namespace:
+            return found
+    return await queries.named_event(namespace, name)
+
+
+def _not_acceptable() -> web.Response:
+    return status.response(
+        406,
+        "Accept: none of the media types asked for is served "
+        "(application/json, or its Table: as=Table;g=meta.k8s.io;v=v1)",
+    )
+
+
+def _include(query: "MultiMapping[str]") -> str:
+    include = query.get("includeObject", "Metadata")
+    if include not in tables.INCLUDE_OBJECT:
+        shown = ", ".join(tables.INCLUDE_OBJECT)
+        raise BadQuery(f"includeObject: {queries.quoted(include)} is not one of {shown}")
+    return include
+
+
+def _without(query: "MultiMapping[str]", names: Sequence[str]) -> "MultiDict[str]":
+    return MultiDict((key, value) for key, value in query.items() if key not in names)
+
+
+def _listed(
+    served: Served, query: "MultiMapping[str]", namespace: str | None
+) -> tuple["MultiDict[str]", bool]:
+    """The list's filters and page as its table names them, from a Kubernetes list's
+    parameters: its own filters passed through, the namespace of the path, the field
+    selector's, the limit and continue; and whether the page size was capped."""
+    filters = {param.name for param in served.listing.params} - {"namespace"}
+    unknown = sorted(set(query) - set(LIST_PARAMS) - filters)
+    if unknown:
+        known = ", ".join((*LIST_PARAMS, *sorted(filters)))
+        raise BadQuery(f"unknown parameter {queries.quoted(unknown[0])} (known: {known})")
+    if query.get("labelSelector"):
+        raise BadQuery("labelSelector: archived objects carry no labels; use fieldSelector")
+    given: MultiDict[str] = MultiDict(
+        (key, value) for key, value in query.items() if key not in LIST_PARAMS
+    )
+    if namespace is not None:
+        given.add("namespace", namespace)
+    for field in query.getall("fieldSelector", []):
+        for name, value in selectors.filters(served.kind.plural, field):
+            given.add(name, value)
+    limit, capped = _limit(query.getall("limit", []))
+    given.add("limit", str(limit))
+    for cursor in query.getall("continue", []):
+        if cursor:
+            given.add("cursor", cursor)
+    return given, capped
+
+
+def _limit(given: Sequence[str]) -> tuple[int, bool]:
+    """The page size a Kubernetes ``limit`` asks (none or 0: all, which is capped too),
+    and whether it was capped at ``MAX_PAGE``."""
+    if len(given) > 1:
+        raise BadQuery(f"limit: given {len(given)} times; give it once")
+    raw = given[0] if given else "0"
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
+        raise BadQuery(f"limit: {queries.quoted(raw)} is not a number")
+    asked = int(raw)
+    if asked == 0 or asked > MAX_PAGE:
+        return MAX_PAGE, True
+    return asked, False
+
+
+async def _core(_: web.Request) -> web.Response:
+    return status.response(404, "this server serves no core API: its group is under /apis")
+
+
+async def _groups(request: web.Request) -> web.Response:
+    aggregated = discovery.wants_aggregated(request.headers.get("Accept", "*/*"))
+    if aggregated is None:
+        return status.response(406, "Accept: application/json or the aggregated discovery")
+    if aggregated:
+        text = json.dumps(discovery.aggregated())
+        return web.Response(body=text.encode(), headers={"Content-Type": discovery.AGGREGATED})
+    return web.json_response(discovery.group_list())
+
+
+async def _group(_: web.Request) -> web.Response:
+    return web.json_response(discovery.group())
+
+
+async def _resources(_: web.Request) -> web.Response:
+    return web.json_response(discovery.resource_list())
+
+
+async def _no_openapi(_: web.Request) -> web.Response:
+    return status.response(
+        404, "no OpenAPI document is served for archive.jobarchive.io; see /api/v1/openapi.json"
+    )
