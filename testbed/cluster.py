@@ -340,7 +340,10 @@ class Cluster:
 
 class Reviews:
     """TokenReview and SubjectAccessReview answered as an API server does, from two
-    tables: whose each token is, and who may read jobarchive's ``jobs`` where.
+    tables: whose each token is, and who may read what of jobarchive's resources where
+    (the ``jobarchive-reader`` ClusterRole's: ``jobs.jobarchive.io`` and the aggregated
+    API's resources, unless a grant names fewer). Every access review's attributes are
+    kept, in order (``asked``).
 
     As with RBAC, a grant in namespace ``""`` (a ClusterRoleBinding of the reader
     role) allows every namespace and requests over all of them; a grant in a namespace
@@ -349,10 +352,24 @@ class Reviews:
     """
 
     GROUP, RESOURCE, VERBS = "jobarchive.io", "jobs", ("get", "list")
+    # (group, resource, subresource) as the reader role grants them.
+    READER = frozenset(
+        {
+            ("jobarchive.io", "jobs", ""),
+            *(
+                ("archive.jobarchive.io", resource, "")
+                for resource in ("archivedjobs", "archivedpods", "archivedevents", "stats")
+            ),
+            ("archive.jobarchive.io", "archivedjobs", "log"),
+            ("archive.jobarchive.io", "console", ""),
+        }
+    )
 
     def __init__(self, cluster: Cluster) -> None:
         self.tokens: dict[str, Body] = {}
         self.grants: set[tuple[str, str]] = set()
+        self.scoped: dict[tuple[str, str], frozenset[tuple[str, str, str]]] = {}
+        self.asked: list[Body] = []
         # While set, both reviews answer 500, as an API server whose etcd is away.
         self.failing = False
         answers = {TOKEN_REVIEWS: self._token_review, ACCESS_REVIEWS: self._access_review}
@@ -372,9 +389,17 @@ class Reviews:
             "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={name}"]},
         }
 
-    def grant(self, subject: str, namespace: str = "") -> None:
-        """Let ``subject`` get and list jobs in ``namespace`` ("": cluster-wide)."""
+    def grant(
+        self,
+        subject: str,
+        namespace: str = "",
+        resources: frozenset[tuple[str, str, str]] | None = None,
+    ) -> None:
+        """Let ``subject`` get and list the reader's resources (or only ``resources``)
+        in ``namespace`` ("": cluster-wide)."""
         self.grants.add((subject, namespace))
+        if resources is not None:
+            self.scoped[(subject, namespace)] = resources
 
     def _token_review(self, request: Any) -> Body:
         spec = request.data["spec"]
@@ -387,14 +412,17 @@ class Reviews:
     def _access_review(self, request: Any) -> Body:
         spec = request.data["spec"]
         wanted = spec.get("resourceAttributes") or {}
+        self.asked.append(dict(wanted))
         namespace = wanted.get("namespace") or ""
         subjects = {f"user:{spec.get('user')}", *(f"group:{g}" for g in spec.get("groups", []))}
+        asked = (wanted.get("group"), wanted.get("resource"), wanted.get("subresource") or "")
         granted = any(
-            (subject, "") in self.grants or (namespace and (subject, namespace) in self.grants)
+            (subject, place) in self.grants
+            and asked in self.scoped.get((subject, place), self.READER)
             for subject in subjects
+            for place in {"", namespace}
         )
-        on_jobs = (wanted.get("group"), wanted.get("resource")) == (self.GROUP, self.RESOURCE)
-        allowed = bool(granted and on_jobs and wanted.get("verb") in self.VERBS)
+        allowed = bool(granted and wanted.get("verb") in self.VERBS)
         status: Body = {"allowed": allowed}
         if allowed:
             status["reason"] = "RBAC: allowed by a binding of ClusterRole jobarchive-reader"

@@ -3,6 +3,7 @@ the read side's shapes carried), the Table kubectl prints, the discovery documen
 field selectors, and the Accept header read as kube-apiserver reads it."""
 
 import datetime
+import json
 from typing import Any
 
 import pytest
@@ -31,7 +32,9 @@ def a_job(**fields: Any) -> Job:
         "version": "1234",
         "status": "Failed",
         "kind": "TFJob",
-        "resources": '{"Worker": {"replicas": 2, "resources": {"limits": {"nvidia.com/gpu": "4"}}}}',
+        "resources": json.dumps(
+            {"Worker": {"replicas": 2, "resources": {"limits": {"nvidia.com/gpu": "4"}}}}
+        ),
         "deploy_region": "eu-1",
         "tenant": "ml",
         "owner": "alice",
@@ -97,12 +100,9 @@ def an_event(**fields: Any) -> Event:
 def test_an_archived_job_gives_back_the_row_it_was_made_of(
     name: str, owner: str, status: str, finished: Any, running: Any
 ) -> None:
-    row = job_json(
-        a_job(
-            name=name, owner=owner, status=status, gmt_finished=finished, gmt_job_running=running
-        ),
-        NOW,
-    )
+    job_model = a_job(name=name, owner=owner, status=status, gmt_finished=finished)
+    job_model.gmt_job_running = running
+    row = job_json(job_model, NOW)
     job = objects.archived_job(row)
     assert objects.job_row(job) == row
     assert (job["apiVersion"], job["kind"]) == ("archive.jobarchive.io/v1", "ArchivedJob")

@@ -4,6 +4,7 @@ read side answers (``queries.shapes``) and ArchivedJob, ArchivedPod and Archived
 again from the object (the CLI's kubeconfig mode prints it as the database mode does).
 """
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,178 +13,164 @@ from jobarchive.reading.kube.discovery import EVENTS, GROUP_VERSION, JOBS, PODS,
 Object = dict[str, Any]
 
 
-def _meta(row: Mapping[str, Any], name: str, namespace: str, uid: str, created: str) -> Object:
-    return {
-        "name": row[name],
-        "namespace": row[namespace],
-        "uid": row[uid],
-        "creationTimestamp": row[created],
-    }
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """Where a row's column stands in its object (a path of keys), whether it is a flag
+    (0 or 1 in the row, a boolean in the object), and whether a row may lack it."""
+
+    path: tuple[str, ...]
+    column: str
+    flag: bool = False
+    optional: bool = False
+
+
+def _fields(*entries: tuple[str, str] | Field) -> tuple[Field, ...]:
+    return tuple(
+        entry if isinstance(entry, Field) else Field(tuple(entry[0].split(".")), entry[1])
+        for entry in entries
+    )
+
+
+def _identity(namespace: str, uid: str, created: str) -> tuple[Field, ...]:
+    """The metadata of an object: its name, namespace, uid and creation."""
+    return _fields(
+        ("metadata.name", "name"),
+        ("metadata.namespace", namespace),
+        ("metadata.uid", uid),
+        ("metadata.creationTimestamp", created),
+    )
+
+
+def _recorded(deleted: str) -> tuple[Field, ...]:
+    """What the archive knows of a job's or a pod's row: in the cluster still, deletion
+    asked for, last written, at which resourceVersion, under which row id."""
+    return (
+        Field(("status", "inCluster"), "is_in_etcd", flag=True),
+        Field(("status", "deleted"), deleted, flag=True),
+        *_fields(
+            ("status.modifiedAt", "gmt_modified"),
+            ("status.resourceVersion", "version"),
+            ("status.archiveID", "id"),
+        ),
+    )
+
+
+JOB_FIELDS = (
+    *_identity("namespace", "job_id", "gmt_created"),
+    *_fields(
+        ("spec.kind", "kind"),
+        ("spec.owner", "owner"),
+        ("spec.tenant", "tenant"),
+        ("spec.region", "deploy_region"),
+        ("spec.resources", "resources"),
+        ("status.phase", "status"),
+        ("status.runningAt", "gmt_job_running"),
+        ("status.finishedAt", "gmt_finished"),
+        ("status.jobFinishedAt", "gmt_job_finished"),
+        ("status.durationSeconds", "duration_seconds"),
+    ),
+    *_recorded("deleted"),
+)
+POD_FIELDS = (
+    *_identity("namespace", "pod_id", "gmt_created"),
+    *_fields(
+        ("spec.jobUID", "job_id"),
+        ("spec.replicaType", "replica_type"),
+        ("spec.image", "image"),
+        ("spec.resources", "resources"),
+        ("spec.hostIP", "host_ip"),
+        ("spec.podIP", "pod_ip"),
+        ("spec.region", "deploy_region"),
+        ("status.phase", "status"),
+        ("status.startedAt", "gmt_started"),
+        ("status.finishedAt", "gmt_finished"),
+        ("status.remark", "remark"),
+    ),
+    *_recorded("is_del"),
+    # Only in a job's detail, whose pods say whether a log tail was captured.
+    Field(("status", "hasLogTail"), "has_log_tail", optional=True),
+)
+# A core/v1 Event's fields stand at the top level; its subject is ``involvedObject``.
+EVENT_FIELDS = (
+    *_identity("obj_namespace", "event_id", "first_timestamp"),
+    *_fields(
+        ("involvedObject.kind", "kind"),
+        ("involvedObject.name", "obj_name"),
+        ("involvedObject.uid", "obj_uid"),
+        ("reason", "reason"),
+        ("message", "message"),
+        ("type", "type"),
+        ("count", "count"),
+        ("lastTimestamp", "last_timestamp"),
+        ("jobUID", "job_id"),
+        ("region", "region"),
+        ("archiveID", "id"),
+    ),
+)
+
+
+def _object(kind: Kind, fields: tuple[Field, ...], row: Mapping[str, Any]) -> Object:
+    made: Object = {"apiVersion": GROUP_VERSION, "kind": kind.kind}
+    for field in fields:
+        if field.optional and field.column not in row:
+            continue
+        value = row[field.column]
+        *parents, last = field.path
+        place = made
+        for key in parents:
+            place = place.setdefault(key, {})
+        place[last] = bool(value) if field.flag else value
+    return made
+
+
+def _row(fields: tuple[Field, ...], obj: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for field in fields:
+        place: Any = obj
+        for key in field.path[:-1]:
+            place = place[key]
+        if field.optional and field.path[-1] not in place:
+            continue
+        value = place[field.path[-1]]
+        row[field.column] = int(value) if field.flag else value
+    return row
 
 
 def archived_job(row: Mapping[str, Any]) -> Object:
     """An ArchivedJob of a job row (``shapes.job_json``)."""
-    return {
-        "apiVersion": GROUP_VERSION,
-        "kind": JOBS.kind,
-        "metadata": _meta(row, "name", "namespace", "job_id", "gmt_created"),
-        "spec": {
-            "kind": row["kind"],
-            "owner": row["owner"],
-            "tenant": row["tenant"],
-            "region": row["deploy_region"],
-            "resources": row["resources"],
-        },
-        "status": {
-            "phase": row["status"],
-            "inCluster": bool(row["is_in_etcd"]),
-            "deleted": bool(row["deleted"]),
-            "runningAt": row["gmt_job_running"],
-            "finishedAt": row["gmt_finished"],
-            "jobFinishedAt": row["gmt_job_finished"],
-            "modifiedAt": row["gmt_modified"],
-            "durationSeconds": row["duration_seconds"],
-            "resourceVersion": row["version"],
-            "archiveID": row["id"],
-        },
-    }
+    return _object(JOBS, JOB_FIELDS, row)
 
 
 def job_row(job: Mapping[str, Any]) -> dict[str, Any]:
     """The job row an ArchivedJob was made of (``archived_job``'s inverse)."""
-    meta, spec, status = job["metadata"], job["spec"], job["status"]
-    return {
-        "id": status["archiveID"],
-        "name": meta["name"],
-        "namespace": meta["namespace"],
-        "job_id": meta["uid"],
-        "version": status["resourceVersion"],
-        "status": status["phase"],
-        "kind": spec["kind"],
-        "resources": spec["resources"],
-        "deploy_region": spec["region"],
-        "tenant": spec["tenant"],
-        "owner": spec["owner"],
-        "deleted": int(status["deleted"]),
-        "is_in_etcd": int(status["inCluster"]),
-        "gmt_created": meta["creationTimestamp"],
-        "gmt_modified": status["modifiedAt"],
-        "gmt_finished": status["finishedAt"],
-        "gmt_job_running": status["runningAt"],
-        "gmt_job_finished": status["jobFinishedAt"],
-        "duration_seconds": status["durationSeconds"],
-    }
+    return _row(JOB_FIELDS, job)
 
 
 def archived_pod(row: Mapping[str, Any], job_name: str | None = None) -> Object:
     """An ArchivedPod of a pod row (``shapes.pod_json``), naming its job (``job_name``,
     looked up apart: the row holds its uid)."""
-    status = {
-        "phase": row["status"],
-        "inCluster": bool(row["is_in_etcd"]),
-        "deleted": bool(row["is_del"]),
-        "startedAt": row["gmt_started"],
-        "finishedAt": row["gmt_finished"],
-        "modifiedAt": row["gmt_modified"],
-        "remark": row["remark"],
-        "resourceVersion": row["version"],
-        "archiveID": row["id"],
-    }
-    if "has_log_tail" in row:
-        status["hasLogTail"] = row["has_log_tail"]
-    return {
-        "apiVersion": GROUP_VERSION,
-        "kind": PODS.kind,
-        "metadata": _meta(row, "name", "namespace", "pod_id", "gmt_created"),
-        "spec": {
-            "jobUID": row["job_id"],
-            "jobName": job_name,
-            "replicaType": row["replica_type"],
-            "image": row["image"],
-            "resources": row["resources"],
-            "hostIP": row["host_ip"],
-            "podIP": row["pod_ip"],
-            "region": row["deploy_region"],
-        },
-        "status": status,
-    }
+    pod = _object(PODS, POD_FIELDS, row)
+    pod["spec"]["jobName"] = job_name
+    return pod
 
 
 def pod_row(pod: Mapping[str, Any]) -> dict[str, Any]:
     """The pod row an ArchivedPod was made of (``archived_pod``'s inverse)."""
-    meta, spec, status = pod["metadata"], pod["spec"], pod["status"]
-    row = {
-        "id": status["archiveID"],
-        "name": meta["name"],
-        "image": spec["image"],
-        "namespace": meta["namespace"],
-        "pod_id": meta["uid"],
-        "version": status["resourceVersion"],
-        "status": status["phase"],
-        "job_id": spec["jobUID"],
-        "replica_type": spec["replicaType"],
-        "resources": spec["resources"],
-        "host_ip": spec["hostIP"],
-        "pod_ip": spec["podIP"],
-        "deploy_region": spec["region"],
-        "is_del": int(status["deleted"]),
-        "is_in_etcd": int(status["inCluster"]),
-        "remark": status["remark"],
-        "gmt_created": meta["creationTimestamp"],
-        "gmt_modified": status["modifiedAt"],
-        "gmt_started": status["startedAt"],
-        "gmt_finished": status["finishedAt"],
-    }
-    if "hasLogTail" in status:
-        row["has_log_tail"] = status["hasLogTail"]
-    return row
+    return _row(POD_FIELDS, pod)
 
 
 def archived_event(row: Mapping[str, Any]) -> Object:
     """An ArchivedEvent of an Event row (``shapes.event_json``), shaped as a core/v1
-    Event: its fields at the top level, its subject as ``involvedObject``."""
-    return {
-        "apiVersion": GROUP_VERSION,
-        "kind": EVENTS.kind,
-        "metadata": _meta(row, "name", "obj_namespace", "event_id", "first_timestamp"),
-        "involvedObject": {
-            "kind": row["kind"],
-            "namespace": row["obj_namespace"],
-            "name": row["obj_name"],
-            "uid": row["obj_uid"],
-        },
-        "reason": row["reason"],
-        "message": row["message"],
-        "type": row["type"],
-        "count": row["count"],
-        "firstTimestamp": row["first_timestamp"],
-        "lastTimestamp": row["last_timestamp"],
-        "jobUID": row["job_id"],
-        "region": row["region"],
-        "archiveID": row["id"],
-    }
+    Event; its namespace is its subject's (decision 17)."""
+    event = _object(EVENTS, EVENT_FIELDS, row)
+    event["involvedObject"]["namespace"] = row["obj_namespace"]
+    event["firstTimestamp"] = row["first_timestamp"]
+    return event
 
 
 def event_row(event: Mapping[str, Any]) -> dict[str, Any]:
     """The Event row an ArchivedEvent was made of (``archived_event``'s inverse)."""
-    meta, subject = event["metadata"], event["involvedObject"]
-    return {
-        "id": event["archiveID"],
-        "event_id": meta["uid"],
-        "name": meta["name"],
-        "kind": subject["kind"],
-        "type": event["type"],
-        "obj_namespace": subject["namespace"],
-        "obj_name": subject["name"],
-        "obj_uid": subject["uid"],
-        "job_id": event["jobUID"],
-        "reason": event["reason"],
-        "message": event["message"],
-        "count": event["count"],
-        "region": event["region"],
-        "first_timestamp": event["firstTimestamp"],
-        "last_timestamp": event["lastTimestamp"],
-    }
+    return _row(EVENT_FIELDS, event)
 
 
 def job_with_detail(detail: Mapping[str, Any], job_names: Mapping[str, str]) -> Object:

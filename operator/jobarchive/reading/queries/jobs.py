@@ -76,9 +76,14 @@ async def _identified_jobs_page(
 IDENTIFIED_JOBS = Listing(JOB_PARAMS + IDENTITY_PARAMS, _identified_jobs_page)
 
 
-async def job_page_sql(query: JobQuery, limit: int | None = None, cursor: str | None = None) -> str:
+async def job_page_sql(
+    query: JobQuery,
+    limit: int | None = None,
+    cursor: str | None = None,
+    identity: Identity = ANY,
+) -> str:
     """The SQL of one page of jobs, parameters inlined: for EXPLAIN."""
-    found = await _hinted(_job_filters(query, BUILTIN), query)
+    found = await _hinted(_job_filters(query, BUILTIN, identity), query)
     sql: str = ordered(found, NEWEST, page_size(limit), cursor).sql(params_inline=True)
     return sql
 

