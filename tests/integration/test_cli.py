@@ -3,11 +3,9 @@
 import asyncio
 import json
 import os
-import pathlib
 import shlex
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -16,67 +14,15 @@ import pytest
 
 from jobarchive.config import DbTls
 from jobarchive.storage import database as db
-from testbed import objects as o
 from testbed.ports import free_port
 from tests.support.console import keep_log_tail
-from tests.support.history import History
 from tests.support.kinds import EXTRA_KINDS
-
-JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
-
-
-async def fill(url: str) -> str:
-    await db.open_database(url, encryption=DbTls())
-    try:
-        for table in ("job_info", "replica_info", "event_info"):
-            await db.connection().execute_script(f"DELETE FROM {table}")
-        async with History() as history:
-            job = await history.job(
-                "mnist", status="Failed", finished="2026-11-20T10:20:00Z", owner="alice"
-            )
-            running = o.running_status("tensorflow", "img", "10.0.0.12", "172.16.0.12")
-            worker = await history.pod(
-                job,
-                "Worker",
-                0,
-                o.terminated_status(running, 137, "OOMKilled", "2026-11-20T10:20:00Z"),
-            )
-            await history.event(
-                worker,
-                "OOMKilling",
-                "Memory cgroup out of memory",
-                type="Warning",
-                first="2026-11-20T10:19:59Z",
-            )
-            await history.job(
-                "bert",
-                kind="PyTorchJob",
-                namespace="team-b",
-                owner="bob",
-                created="2026-11-21T00:00:00Z",
-            )
-            await history.job(
-                "old",
-                status="Succeeded",
-                created="2025-01-01T00:00:00Z",
-                finished="2025-01-01T01:00:00Z",
-                gone=True,
-            )
-        return str(job["metadata"]["uid"])
-    finally:
-        await db.close_database()
+from tests.support.small_archive import JOBARCHIVE, fill, run
 
 
 @pytest.fixture
 def filled(db_url: str) -> tuple[str, str]:
     return db_url, asyncio.run(fill(db_url))
-
-
-def run(url: str, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "JOBARCHIVE_DB_URL": url, "COLUMNS": "200", **variables}
-    return subprocess.run(
-        [str(JOBARCHIVE), *args], env=env, capture_output=True, text=True, timeout=60
-    )
 
 
 def test_jobs_lists_newest_first_as_a_table_and_as_json(filled: tuple[str, str]) -> None:

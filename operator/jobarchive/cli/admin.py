@@ -49,6 +49,7 @@ def migrate(db_url: str | None, dry_run: bool) -> None:
     Merges rows of one uid, fills NULLs and both finish times, widens narrow columns,
     adds the unique keys and indexes; safe to interrupt and run again.
     """
+    # Imported here, when it runs, as for prune.
     from jobarchive.cli import session
     from jobarchive.storage import database as db
     from jobarchive.storage import migration

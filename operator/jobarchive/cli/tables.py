@@ -6,6 +6,7 @@ import dataclasses
 import os
 import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
 
 import click
@@ -87,7 +88,8 @@ def print_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Non
         )
         for index, column in enumerate(columns)
     ]
-    widths = fit(columns, natural, width())
+    room = width()
+    widths = fit(columns, natural, room)
     shown = Table(show_edge=False, pad_edge=False)
     for column, size in zip(columns, widths, strict=True):
         if size is not None:
@@ -100,4 +102,5 @@ def print_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Non
     console.print(shown)
     left_out = [column.header for column, size in zip(columns, widths, strict=True) if size is None]
     if left_out:
-        click.echo(f"Not shown, for want of room: {', '.join(left_out)} (-o json has every field)")
+        note = f"(left out for want of room: {', '.join(left_out)}; -o json has all)"
+        click.echo(textwrap.fill(note, room or len(note), break_on_hyphens=False))
