@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from jobarchive import cluster as kube
 from jobarchive.reading import api, auth
 from jobarchive.reading.kube import discovery, objects
+from jobarchive.reading.kube.status import not_found
 from jobarchive.storage.models import Job
 from jobarchive.storage.store import Store
 from testbed.cluster import ACCESS_REVIEWS, TOKEN_REVIEWS, Cluster, Reviews
@@ -271,3 +272,31 @@ async def test_who_may_read_what_each_review_with_the_urls_attributes(
         ("list", "archive.jobarchive.io", "stats", "", ""),
     } <= asked
     assert all(a["group"] == "archive.jobarchive.io" for a in reviews.asked)
+
+
+async def test_another_namespaces_objects_are_not_reached_through_ones_own(
+    client: Client, uids: dict[str, Any]
+) -> None:
+    """alice reads team-a only: team-b's job, its pods, Events and log tails, named by
+    uid under team-a's path or selected by its uid, are as unknown as a made-up name."""
+    theirs = uids["theirs"]
+    for path, plural, name in (
+        (f"{TEAM_A}/archivedjobs/{theirs}", "archivedjobs", theirs),
+        (f"{TEAM_A}/archivedjobs/{theirs}/log", "archivedjobs", theirs),
+        (f"{PREFIX}/namespaces/team-b/archivedjobs/{theirs}/log", "archivedjobs", theirs),
+        (f"{PREFIX}/namespaces/team-b/archivedpods/bert-finetune-worker-1", "archivedpods", None),
+        (f"{TEAM_A}/archivedevents/{'x' * 300}.17a2", "archivedevents", None),
+    ):
+        refused = await get(client, path, ALICE, 404)
+        asked = name or path.rpartition("/")[2]
+        assert refused["message"] == not_found(plural, asked)
+    for selector in (f"spec.jobUID%3D{theirs}", "metadata.uid%3D" + theirs):
+        assert (await get(client, f"{TEAM_A}/archivedpods?fieldSelector={selector}", ALICE))[
+            "items"
+        ] == []
+    selected = await get(
+        client, f"{TEAM_A}/archivedjobs?fieldSelector=metadata.uid%3D{theirs}", ALICE
+    )
+    assert selected["items"] == []
+    events = await get(client, f"{TEAM_A}/archivedevents?uid={theirs}", ALICE)
+    assert events["items"] == []

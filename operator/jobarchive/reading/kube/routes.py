@@ -36,9 +36,13 @@ LIST_PARAMS = (
     "timeoutSeconds",
     "allowWatchBookmarks",
     "sendInitialEvents",
+    "timeout",
     "pretty",
 )
-GET_PARAMS = ("includeObject", "resourceVersion", "pretty")
+# What any request may carry: the client's own deadline (kubectl's --request-timeout;
+# the read side keeps its own) and a pretty printer's wish.
+COMMON_PARAMS = ("timeout", "pretty")
+GET_PARAMS = ("includeObject", "resourceVersion", *COMMON_PARAMS)
 ALL = "a list of every namespace"
 INSTEAD = "name a namespace (kubectl -n NAMESPACE)"
 
@@ -73,6 +77,9 @@ class Kube:
     def mount(self, app: web.Application) -> None:
         """Add the discovery documents and the resources' routes to ``app``."""
         app.router.add_get("/api", _core)
+        # kubectl asks after a 404 whether the namespace exists, and reports the answer's
+        # 404 instead of the object's; the cluster's API answers it behind the aggregator.
+        app.router.add_get("/api/v1/namespaces/{namespace}", _no_namespaces)
         app.router.add_get("/apis", _groups)
         app.router.add_get(f"/apis/{GROUP}", _group)
         app.router.add_get(PREFIX, _resources)
@@ -166,7 +173,7 @@ class Kube:
         return row
 
     async def _log(self, request: web.Request, caller: Caller) -> web.Response:
-        values = parse(request.query, queries.LOG_PARAMS)
+        values = parse(_without(request.query, COMMON_PARAMS), queries.LOG_PARAMS)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         row = await self._found(caller, self.served[discovery.JOBS.plural], namespace, name)
         uid = row["job_id"]
@@ -174,7 +181,7 @@ class Kube:
         return web.json_response(page.as_json())
 
     async def _stats(self, request: web.Request, caller: Caller) -> web.Response:
-        values = parse(request.query, queries.STATS_PARAMS)
+        values = parse(_without(request.query, COMMON_PARAMS), queries.STATS_PARAMS)
         if "namespace" in request.match_info:
             raise BadQuery(f"statistics are not served per namespace yet: GET {PREFIX}/stats")
         await caller.require("list", None, "statistics", "ask for a cluster-wide grant")
@@ -284,6 +291,10 @@ def _limit(given: Sequence[str]) -> tuple[int, bool]:
 
 async def _core(_: web.Request) -> web.Response:
     return status.response(404, "this server serves no core API: its group is under /apis")
+
+
+async def _no_namespaces(_: web.Request) -> web.Response:
+    return status.response(400, "namespaces are the cluster's: this server serves no core API")
 
 
 async def _groups(request: web.Request) -> web.Response:

@@ -107,7 +107,7 @@ async def named_event(namespace: str, name: str) -> dict[str, Any] | None:
     """The Event of that name in a namespace: Kubernetes names an Event after its object
     (``<object>.<suffix>``), so the object's index finds it; None when not found so."""
     subject, dot, _ = name.rpartition(".")
-    if not dot:
+    if not dot or len(subject) > NAME_LENGTH:
         return None
     found = (
         await bounded(Event)
