@@ -6,9 +6,40 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
+from jobarchive.cli.options import BadSetting
 from jobarchive.reading.params import Page
 
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Kubeconfig:
+    """The kubeconfig the read commands go through the API with: a file (None: as
+    kubectl finds it, ``KUBECONFIG`` or ``~/.kube/config``) and a context (None: its
+    current one); ``given`` when named on the command line, not taken from KUBECONFIG."""
+
+    path: str | None = None
+    context: str | None = None
+    given: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """Where the commands read: the database (at ``db_url`` when given on the command
+    line, else the operator's settings), or through the API with ``kubeconfig``."""
+
+    db_url: str | None = None
+    kubeconfig: Kubeconfig | None = None
+
+    def database(self) -> str | None:
+        """The database URL of a command that works on the database only (``serve``,
+        ``prune``, ``migrate``); a kubeconfig named on the command line is refused."""
+        if self.kubeconfig is not None and self.kubeconfig.given:
+            raise BadSetting(
+                "--kubeconfig and --context are for the read commands (jobs, job, logs, "
+                "events, stats): this one works on the database"
+            )
+        return self.db_url
 
 
 @dataclasses.dataclass(frozen=True)

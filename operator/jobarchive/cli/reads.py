@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from jobarchive.cli import rendering
-from jobarchive.cli.archive import Archive, Found
+from jobarchive.cli.archive import Archive, Found, Where
 from jobarchive.cli.options import options, output_option
 from jobarchive.reading import params
 from jobarchive.reading.params import Page, Param
@@ -17,12 +17,17 @@ from jobarchive.visible import visible
 T = TypeVar("T")
 
 
-def archive(db_url: str | None) -> Archive:
-    """The archive the commands read."""
-    # Imported here, when a command runs, so that --help imports no database (decision 30).
+def archive(where: Where) -> Archive:
+    """The archive the commands read: through the API with a kubeconfig, else the database."""
+    # Imported here, when a command runs, so that --help imports neither a database nor
+    # a Kubernetes client (decision 30).
+    if where.kubeconfig is not None:
+        from jobarchive.cli.remote import Remote
+
+        return Remote(where.kubeconfig)
     from jobarchive.cli.direct import Direct
 
-    return Direct(db_url)
+    return Direct(where.db_url)
 
 
 def _list(
@@ -39,9 +44,9 @@ def _list(
     @output_option
     @click.pass_obj
     def command(
-        db_url: str | None, /, limit: int | None, cursor: str | None, output: str, **filters: Any
+        where: Where, /, limit: int | None, cursor: str | None, output: str, **filters: Any
     ) -> None:
-        show(read(archive(db_url))(filters, limit, cursor), output)
+        show(read(archive(where))(filters, limit, cursor), output)
 
     return command
 
@@ -67,9 +72,9 @@ events = _list(
 @options(params.DETAIL_PARAMS)
 @output_option
 @click.pass_obj
-def job(db_url: str | None, /, reference: str, output: str, **page: Any) -> None:
+def job(where: Where, /, reference: str, output: str, **page: Any) -> None:
     """One job (NAMESPACE/NAME or UID) with a page of its pods and of its Events."""
-    detail = _one(archive(db_url).job(reference, **page), reference, output, "job")
+    detail = _one(archive(where).job(reference, **page), reference, output, "job")
     if detail is None:
         return
     if output == "json":
@@ -83,10 +88,10 @@ def job(db_url: str | None, /, reference: str, output: str, **page: Any) -> None
 @options(params.LOG_PARAMS)
 @output_option
 @click.pass_obj
-def logs(db_url: str | None, /, reference: str, output: str, **narrowed: Any) -> None:
+def logs(where: Where, /, reference: str, output: str, **narrowed: Any) -> None:
     """The last lines of the logs of a job's (NAMESPACE/NAME or UID) failed containers,
     newest failure first."""
-    found = archive(db_url).logs(reference, **narrowed)
+    found = archive(where).logs(reference, **narrowed)
     page = _one(found, reference, output, "logs")
     if page is not None:
         rendering.print_tails(page, output, found.jobs[0]["job_id"])
@@ -107,9 +112,9 @@ def _one(found: Found[T], reference: str, output: str, command: str) -> T | None
 @options(params.STATS_PARAMS)
 @output_option
 @click.pass_obj
-def stats(db_url: str | None, /, output: str, **window: Any) -> None:
+def stats(where: Where, /, output: str, **window: Any) -> None:
     """Count jobs and their durations by status, kind, owner, namespace or tenant."""
-    rows = archive(db_url).stats(**window)
+    rows = archive(where).stats(**window)
     rendering.print_stats(rows, window["group_by"] or params.DEFAULT_GROUP, output)
 
 

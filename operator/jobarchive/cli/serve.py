@@ -9,6 +9,7 @@ import signal
 import click
 
 from jobarchive import config
+from jobarchive.cli.archive import Where
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +42,7 @@ async def _stopped() -> None:
 )
 @click.option("--timeout", type=float, help="Seconds a query may take (JOBARCHIVE_API_TIMEOUT).")
 @click.pass_obj
-def serve(
-    db_url: str | None, host: str, port: int, auth_mode: str | None, timeout: float | None
-) -> None:
+def serve(where: Where, host: str, port: int, auth_mode: str | None, timeout: float | None) -> None:
     """Serve the read-only HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json) and the
     web console (/).
 
@@ -56,7 +55,7 @@ def serve(
     from jobarchive.storage import database as db
     from jobarchive.storage import failures
 
-    settings = session.settings_of(db_url)
+    settings = session.settings_of(where.database())
     read_pool = session.read_pool(settings, timeout)
     kinds = queries.known_kinds(settings.kinds)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
