@@ -181,6 +181,13 @@ async def test_the_kubeconfig_named_on_the_command_line_with_its_context(
     assert both.code == 2 and "keep one" in both.err
     serve = await jobarchive("--kubeconfig", str(config), "serve")
     assert serve.code == 2 and "for the read commands" in serve.err
+    # A database named in the environment outranks KUBECONFIG: the made-up token is
+    # never sent, and team-b's jobs are listed as the database holds them.
+    outranked = await jobarchive(
+        "jobs", KUBECONFIG=str(modes.kubeconfig("made-up")), JOBARCHIVE_DB_URL=modes.db_url
+    )
+    assert outranked.code == 0, outranked.err
+    assert "team-b/bert-finetune" in outranked.out
 
 
 @pytest.mark.parametrize(
