@@ -10,7 +10,15 @@ import asyncio
 import os
 import sys
 
-from bench import console_bench, e2e_bench, query_bench, reads_bench, scale_bench, store_bench
+from bench import (
+    console_bench,
+    e2e_bench,
+    kubectl_bench,
+    query_bench,
+    reads_bench,
+    scale_bench,
+    store_bench,
+)
 from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
 
@@ -69,6 +77,19 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             page_p50, _, page_size = pages["console: job page"]
             results.append(ratio("job page p50, s", page_p50, 0.5, higher_is_better=False))
             results.append(ratio("job page weight, kB", page_size / 1000, 200, False))
+        if "kubectl" in args.only:
+            url = databases.create("jobarchive_bench_kubectl")
+            print(
+                f"kubectl: a namespace of {args.kubectl_jobs:,} jobs, pages of 500; "
+                "p50 / p99 ms per page, pages"
+            )
+            paging, took = await kubectl_bench.run(url, args.kubectl_jobs)
+            for name, (p50, p99, count) in paging.items():
+                line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}", f"{count} pages")
+            line("kubectl get, the whole run, s", f"{took:.1f}", "discovery, pages, printing")
+            kubectl_p50 = paging["kubectl get --chunk-size=500 page"][0]
+            json_p50 = paging["JSON API /api/v1/jobs page"][0]
+            line("kubectl page p50 / JSON API page p50", f"{kubectl_p50 / json_p50:.2f}x")
         if "scale" in args.only:
             results.append(await scale_bench.run(databases, line, args, server_pid))
     finally:
@@ -82,8 +103,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         nargs="+",
-        default=["store", "e2e", "queries", "reads", "console", "scale"],
-        choices=["store", "e2e", "queries", "reads", "console", "scale"],
+        default=["store", "e2e", "queries", "reads", "console", "kubectl", "scale"],
+        choices=["store", "e2e", "queries", "reads", "console", "kubectl", "scale"],
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
@@ -102,6 +123,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--query-jobs", type=int, default=100_000)
     parser.add_argument("--query-pods", type=int, default=10, help="pods (and Events) per job")
+    parser.add_argument(
+        "--kubectl-jobs", type=int, default=100_000, help="jobs of the namespace kubectl pages"
+    )
     parser.add_argument("--console-pods", type=int, default=2000, help="pods of the job drawn")
     parser.add_argument("--reads-jobs", type=int, default=20_000, help="jobs archived")
     parser.add_argument("--reads-pods", type=int, default=10, help="pods (and Events) per job")

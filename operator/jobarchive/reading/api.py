@@ -291,5 +291,5 @@ async def serve(
         ).site(),
         host,
         port,
-        f"the read-only API at {PREFIX} and the console at /",
+        f"the read-only API at {PREFIX}, the aggregated API at {kube.PREFIX} and the console at /",
     )

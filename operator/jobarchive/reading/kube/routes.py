@@ -43,6 +43,8 @@ LIST_PARAMS = (
 # the read side keeps its own) and a pretty printer's wish.
 COMMON_PARAMS = ("timeout", "pretty")
 GET_PARAMS = ("includeObject", "resourceVersion", *COMMON_PARAMS)
+# What kubectl asks after a 404 (decision 28): in the JSON API's space, answered here.
+NAMESPACE_CHECK = "/api/v1/namespaces/{namespace}"
 ALL = "a list of every namespace"
 INSTEAD = "name a namespace (kubectl -n NAMESPACE)"
 
@@ -79,7 +81,7 @@ class Kube:
         app.router.add_get("/api", _core)
         # kubectl asks after a 404 whether the namespace exists, and reports the answer's
         # 404 instead of the object's; the cluster's API answers it behind the aggregator.
-        app.router.add_get("/api/v1/namespaces/{namespace}", _no_namespaces)
+        app.router.add_get(NAMESPACE_CHECK, _no_namespaces)
         app.router.add_get("/apis", _groups)
         app.router.add_get(f"/apis/{GROUP}", _group)
         app.router.add_get(PREFIX, _resources)
