@@ -27,6 +27,10 @@ async def failing() -> AsyncIterator[tuple[Server, list[web.Request]]]:
         seen.append(request)
         if request.path.endswith("/stats"):
             return web.Response(status=502, text="<html>bad gateway</html>")
+        if request.path.endswith("/archivedevents"):
+            # A hostile server's words: a forged second line, the terminal recoloured.
+            forged = {"kind": "Status", "code": 500, "message": "boom\nError: forged\x1b[31m"}
+            return web.json_response(forged, status=500)
         status = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -81,6 +85,11 @@ async def test_a_503_is_one_line_with_the_servers_words(
     assert request.headers["Authorization"] == f"Bearer {TOKEN}"
     other = await jobarchive(config, "stats")
     assert other.code == 1 and "502 from the archive's API: <html>bad gateway</html>" in other.err
+    hostile = await jobarchive(config, "events", "-n", "team-a")
+    assert hostile.code == 1
+    assert hostile.err.splitlines() == [
+        "Error: 500 from the archive's API: boom\\x0aError: forged\\x1b[31m"
+    ]
 
 
 async def test_no_server_is_one_line_naming_it(tmp_path: pathlib.Path) -> None:

@@ -169,6 +169,9 @@ def test_a_cut_list_says_so_with_the_command_that_goes_on(archive: tuple[str, st
     assert words[:6] == ["jobs", "--namespace", "team-a", "--in-cluster", "--limit", "1"]
     rest = json.loads(run(url, *words, "-o", "json").stdout)
     assert [job["name"] for job in rest["items"]] == ["mnist"] and rest["next_cursor"] is None
+    # A URL on the command line may hold a password: the command to copy never shows it.
+    named = run(url, "--db-url", url, "jobs", "--limit", "1").stdout.splitlines()[-1]
+    assert "--db-url" not in named and url not in named and "--cursor" in named
     since = run(url, "events", "--since", "2000-01-01", "--limit", "2").stdout.splitlines()
     rest = json.loads(run(url, *follow(since[-1]), "-o", "json").stdout)
     assert len(rest["items"]) == 2 and rest["next_cursor"] is None
