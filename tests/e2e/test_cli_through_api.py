@@ -234,9 +234,16 @@ async def test_an_exec_plugin_gives_the_token(modes: Modes) -> None:
     assert {job["namespace"] for job in json.loads(listed.out)["items"]} == {"team-a"}
 
 
-async def test_a_uid_alone_needs_every_namespace(modes: Modes, uids: dict[str, Any]) -> None:
+async def test_a_uid_alone_needs_every_namespace_and_with_one_does_not(
+    modes: Modes, uids: dict[str, Any]
+) -> None:
     refused = await modes.api(ALICE, "job", uids["first"])
     assert refused.code == 1 and "403 Forbidden in all namespaces" in refused.err
+    named = await modes.same(ALICE, "job", f"team-a/{uids['first']}")
+    assert "OOMKilled" in named
+    theirs = await modes.api(ALICE, "job", f"team-b/{uids['theirs']}")
+    assert theirs.code == 1 and "403 Forbidden in namespace team-b" in theirs.err
+    assert "jobarchive job team-a/UID" in await modes.same(ALICE, "job", "team-a/bert-finetune")
 
 
 async def test_a_cluster_without_the_archives_api_is_a_404_that_says_so(

@@ -51,6 +51,10 @@ def test_job_shows_pods_replicas_and_events(filled: tuple[str, str]) -> None:
     assert [event["reason"] for event in detail["events"]] == ["OOMKilling"]
     missing = run(url, "job", "team-a/nothing")
     assert missing.returncode == 1 and "no job team-a/nothing" in missing.stderr
+    # NAMESPACE/UID names that incarnation, as the aggregated API reads it; in its namespace.
+    assert json.loads(run(url, "job", f"team-a/{uid}", "-o", "json").stdout) == detail
+    elsewhere = run(url, "job", f"team-b/{uid}")
+    assert elsewhere.returncode == 1 and f"no job team-b/{uid}" in elsewhere.stderr
 
 
 def test_events_and_stats(filled: tuple[str, str]) -> None:

@@ -44,7 +44,7 @@ class Where:
 
 @dataclasses.dataclass(frozen=True)
 class Found(Generic[T]):
-    """What a reference to one job (``NAMESPACE/NAME`` or a uid) found: the jobs it
+    """What a reference to one job (``NAMESPACE/NAME``, ``NAMESPACE/UID``, a uid) found: the jobs it
     names, and what was read of the job when it names exactly one (else None)."""
 
     jobs: list[dict[str, Any]]

@@ -73,7 +73,8 @@ events = _list(
 @output_option
 @click.pass_obj
 def job(where: Where, /, reference: str, output: str, **page: Any) -> None:
-    """One job (NAMESPACE/NAME or UID) with a page of its pods and of its Events."""
+    """One job (NAMESPACE/NAME, NAMESPACE/UID or UID) with a page of its pods and of its
+    Events."""
     detail = _one(archive(where).job(reference, **page), reference, output, "job")
     if detail is None:
         return
@@ -89,8 +90,8 @@ def job(where: Where, /, reference: str, output: str, **page: Any) -> None:
 @output_option
 @click.pass_obj
 def logs(where: Where, /, reference: str, output: str, **narrowed: Any) -> None:
-    """The last lines of the logs of a job's (NAMESPACE/NAME or UID) failed containers,
-    newest failure first."""
+    """The last lines of the logs of a job's (NAMESPACE/NAME, NAMESPACE/UID or UID)
+    failed containers, newest failure first."""
     found = archive(where).logs(reference, **narrowed)
     page = _one(found, reference, output, "logs")
     if page is not None:

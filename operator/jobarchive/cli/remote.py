@@ -196,22 +196,31 @@ async def _page(
 
 
 async def _found(api: Api, reference: str, read: Read[T]) -> Found[T]:
-    """The jobs ``reference`` names (``NAMESPACE/NAME``: the newest page of the name's
-    incarnations; a uid: its job, in whichever namespace) and what ``read`` finds of
-    the job when it names one."""
-    if "/" in reference:
-        namespace, _, name = reference.partition("/")
-        if not (namespace and name):
-            return Found([], None)
-        selector, size = f"metadata.name={_escaped(name)}", params.DEFAULT_PAGE
-    else:
-        namespace, selector, size = None, f"metadata.uid={_escaped(reference)}", 1
-    query = [("fieldSelector", selector), ("limit", str(size))]
-    listed = await api.get(f"{_in(namespace)}/archivedjobs", query, _scope(namespace))
-    jobs = [objects.job_row(item) for item in listed["items"]]
+    """The jobs ``reference`` names, as ``queries.find_jobs`` finds them (a uid: its
+    job, in whichever namespace; ``NAMESPACE/UID``: that job; ``NAMESPACE/NAME``: the
+    newest page of the name's incarnations), and what ``read`` finds of the job when
+    it names one."""
+    namespace, slash, name = reference.rpartition("/")
+    if slash and not (namespace and name):
+        return Found([], None)
+    where = namespace if slash else None
+    jobs: list[dict[str, Any]] = []
+    if not slash or params.UID.fullmatch(name):
+        jobs = await _selected(api, where, f"metadata.uid={_escaped(name)}", 1)
+    if slash and not jobs:
+        jobs = await _selected(api, where, f"metadata.name={_escaped(name)}", params.DEFAULT_PAGE)
     if len(jobs) != 1:
         return Found(jobs, None)
     return Found(jobs, await read(api, jobs[0]["namespace"], jobs[0]["job_id"]))
+
+
+async def _selected(
+    api: Api, namespace: str | None, selector: str, size: int
+) -> list[dict[str, Any]]:
+    """The jobs a field selector selects, in a namespace or in all, as rows."""
+    query = [("fieldSelector", selector), ("limit", str(size))]
+    listed = await api.get(f"{_in(namespace)}/archivedjobs", query, _scope(namespace))
+    return [objects.job_row(item) for item in listed["items"]]
 
 
 def _query(table: Sequence[Param], values: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -139,7 +139,8 @@ def print_namesakes(jobs: list[dict[str, Any]], reference: str, output: str, com
         print_json(Page(jobs, None).as_json())
         return
     table(f"{len(jobs)} jobs named {reference}", JOB_COLUMNS, job_rows(jobs))
-    click.echo(f"Name one by its uid: jobarchive {command} UID")
+    namespace = jobs[0]["namespace"]
+    echo(f"Name one by its uid: jobarchive {command} {namespace}/UID")
 
 
 def print_job(detail: Mapping[str, Any]) -> None:

@@ -11,6 +11,7 @@ database, so the CLI builds its options without one (decision 30).
 
 import dataclasses
 import datetime
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -40,6 +41,8 @@ DEFAULT_GROUP = "status"
 EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)
 LATEST = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
 MAX_TIME_TEXT = 64
+# How Kubernetes writes a uid: what a reference to a job may name instead of its name.
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ from jobarchive.reading.params import (
     BUILTIN,
     IDENTITY_PARAMS,
     JOB_PARAMS,
+    UID,
     BadQuery,
     Identity,
     JobQuery,
@@ -188,12 +189,17 @@ async def one_job(job_uid: str) -> dict[str, Any] | None:
 
 
 async def find_jobs(reference: str) -> list[dict[str, Any]]:
-    """Jobs named ``namespace/name`` (the newest page of its incarnations) or with that uid."""
-    if "/" in reference:
-        namespace, _, name = reference.partition("/")
-        return (await named_jobs(namespace, name)).items
-    found = await one_job(reference)
-    return [] if found is None else [found]
+    """Jobs named ``namespace/name`` (the newest page of its incarnations), the job
+    ``namespace/uid`` (as the aggregated API reads a name that is a uid), or the job
+    with that uid."""
+    namespace, slash, name = reference.rpartition("/")
+    if not slash or UID.fullmatch(name):
+        found = await one_job(name)
+        if found is not None and (not slash or found["namespace"] == namespace):
+            return [found]
+        if not slash:
+            return []
+    return (await named_jobs(namespace, name)).items
 
 
 async def named_jobs(
