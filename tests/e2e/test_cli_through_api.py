@@ -139,6 +139,9 @@ def modes(server: Server, archive: str, tmp_path: pathlib.Path) -> Modes:
         ["job", "team-a/sweep-1", "-o", "json"],
         ["events", "-n", "team-a"],
         ["events", "-n", "team-a", "--type", "Warning", "--limit", "1"],
+        ["events", "-n", "team-a", "--since", "2026-11-20T10:31:00+00:00", "-o", "json"],
+        ["jobs", "-n", "team-a", "--in-cluster", "--owner", "alice"],
+        ["jobs", "-n", "team-a", "--gone"],
     ],
     ids=" ".join,
 )
