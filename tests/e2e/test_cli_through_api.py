@@ -202,6 +202,10 @@ async def test_the_kubeconfig_named_on_the_command_line_with_its_context(
         ("made-up", ["jobs", "-n", "team-a"], 1, "401 Unauthorized: the credentials of "),
         (ALICE, ["events", "-n", "team-a", "--type", "Bogus"], 2, "--type: 'Bogus' is not one"),
         (BOB, ["jobs", "--name-contains", "x"], 2, "--name-contains: no index serves it"),
+        (BOB, ["jobs", "--limit", "0"], 2, "--limit: 0 is outside 1..500"),
+        (BOB, ["events", "--limit", "501"], 2, "--limit: 501 is outside 1..500"),
+        (BOB, ["logs", "team-a/sweep-0", "--limit", "101"], 2, "--limit: 101 is outside 1..100"),
+        (BOB, ["jobs", "--created-since", "yesterday"], 2, "--created-since: 'yesterday'"),
         (ALICE, ["job", "team-a/nothing"], 1, "no job team-a/nothing"),
     ],
 )

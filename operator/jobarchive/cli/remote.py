@@ -187,7 +187,8 @@ async def _page(
     path), its objects made rows again."""
     namespace = filters.get("namespace")
     query = _query([param for param in table if param.name != "namespace"], filters)
-    query.append(("limit", str(limit if limit is not None else params.DEFAULT_PAGE)))
+    # Checked here: the API takes a Kubernetes limit (0 or over 500: a page of 500).
+    query.append(("limit", str(params.page_size(limit))))
     if cursor is not None:
         query.append(("continue", cursor))
     found = await api.get(f"{_in(namespace)}/{plural}", query, _scope(namespace))
