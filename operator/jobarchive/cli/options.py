@@ -25,7 +25,8 @@ SECRET = {"db_url"}
 
 
 class BadSetting(click.ClickException):
-    """A setting the operator would refuse: one line, exit status 2 as for all bad input."""
+    """A setting that cannot be used (one the operator would refuse, a kubeconfig that
+    does not work): one line, exit status 2 as for all bad input."""
 
     exit_code = 2
 

@@ -73,13 +73,14 @@ def print_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Non
     """A table of values as Text, which rich neither parses for markup (``[link=...]``
     would be a hyperlink, ``[/]`` an error) nor highlights; a line after it names the
     columns the terminal had no room for."""
-    # rich is imported when a table is printed: --help imports it not (decision 30).
+    # rich is imported when a table is printed, so that --help does not (decision 30).
     from rich.cells import cell_len
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    cells = [[visible(cell, lines=True) for cell in row] for row in rows]
+    # Tabs as the spaces a terminal shows, so that each cell is measured as printed.
+    cells = [[visible(cell, lines=True).expandtabs() for cell in row] for row in rows]
     natural = [
         max(
             cell_len(line)
