@@ -18,6 +18,7 @@ import logging
 from aiohttp import web
 
 from jobarchive import metrics, scope
+from jobarchive.certificates import CertificateError
 from jobarchive.config import Settings
 from jobarchive.kinds import BATCH_JOB
 from jobarchive.logtails.capture import Capture
@@ -184,15 +185,23 @@ class Operator:
         """
         if self.settings.api_port:
             access = await auth.access(self.settings.api_auth)
-            runner = await api.serve(
-                self.settings.api_host,
-                self.settings.api_port,
-                access,
-                self.settings.api_timeout,
-                self.settings.api_concurrency,
-                narrowed=self.writer.recording,
-                kinds=queries.known_kinds(self.settings.kinds),
-            )
+            try:
+                runner = await api.serve(
+                    self.settings.api_host,
+                    self.settings.api_port,
+                    access,
+                    self.settings.api_timeout,
+                    self.settings.api_concurrency,
+                    narrowed=self.writer.recording,
+                    kinds=queries.known_kinds(self.settings.kinds),
+                    tls=self.settings.api_tls,
+                    refresh=self.settings.requestheader_refresh,
+                )
+            except CertificateError as exc:
+                # Worth less than the archive: the API is not served, the operator runs.
+                logger.error("Cannot serve the API: %s", exc)
+                await access.close()
+                return
             self._keep(runner)
 
     async def stop(self) -> None:

@@ -31,6 +31,7 @@ defaults (aiohttp 3.9 allowed 32,768 headers): a request line or a header over
 
 import asyncio
 import logging
+import ssl
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -75,8 +76,10 @@ async def listen(
     port: int,
     what: str,
     header_timeout: float = HEADER_TIMEOUT,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> web.AppRunner | None:
-    """Serve ``app`` on host:port; None, logged, when the port cannot be bound.
+    """Serve ``app`` on host:port, over TLS with ``ssl_context``; None, logged, when the
+    port cannot be bound.
 
     A connection that has not sent a whole request head within ``header_timeout``
     seconds of opening or of its previous answer is closed. The caller cleans the
@@ -92,12 +95,13 @@ async def listen(
     )
     await runner.setup()
     try:
-        await web.TCPSite(runner, host=host, port=port).start()
+        await web.TCPSite(runner, host=host, port=port, ssl_context=ssl_context).start()
     except OSError as exc:
         logger.error("Cannot serve %s on %s:%d: %s", what, host, port, exc)
         await runner.cleanup()
         return None
-    logger.info("Serving %s on %s:%d", what, host, port)
+    scheme = "https" if ssl_context else "http"
+    logger.info("Serving %s on %s://%s:%d", what, scheme, host, port)
     return runner
 
 

@@ -1,6 +1,6 @@
 """Throwaway certificate authorities and server certificates, made with the openssl
-command (the ``cryptography`` package is not among the test dependencies), and a
-private MariaDB server that serves TLS with them."""
+command, and a private MariaDB server that serves TLS with them (the API's TLS tests
+make theirs with ``cryptography``: ``tests.support.pki``)."""
 
 import dataclasses
 import pathlib

@@ -5,6 +5,8 @@ import datetime
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import aiohttp
+
 from jobarchive.storage.models import utcnow
 
 T = TypeVar("T")
@@ -26,6 +28,20 @@ async def eventually(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"still {value!r} after {within} s")
         await asyncio.sleep(interval)
+
+
+async def answering(url: str, status: int | None = 200, within: float = 30.0) -> None:
+    """Wait until a GET of ``url`` is answered (``status``, or any when None): a server
+    started as a process is listening."""
+
+    async def answers() -> bool:
+        try:
+            async with aiohttp.ClientSession() as session, session.get(url) as reply:
+                return status is None or reply.status == status
+        except aiohttp.ClientConnectionError:
+            return False
+
+    await eventually(answers, within=within)
 
 
 async def clock_past(moment: datetime.datetime) -> None:

@@ -130,7 +130,7 @@ def test_the_reader_serves_on_the_port_its_probes_service_and_policy_name() -> N
     for probe in ("livenessProbe", "readinessProbe"):
         # A console asset: answered without a token or the database.
         http = serving()[probe]["httpGet"]
-        assert http["port"] == "api" and (STATIC / http["path"].removeprefix("/static/")).is_file()
+        assert http["port"] == "api" and (STATIC / http["path"].removeprefix("/")).is_file()
     labels = reader("Deployment")["spec"]["template"]["metadata"]["labels"]
     assert reader("Deployment")["spec"]["selector"]["matchLabels"].items() <= labels.items()
     service = reader("Service")["spec"]
@@ -157,7 +157,7 @@ def test_the_reader_is_an_extra_in_the_namespace_that_nothing_of_the_install_sel
     labels = reader("Deployment")["spec"]["template"]["metadata"]["labels"]
     kinds = ("Service", "Deployment", "NetworkPolicy")
     selectors = [selector(doc) for doc in INSTALLED if doc["kind"] in kinds]
-    assert len(selectors) == 4 and all(selectors)
+    assert len(selectors) == 5 and all(selectors)
     assert not any(chosen.items() <= labels.items() for chosen in selectors)
     [namespace] = [doc["metadata"]["name"] for doc in INSTALLED if doc["kind"] == "Namespace"]
     assert {doc["metadata"].get("namespace", namespace) for doc in READER} == {namespace}

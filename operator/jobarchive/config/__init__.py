@@ -10,6 +10,7 @@ part of a message: use ``Settings.db_url_redacted`` wherever the URL is shown.
 URLs come from, checked and redacted) and ``database_tls``.
 """
 
+from jobarchive.config.api_tls import ApiTls, allowed_names
 from jobarchive.config.database_tls import TLS_MODES, DbTls
 from jobarchive.config.database_url import (
     DEFAULT_DB_URL,
@@ -31,11 +32,13 @@ __all__ = [
     "DEFAULT_API_HOST",
     "DEFAULT_DB_URL",
     "TLS_MODES",
+    "ApiTls",
     "Bounded",
     "ConfigError",
     "DbTls",
     "Numbers",
     "Settings",
+    "allowed_names",
     "has_password",
     "load",
     "matches",

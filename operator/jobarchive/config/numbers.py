@@ -51,6 +51,8 @@ BOUNDED: dict[str, Bounded] = {
     "api_timeout": Bounded("JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
     # The read side's connections, and so how many reads run at once.
     "api_concurrency": Bounded("JOBARCHIVE_API_CONCURRENCY", 4, 1, 64),
+    # Seconds between two reads of the front proxy's configuration (decision 29).
+    "requestheader_refresh": Bounded("JOBARCHIVE_REQUESTHEADER_REFRESH", 60, 1, 3600),
     # What waits for its job or pod (attribution): at most this many objects and bytes.
     "waiting_max": Bounded("JOBARCHIVE_WAITING_MAX", 50_000, 100, 10_000_000),
     "waiting_bytes": Bounded("JOBARCHIVE_WAITING_BYTES", 64 * 2**20, 2**20, 2**32),
@@ -85,6 +87,7 @@ class Numbers:
     api_port: int
     api_timeout: float
     api_concurrency: int
+    requestheader_refresh: int
     waiting_max: int
     waiting_bytes: int
     log_tail_lines: int

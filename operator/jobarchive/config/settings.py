@@ -1,12 +1,13 @@
 """The operator's settings, put together from the environment: the numbers, the
 database's URLs and TLS, the tracked kinds, the batch Job selector and the API's
-address and access control."""
+address, TLS and access control."""
 
 import dataclasses
 import ipaddress
 import os
 from collections.abc import Mapping
 
+from jobarchive.config.api_tls import ApiTls, api_tls
 from jobarchive.config.database_tls import DbTls, db_tls
 from jobarchive.config.database_url import db_url, read_db_url, redact_url
 from jobarchive.config.errors import ConfigError
@@ -33,6 +34,7 @@ class Settings(Numbers):
     kinds: KindRegistry
     api_host: str
     api_auth: str
+    api_tls: ApiTls
     # Labels a plain batch Job must carry to be recorded as a job; None: none are.
     batch_job_selector: Mapping[str, str | None] | None
 
@@ -73,6 +75,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         batch_job_selector=_selector(env.get("JOBARCHIVE_BATCH_JOB_SELECTOR")),
         api_host=_api_host(env.get("JOBARCHIVE_API_HOST")),
         api_auth=_api_auth(env.get("JOBARCHIVE_API_AUTH")),
+        api_tls=api_tls(env),
         **numbers,
     )
 

@@ -7,7 +7,9 @@ namespace, or in all of them (a SubjectAccessReview). Access to the archive is t
 granted with ordinary RBAC (the ``jobarchive-reader`` ClusterRole bound in a
 namespace, or cluster-wide), and nothing here keeps a list of users or of what they
 may see. The reviews are made with the process's own credentials: the operator's
-ServiceAccount, or the kubeconfig of whoever runs ``jobarchive serve``.
+ServiceAccount, or the kubeconfig of whoever runs ``jobarchive serve``. Through the
+aggregation layer the caller is named by the front proxy instead (``frontproxy``), and
+reviewed alike.
 
 Answers are kept for a short while (``TTL``), so a page of requests costs one pair of
 reviews, and a revoked token or binding is honoured within that time; a refused token

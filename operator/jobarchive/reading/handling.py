@@ -25,7 +25,8 @@ from multidict import MultiMapping
 
 from jobarchive.config import DEFAULTS
 from jobarchive.logs import shown
-from jobarchive.reading import auth, gate, queries
+from jobarchive.reading import auth, gate, queries, requestheader
+from jobarchive.reading.frontproxy import FrontProxy
 from jobarchive.reading.gate import Gate
 from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
 from jobarchive.serving import SEND_TIMEOUT, send
@@ -92,8 +93,9 @@ class NotFound(Exception):
 
 
 class DuplicateAuthorization(Exception):
-    """A request with more than one Authorization header: which one a proxy checked is
-    unknowable, so none is believed (400)."""
+    """A request with more than one Authorization header, or a front proxy's user header
+    given twice: which one a proxy checked or meant is unknowable, so none is believed
+    (400)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,6 +185,7 @@ class Budget(TypedDict, total=False):
     narrowed: Callable[[], bool] | None
     send_timeout: float
     kinds: KnownKinds
+    front_proxy: FrontProxy | None
 
 
 class Reads:
@@ -198,20 +201,27 @@ class Reads:
         narrowed: Callable[[], bool] | None = None,
         send_timeout: float = SEND_TIMEOUT,
         kinds: KnownKinds = queries.BUILTIN,
+        front_proxy: FrontProxy | None = None,
     ) -> None:
         self.access = access
+        self.gate = Gate(concurrency, narrowed)
         self.timeout = timeout
         self.send_timeout = send_timeout
-        self.gate = Gate(concurrency, narrowed)
         self.kinds = kinds
+        # Whose front-proxy headers are believed (None: nobody's).
+        self.front_proxy = front_proxy
 
     async def caller(self, request: web.Request, resource: auth.Resource = auth.JOBS) -> Caller:
-        """Who sent the request (its bearer token), its reads reviewed as ``resource``;
-        Unauthenticated when nobody known."""
+        """Who sent the request (the front proxy's headers, else its bearer token), its
+        reads reviewed as ``resource``; Unauthenticated when nobody known."""
         given = request.headers.getall("Authorization", [])
         if len(given) > 1:
             raise DuplicateAuthorization(f"{len(given)} Authorization headers; send one")
-        identity = await self.access.authenticate(given[0] if given else None)
+        try:
+            proxied = self.front_proxy.identity(request) if self.front_proxy else None
+        except requestheader.Ambiguous as exc:
+            raise DuplicateAuthorization(str(exc)) from None
+        identity = proxied or await self.access.authenticate(given[0] if given else None)
         return Caller(identity, self.access, resource)
 
     async def respond(
