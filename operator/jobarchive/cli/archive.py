@@ -44,8 +44,8 @@ class Where:
 
 @dataclasses.dataclass(frozen=True)
 class Found(Generic[T]):
-    """What a reference to one job (``NAMESPACE/NAME``, ``NAMESPACE/UID``, a uid) found: the jobs it
-    names, and what was read of the job when it names exactly one (else None)."""
+    """What a reference to one job (``NAMESPACE/NAME``, ``NAMESPACE/UID``, a uid) found:
+    the jobs it names, and what was read of the job when it names exactly one."""
 
     jobs: list[dict[str, Any]]
     read: T | None
