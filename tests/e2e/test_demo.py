@@ -23,7 +23,7 @@ import pytest
 
 from demo import stories, volcano
 from demo.stories import RECORDED
-from jobarchive.reading.queries.stats import requested_gpus
+from jobarchive.reading.gpus import requested_gpus
 from testbed.operator import REPO
 from testbed.ports import free_port
 

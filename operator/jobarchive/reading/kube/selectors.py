@@ -1,11 +1,11 @@
 """Field selectors as the archive answers them: each supported field of a resource is
-one of its list's filters (``queries.params``), compared by equality; anything else
+one of its list's filters (``reading.params``), compared by equality; anything else
 is refused with the fields that are supported, never answered with an empty list.
 Pure: the selector's text in, the filters' names and values out (decision 28).
 """
 
 from jobarchive.reading.kube.discovery import EVENTS, JOBS, PODS
-from jobarchive.reading.queries import BadQuery, quoted
+from jobarchive.reading.params import BadQuery, quoted
 
 # Per resource, each field selector and the list filter it is.
 FIELDS = {

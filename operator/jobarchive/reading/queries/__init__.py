@@ -73,7 +73,6 @@ from jobarchive.reading.queries.stats import (
     failure_reasons,
     gpu_hours,
     jobs_per_day,
-    requested_gpus,
     stats,
 )
 from jobarchive.reading.queries.tails import (
@@ -158,7 +157,6 @@ __all__ = [
     "pod_page_sql",
     "pods_with_log_tails",
     "quoted",
-    "requested_gpus",
     "stats",
     "timeline_pods_sql",
 ]
