@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import pathlib
+import shlex
 import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -16,9 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
+from jobarchive.reading.params import DEFAULT_PAGE
 from testbed.cluster import Cluster, Reviews
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
-from tests.support.console import keep_log_tail
+from tests.support.console import at, keep_log_tail
 from tests.support.history import History
 from tests.support.kube import Ran, Server, kube_archive, serving, tls_front, write_kubeconfig
 
@@ -260,3 +262,33 @@ async def test_a_cluster_without_the_archives_api_is_a_404_that_says_so(
     answered = await jobarchive("jobs", KUBECONFIG=str(config))
     assert answered.code == 1
     assert "404" in answered.err and "APIService" in answered.err
+
+
+async def test_a_name_recreated_past_a_page_says_so_and_the_job_list_shows_the_rest(
+    modes: Modes,
+) -> None:
+    async with History() as history:
+        for index in range(DEFAULT_PAGE + 1):
+            await history.job("nightly", namespace="team-a", created=at(100 + index))
+        # A name that starts like it, which the exact name leaves out.
+        await history.job("nightly-2", namespace="team-a", created=at(99))
+    for command in ("job", "logs"):
+        printed = await modes.same(ALICE, command, "team-a/nightly")
+        assert printed.startswith(f"{DEFAULT_PAGE} jobs named team-a/nightly\n")
+        hint = printed.splitlines()[-1]
+        assert hint.startswith(f"Showing {DEFAULT_PAGE} jobs named team-a/nightly; more: ")
+    rest = shlex.split(hint.partition("; more: ")[2])
+    assert rest[:6] == ["jobarchive", "jobs", "--namespace", "team-a", "--exact-name", "nightly"]
+    listed = await modes.same(ALICE, *rest[1:])
+    # The oldest incarnation alone, and nothing after it.
+    assert listed.splitlines()[0] == "1 jobs" and "Showing" not in listed
+    assert "nightly-2" not in listed
+    assert at(100).replace("T", " ").removesuffix("Z") in listed
+    # JSON says the same with the cursor the list takes.
+    page = json.loads(await modes.same(ALICE, "job", "team-a/nightly", "-o", "json"))
+    assert len(page["items"]) == DEFAULT_PAGE and page["next_cursor"] == rest[-1]
+    whole = await modes.same(
+        ALICE, "jobs", "-n", "team-a", "--exact-name", "nightly", "--limit", "60"
+    )
+    assert whole.splitlines()[0] == f"{DEFAULT_PAGE + 1} jobs" and "Showing" not in whole
+    assert "nightly-2" not in whole

@@ -153,8 +153,8 @@ async def test_one_job_with_its_pods_replica_summary_and_merged_timeline(databas
         ("Pod", "OOMKilling"),
         ("TFJob", "JobFailed"),
     ]
-    assert len(await queries.find_jobs("team-a/mnist")) == 1
-    assert await queries.find_jobs(job["metadata"]["uid"]) != []
+    assert len((await queries.find_jobs("team-a/mnist")).items) == 1
+    assert (await queries.find_jobs(job["metadata"]["uid"])).items != []
     assert await queries.job_detail("no-such-uid") is None
 
 
@@ -169,7 +169,10 @@ async def test_a_name_used_twice_finds_both_jobs_newest_first(database: str) -> 
         )
         await history.job("mnist", created="2026-11-02T00:00:00Z")
     found = await queries.find_jobs("team-a/mnist")
-    assert [job["gmt_created"] for job in found] == ["2026-11-02T00:00:00Z", "2026-11-01T00:00:00Z"]
+    assert [job["gmt_created"] for job in found.items] == [
+        "2026-11-02T00:00:00Z",
+        "2026-11-01T00:00:00Z",
+    ]
 
 
 async def test_events_by_object_type_reason_and_time_in_pages(database: str) -> None:

@@ -10,12 +10,12 @@ import click
 import pytest
 
 from jobarchive import cli, config
-from jobarchive.reading import queries
+from jobarchive.reading import params, queries
 from tests.support.kinds import EXTRA_KINDS
 
 TYPES = {"string": str | None, "time": datetime.datetime | None, "boolean": bool | None}
 COMMANDS = {
-    "jobs": queries.JOB_PARAMS + queries.PAGE,
+    "jobs": params.NAMED_JOB_PARAMS + queries.PAGE,
     "events": queries.EVENT_PARAMS + queries.PAGE,
     "job": queries.DETAIL_PARAMS,
     "logs": queries.LOG_PARAMS,

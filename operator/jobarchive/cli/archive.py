@@ -45,10 +45,13 @@ class Where:
 @dataclasses.dataclass(frozen=True)
 class Found(Generic[T]):
     """What a reference to one job (``NAMESPACE/NAME``, ``NAMESPACE/UID``, a uid) found:
-    the jobs it names, and what was read of the job when it names exactly one."""
+    the jobs it names, and what was read of the job when it names exactly one. A name
+    recreated past a page names the newest page of its incarnations, ``next_cursor``
+    the job list's (``jobs --namespace NS --exact-name NAME``) cursor of the rest."""
 
     jobs: list[dict[str, Any]]
     read: T | None
+    next_cursor: str | None = None
 
 
 class Archive(Protocol):

@@ -20,9 +20,9 @@ class Direct:
     def jobs(
         self, filters: Mapping[str, Any], limit: int | None, cursor: str | None
     ) -> queries.Page:
-        """A page of the job list."""
+        """A page of the job list (an exact name among its filters)."""
         return session.reading(
-            self.db_url, lambda kinds: queries.JOBS.page(filters, limit, cursor, kinds)
+            self.db_url, lambda kinds: queries.IDENTIFIED_JOBS.page(filters, limit, cursor, kinds)
         )
 
     def events(
@@ -51,6 +51,8 @@ class Direct:
 
         async def look_up(_: queries.KnownKinds) -> Found[T]:
             found = await queries.find_jobs(reference)
-            return Found(found, await read(found[0]["job_id"]) if len(found) == 1 else None)
+            if len(found.items) != 1:
+                return Found(found.items, None, found.next_cursor)
+            return Found(found.items, await read(found.items[0]["job_id"]))
 
         return session.reading(self.db_url, look_up)

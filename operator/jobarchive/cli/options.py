@@ -68,10 +68,14 @@ def again(option: str, value: str) -> str:
     """This command line as the user typed it (each value as parsed), ``option`` set to
     ``value``: the command that shows the next page."""
     context = click.get_current_context()
-    root = context.find_root()
-    words = [root.info_name or "jobarchive", *_given(root, SECRET)]
-    words += [context.info_name or "", *_given(context, {option}), option, value]
-    return shlex.join(words)
+    return elsewhere([context.info_name or "", *_given(context, {option}), option, value])
+
+
+def elsewhere(words: Sequence[str]) -> str:
+    """The command line of the command ``words`` (its name, then its options) with the
+    options the user gave ``jobarchive`` itself, so that it reads the same archive."""
+    root = click.get_current_context().find_root()
+    return shlex.join([root.info_name or "jobarchive", *_given(root, SECRET), *words])
 
 
 def _given(context: click.Context, skipped: set[str]) -> list[str]:

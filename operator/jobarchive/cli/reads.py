@@ -53,7 +53,7 @@ def _list(
 
 jobs = _list(
     "jobs",
-    params.JOB_PARAMS,
+    params.NAMED_JOB_PARAMS,
     lambda archive: archive.jobs,
     rendering.print_jobs,
     "List jobs, newest first.",
@@ -102,7 +102,7 @@ def _one(found: Found[T], reference: str, output: str, command: str) -> T | None
     """What was read of the one job ``reference`` names; None once the jobs it names are
     printed, when it names several; one line, exit 1, when it names none."""
     if len(found.jobs) > 1:
-        rendering.print_namesakes(found.jobs, reference, output, command)
+        rendering.print_namesakes(found, reference, output, command)
         return None
     if found.read is None:
         raise click.ClickException(visible(f"no job {reference}"))

@@ -97,9 +97,9 @@ class Remote:
         self.kubeconfig = kubeconfig
 
     def jobs(self, filters: Mapping[str, Any], limit: int | None, cursor: str | None) -> Page:
-        """A page of the job list."""
+        """A page of the job list (an exact name among its filters)."""
         return self._run(
-            lambda api: _page(api, "archivedjobs", params.JOB_PARAMS, filters, limit, cursor)
+            lambda api: _page(api, "archivedjobs", params.NAMED_JOB_PARAMS, filters, limit, cursor)
         )
 
     def events(self, filters: Mapping[str, Any], limit: int | None, cursor: str | None) -> Page:
@@ -205,23 +205,23 @@ async def _found(api: Api, reference: str, read: Read[T]) -> Found[T]:
     if slash and not (namespace and name):
         return Found([], None)
     where = namespace if slash else None
-    jobs: list[dict[str, Any]] = []
+    found = Page([], None)
     if not slash or params.UID.fullmatch(name):
-        jobs = await _selected(api, where, f"metadata.uid={_escaped(name)}", 1)
-    if slash and not jobs:
-        jobs = await _selected(api, where, f"metadata.name={_escaped(name)}", params.DEFAULT_PAGE)
-    if len(jobs) != 1:
-        return Found(jobs, None)
-    return Found(jobs, await read(api, jobs[0]["namespace"], jobs[0]["job_id"]))
+        found = await _selected(api, where, f"metadata.uid={_escaped(name)}", 1)
+    if slash and not found.items:
+        found = await _selected(api, where, f"metadata.name={_escaped(name)}", params.DEFAULT_PAGE)
+    if len(found.items) != 1:
+        return Found(found.items, None, found.next_cursor)
+    job = found.items[0]
+    return Found(found.items, await read(api, job["namespace"], job["job_id"]))
 
 
-async def _selected(
-    api: Api, namespace: str | None, selector: str, size: int
-) -> list[dict[str, Any]]:
-    """The jobs a field selector selects, in a namespace or in all, as rows."""
+async def _selected(api: Api, namespace: str | None, selector: str, size: int) -> Page:
+    """A page of the jobs a field selector selects, in a namespace or in all, as rows."""
     query = [("fieldSelector", selector), ("limit", str(size))]
     listed = await api.get(f"{_in(namespace)}/archivedjobs", query, _scope(namespace))
-    return [objects.job_row(item) for item in listed["items"]]
+    rows = [objects.job_row(item) for item in listed["items"]]
+    return Page(rows, listed["metadata"].get("continue"))
 
 
 def _query(table: Sequence[Param], values: Mapping[str, Any]) -> list[tuple[str, str]]:

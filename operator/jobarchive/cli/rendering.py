@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from jobarchive.cli.options import again
+from jobarchive.cli.archive import Found
+from jobarchive.cli.options import again, elsewhere
 from jobarchive.cli.tables import Column, print_table
 from jobarchive.reading.params import Page
 from jobarchive.times import duration
@@ -133,14 +134,19 @@ def _print_page(
         more(len(page.items), noun, "--cursor", page.next_cursor)
 
 
-def print_namesakes(jobs: list[dict[str, Any]], reference: str, output: str, command: str) -> None:
-    """The jobs a name stands for, when it stands for more than one, and how to pick one."""
+def print_namesakes(found: Found[Any], reference: str, output: str, command: str) -> None:
+    """The jobs a name stands for, when it stands for more than one, how to pick one and,
+    past a page of them, the job list that shows the rest."""
     if output == "json":
-        print_json(Page(jobs, None).as_json())
+        print_json(Page(found.jobs, found.next_cursor).as_json())
         return
-    table(f"{len(jobs)} jobs named {reference}", JOB_COLUMNS, job_rows(jobs))
-    namespace = jobs[0]["namespace"]
+    table(f"{len(found.jobs)} jobs named {reference}", JOB_COLUMNS, job_rows(found.jobs))
+    namespace, name = found.jobs[0]["namespace"], found.jobs[0]["name"]
     echo(f"Name one by its uid: jobarchive {command} {namespace}/UID")
+    if found.next_cursor:
+        named = ["--namespace", namespace, "--exact-name", name]
+        rest = elsewhere(["jobs", *named, "--cursor", found.next_cursor])
+        echo(f"Showing {len(found.jobs):,} jobs named {reference}; more: {rest}")
 
 
 def print_job(detail: Mapping[str, Any]) -> None:

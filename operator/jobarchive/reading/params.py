@@ -129,11 +129,12 @@ EVENT_PARAMS = (
     Param("until", "time", "Last occurred before."),
 )
 # What names one object exactly, beside a list's filters (the aggregated API's
-# ``metadata.name`` and ``metadata.uid`` field selectors).
-IDENTITY_PARAMS = (
-    Param("exact_name", "string", "Exact name: every object recorded under it."),
-    Param("uid", "string", "Uid: the one object recorded with it."),
-)
+# ``metadata.name`` and ``metadata.uid`` field selectors); the CLI's job list takes the
+# exact name, where a name recreated past a page is listed whole.
+EXACT_NAME = Param("exact_name", "string", "Exact name: every object recorded under it.")
+IDENTITY_PARAMS = (EXACT_NAME, Param("uid", "string", "Uid: the one object recorded with it."))
+# The CLI's job list: the list's filters and the exact name.
+NAMED_JOB_PARAMS = (*JOB_PARAMS, EXACT_NAME)
 POD_PARAMS = (
     Param("namespace", "string", "Namespace."),
     Param("job_uid", "string", "The uid of the pod's job."),

@@ -207,18 +207,19 @@ async def one_job(job_uid: str) -> dict[str, Any] | None:
     return None if job is None else job_json(job, datetime.datetime.now(datetime.UTC))
 
 
-async def find_jobs(reference: str) -> list[dict[str, Any]]:
-    """Jobs named ``namespace/name`` (the newest page of its incarnations), the job
-    ``namespace/uid`` (as the aggregated API reads a name that is a uid), or the job
-    with that uid."""
+async def find_jobs(reference: str) -> Page:
+    """Jobs named ``namespace/name`` (the newest page of its incarnations, a page of the
+    job list with that namespace and exact name, so its cursor goes on in that list),
+    the job ``namespace/uid`` (as the aggregated API reads a name that is a uid), or the
+    job with that uid."""
     namespace, slash, name = reference.rpartition("/")
     if not slash or UID.fullmatch(name):
         found = await one_job(name)
         if found is not None and (not slash or found["namespace"] == namespace):
-            return [found]
+            return Page([found], None)
         if not slash:
-            return []
-    return (await named_jobs(namespace, name)).items
+            return Page([], None)
+    return await list_jobs(JobQuery(namespace=namespace), identity=Identity(name, None))
 
 
 async def named_jobs(
