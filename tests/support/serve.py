@@ -2,9 +2,11 @@
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,44 +19,69 @@ from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.waiting import eventually
 
 
+@dataclasses.dataclass(frozen=True)
+class Running:
+    """A ``jobarchive serve`` process and the port it was told to listen on."""
+
+    process: asyncio.subprocess.Process
+    port: int
+
+
 @contextlib.asynccontextmanager
-async def jobarchive_serve(
-    db_url: str, log_path: pathlib.Path, concurrency: int
-) -> AsyncIterator[tuple[str, int]]:
-    """A real ``jobarchive serve --auth none`` on the archive, ``concurrency`` queries at
-    once: its API's base URL and pid."""
+async def serve_process(
+    db_url: str, log_path: pathlib.Path, *args: str, **env: str
+) -> AsyncIterator[Running]:
+    """A real ``jobarchive serve`` on ``db_url`` on a free port, ``args`` added to its
+    command line and ``env`` to the environment it inherits (without the database
+    variables of this one), its output appended to ``log_path``; stopped by SIGTERM at
+    the end, its log's tail printed for a failing test's report."""
     port = free_port()
     inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
-    env = {
-        **inherited,
-        "JOBARCHIVE_DB_URL": db_url,
-        "JOBARCHIVE_API_CONCURRENCY": str(concurrency),
-    }
     with log_path.open("ab") as log:
         process = await asyncio.create_subprocess_exec(
             str(JOBARCHIVE),
-            *("serve", "--auth", "none", "--port", str(port)),
-            env=env,
+            *("serve", "--port", str(port), *args),
+            env={**inherited, "JOBARCHIVE_DB_URL": db_url, **env},
             stdout=log,
             stderr=log,
         )
-    base = f"http://127.0.0.1:{port}{PREFIX}"
-
-    async def answers() -> bool:
-        try:
-            async with aiohttp.ClientSession() as session:
-                return (await get(session, f"{base}/openapi.json"))[0] == 200
-        except aiohttp.ClientConnectionError:
-            return False
-
     try:
-        await eventually(answers, within=30)
-        yield base, process.pid
+        yield Running(process, port)
     finally:
         if process.returncode is None:
             process.terminate()
         await process.wait()
         print(log_path.read_text()[-5000:])
+
+
+@contextlib.asynccontextmanager
+async def jobarchive_serve(
+    db_url: str, log_path: pathlib.Path, concurrency: int
+) -> AsyncIterator[tuple[str, int]]:
+    """A real ``jobarchive serve --auth none`` on the archive, ``concurrency`` queries at
+    once: its API's base URL and pid, once it answers."""
+    serving = serve_process(
+        db_url, log_path, "--auth", "none", JOBARCHIVE_API_CONCURRENCY=str(concurrency)
+    )
+    async with serving as running:
+        base = f"http://127.0.0.1:{running.port}{PREFIX}"
+        await answered(f"{base}/openapi.json")
+        yield base, running.process.pid
+
+
+async def answered(url: str, context: ssl.SSLContext | None = None) -> None:
+    """Wait until a GET of ``url`` (over HTTPS verified by ``context``) answers 200: a
+    server just started listens, and answers, after its start's own time."""
+
+    async def answers() -> bool:
+        connector = aiohttp.TCPConnector(ssl=context or True)
+        try:
+            async with aiohttp.ClientSession(connector=connector) as session:
+                return (await get(session, url))[0] == 200
+        except aiohttp.ClientConnectionError:
+            return False
+
+    await eventually(answers, within=60)
 
 
 async def get(
