@@ -2,7 +2,8 @@
 HTTPS: a front-proxy CA made here, its client certificate with an allowed name, one
 with a name not allowed, one of a rogue CA, and every way to pass for someone else.
 The emulated API server holds the ``extension-apiserver-authentication`` ConfigMap
-and answers the reviews; those are the only requests the API makes to it."""
+and answers the reviews; those are the only requests the API makes to it. Last, the
+requests kube-apiserver proxies for `kubectl get` (kubectl speaks no front proxy)."""
 
 import asyncio
 import contextlib
@@ -18,6 +19,7 @@ import pytest
 
 from jobarchive.reading.api import PREFIX
 from jobarchive.reading.frontproxy import CONFIGMAP
+from jobarchive.reading.kube import discovery
 from testbed.cluster import (
     ACCESS_REVIEWS,
     REVIEWS,
@@ -39,6 +41,11 @@ pytestmark = pytest.mark.e2e
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 PROXY_NAME = "front-proxy-client"
 ALICE, BOB = "alice-token", "bob-token"
+# The Accept header of `kubectl get`.
+KUBECTL_TABLE = (
+    "application/json;as=Table;v=v1;g=meta.k8s.io,"
+    "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+)
 
 
 @pytest.fixture
@@ -445,3 +452,52 @@ async def test_an_operator_whose_certificate_does_not_load_records_without_its_a
     with pytest.raises(aiohttp.ClientConnectorError):
         async with aiohttp.ClientSession() as session:
             await status(session, f"https://127.0.0.1:{port}/")
+
+
+async def test_kubectl_get_through_the_aggregator_is_reviewed_as_the_proxied_user(
+    cluster: Cluster, reviews: Reviews, jobs: None, e2e_db_url: str, tmp_path: pathlib.Path
+) -> None:
+    # kubectl cannot speak front-proxy; these are the requests kube-apiserver sends for
+    # its `kubectl get archivedjobs -n team-a` (dana: in group ml-team-a), its token
+    # already reviewed by kube-apiserver and not passed on.
+    cluster.serve(CONFIGMAPS)
+    serving_ca = Authority(tmp_path / "serving", "serving-ca")
+    proxy_ca = Authority(tmp_path / "proxy", "front-proxy-ca")
+    await publish(cluster, proxy_ca, first=True)
+    serving = serving_ca.issue("127.0.0.1", server=True)
+    proxy = Client(serving_ca.write(), proxy_ca.issue(PROXY_NAME))
+    dana = [
+        ("Accept", KUBECTL_TABLE),
+        ("User-Agent", "kubectl/v1.37.0 (linux/amd64) kubernetes/0000000"),
+        ("X-Forwarded-For", "10.0.0.7"),
+        ("X-Remote-User", "dana"),
+        ("X-Remote-Group", "ml-team-a"),
+        ("X-Remote-Group", "system:authenticated"),
+    ]
+    listed = f"{discovery.PREFIX}/namespaces/%s/archivedjobs?limit=500"
+    async with served_https(tmp_path, e2e_db_url, cluster.url, serving) as base:
+        await eventually(lambda: answers(Client(serving_ca.write()), base), within=30)
+        async with proxy.session() as session:
+            async with session.get(base + listed % "team-a", headers=dana) as response:
+                assert response.status == 200, await response.text()
+                table = await response.json()
+            assert [(r["cells"][0], r["object"]["kind"]) for r in table["rows"]] == [
+                ("mnist", "PartialObjectMetadata")
+            ]
+            assert table["kind"] == "Table"
+            assert [c["name"] for c in table["columnDefinitions"]][:2] == ["Name", "Kind"]
+            assert access_reviews(cluster)[-1] == {
+                "user": "dana",
+                "groups": ["ml-team-a", "system:authenticated"],
+                "resourceAttributes": {
+                    "group": "archive.jobarchive.io",
+                    "resource": "archivedjobs",
+                    "verb": "list",
+                    "namespace": "team-a",
+                },
+            }
+            async with session.get(base + listed % "team-b", headers=dana) as response:
+                refused = await response.json()
+            assert (response.status, refused["reason"]) == (403, "Forbidden")
+            assert "'dana' may not list archivedjobs.archive.jobarchive.io" in refused["message"]
+    assert cluster.requests_to(TOKEN_REVIEWS) == 0
