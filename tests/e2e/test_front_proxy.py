@@ -2,8 +2,7 @@
 HTTPS: a front-proxy CA made here, its client certificate with an allowed name, one
 with a name not allowed, one of a rogue CA, and every way to pass for someone else.
 The emulated API server holds the ``extension-apiserver-authentication`` ConfigMap
-and answers the reviews; those are the only requests the API makes to it. Last, the
-requests kube-apiserver proxies for `kubectl get` (kubectl speaks no front proxy)."""
+and answers the reviews; those are the only requests the API makes to it."""
 
 import asyncio
 import contextlib
