@@ -40,11 +40,6 @@ pytestmark = pytest.mark.e2e
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 PROXY_NAME = "front-proxy-client"
 ALICE, BOB = "alice-token", "bob-token"
-# The Accept header of `kubectl get`.
-KUBECTL_TABLE = (
-    "application/json;as=Table;v=v1;g=meta.k8s.io,"
-    "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
-)
 
 
 @pytest.fixture
@@ -451,6 +446,13 @@ async def test_an_operator_whose_certificate_does_not_load_records_without_its_a
     with pytest.raises(aiohttp.ClientConnectorError):
         async with aiohttp.ClientSession() as session:
             await status(session, f"https://127.0.0.1:{port}/")
+
+
+# The Accept header of `kubectl get`.
+KUBECTL_TABLE = (
+    "application/json;as=Table;v=v1;g=meta.k8s.io,"
+    "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+)
 
 
 async def test_kubectl_get_through_the_aggregator_is_reviewed_as_the_proxied_user(
