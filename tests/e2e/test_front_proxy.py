@@ -7,12 +7,9 @@ and answers the reviews; those are the only requests the API makes to it."""
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import pathlib
 import ssl
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
 
 import aiohttp
 import pytest
@@ -21,16 +18,22 @@ from jobarchive.reading.api import PREFIX
 from jobarchive.reading.frontproxy import CONFIGMAP
 from jobarchive.reading.kube import discovery
 from testbed.cluster import (
-    ACCESS_REVIEWS,
     REVIEWS,
     TOKEN_REVIEWS,
     USER_AGENT,
     Cluster,
-    Resource,
     Reviews,
 )
-from testbed.operator import write_kubeconfig
 from testbed.ports import free_port
+from tests.support.aggregator import (
+    CONFIGMAPS,
+    PROXY_NAME,
+    Client,
+    access_reviews,
+    publish,
+    served_https,
+    status,
+)
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.history import History
 from tests.support.operators import OperatorFactory
@@ -38,8 +41,6 @@ from tests.support.pki import Authority, Issued
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-PROXY_NAME = "front-proxy-client"
 ALICE, BOB = "alice-token", "bob-token"
 
 
@@ -59,97 +60,6 @@ async def jobs(archive: str) -> None:
     async with History() as history:
         await history.job("mnist", namespace="team-a")
         await history.job("bert", namespace="team-b")
-
-
-def authentication(ca: Authority, **lists: list[str]) -> dict[str, str]:
-    """The ConfigMap's data as kube-apiserver writes it (kubeadm's header names)."""
-    data = {
-        "requestheader-allowed-names": [PROXY_NAME],
-        "requestheader-username-headers": ["X-Remote-User"],
-        "requestheader-uid-headers": ["X-Remote-Uid"],
-        "requestheader-group-headers": ["X-Remote-Group"],
-        "requestheader-extra-headers-prefix": ["X-Remote-Extra-"],
-        **lists,
-    }
-    return {"requestheader-client-ca-file": ca.pem, **{k: json.dumps(v) for k, v in data.items()}}
-
-
-async def publish(cluster: Cluster, ca: Authority, first: bool = False) -> None:
-    """Create the ConfigMap (``first``), or give it another CA."""
-    name = CONFIGMAP.rsplit("/", 1)[1]
-    if first:
-        body = {"metadata": {"name": name, "namespace": "kube-system"}}
-        await cluster.create(CONFIGMAPS, {**body, "data": authentication(ca)})
-    else:
-        await cluster.patch(CONFIGMAPS, "kube-system", name, {"data": authentication(ca)})
-
-
-@contextlib.asynccontextmanager
-async def served_https(
-    folder: pathlib.Path, db_url: str, api_server: str, serving: Issued, *args: str
-) -> AsyncIterator[str]:
-    """``jobarchive serve`` over HTTPS with ``serving``'s certificate, its front proxy's
-    configuration read every second; its base URL."""
-    kubeconfig = folder / "serve-kubeconfig"
-    write_kubeconfig(kubeconfig, api_server)
-    port = free_port()
-    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
-    env = {
-        **inherited,
-        "JOBARCHIVE_DB_URL": db_url,
-        "KUBECONFIG": str(kubeconfig),
-        "JOBARCHIVE_REQUESTHEADER_REFRESH": "1",
-    }
-    tls = ("--tls-cert-file", str(serving.cert), "--tls-private-key-file", str(serving.key))
-    with (folder / "serve.log").open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            str(JOBARCHIVE),
-            "serve",
-            "--port",
-            str(port),
-            *tls,
-            *args,
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    try:
-        yield f"https://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        await process.wait()
-        print((folder / "serve.log").read_text())
-
-
-Headers = Mapping[str, str] | list[tuple[str, str]]
-
-
-class Client:
-    """HTTPS to the server, trusting ``ca`` for its certificate, presenting ``identity``."""
-
-    def __init__(self, ca: pathlib.Path, identity: Issued | None = None) -> None:
-        self.context = ssl.create_default_context(cafile=str(ca))
-        if identity is not None:
-            self.context.load_cert_chain(identity.cert, identity.key)
-
-    def session(self) -> aiohttp.ClientSession:
-        """A session of one kept-alive connection at most."""
-        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.context, limit=1))
-
-    async def get(self, url: str, headers: Headers | None = None) -> int:
-        async with self.session() as session:
-            return await status(session, url, headers)
-
-    async def names(self, url: str, headers: Headers) -> tuple[int, list[str]]:
-        async with self.session() as session, session.get(url, headers=headers) as response:
-            body = await response.json()
-            return response.status, sorted(job["namespace"] for job in body.get("items", []))
-
-
-async def status(session: aiohttp.ClientSession, url: str, headers: Headers | None = None) -> int:
-    async with session.get(url, headers=headers) as response:
-        await response.read()
-        return response.status
 
 
 async def refused(url: str, context: ssl.SSLContext) -> str:
@@ -172,12 +82,6 @@ async def refused(url: str, context: ssl.SSLContext) -> str:
     finally:
         writer.close()
     return "answered" if answer else "unanswered: closed"
-
-
-def access_reviews(cluster: Cluster) -> list[dict[str, Any]]:
-    """The specs of the SubjectAccessReviews the emulated API server received."""
-    path = ACCESS_REVIEWS.path(None)
-    return [request.data["spec"] for request in cluster.emulator if request.url.path == path]
 
 
 def requests_by_the_api(cluster: Cluster) -> set[str]:

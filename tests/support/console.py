@@ -1,13 +1,17 @@
 """Histories for the console's tests, recorded through the real write path (``History``:
 Recorder -> Writer -> Store): a TFJob whose worker was OOM-killed, and a job of
-thousands of pods; a failed container's log tail kept as the capture keeps it."""
+thousands of pods; a failed container's log tail kept as the capture keeps it; the
+console served as a process, and crawled by its links."""
 
 import asyncio
 import contextlib
 import datetime
 import pathlib
+import re
+import urllib.parse
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from html import unescape
 from typing import Any
 
 from jobarchive.logtails import store as tails
@@ -16,7 +20,8 @@ from jobarchive.logtails.triggers import Failure
 from testbed import objects as o
 from testbed.objects import Body
 from tests.support.history import SPECS, History
-from tests.support.serve import answered, serve_process
+from tests.support.serve import serve_process
+from tests.support.waiting import answering
 
 IMAGE = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
 
@@ -115,7 +120,7 @@ async def serving_console(db_url: str, workdir: pathlib.Path) -> AsyncIterator[s
     port), once the console answers."""
     async with serve_process(db_url, workdir / "serve.log", "--auth", "none") as running:
         origin = f"http://127.0.0.1:{running.port}"
-        await answered(origin + "/")
+        await answering(origin + "/")
         yield origin
 
 
@@ -138,3 +143,29 @@ async def keep_log_tail(
     )
     row = tails.row(failure, job["metadata"]["uid"], tail(text, 100, 65536), None)
     await tails.TailStore().insert([row])
+
+
+# Where a page names another address: a link, an asset, a form's action.
+REFERENCES = re.compile(r'(?:href|src|action)="([^"]*)"')
+# What a crawl's fetch gives back of an address: its status, content type and text.
+Fetch = Callable[[str], Awaitable[tuple[int, str, str]]]
+
+
+async def crawl(fetch: Fetch, start: str, most: int = 100) -> dict[str, tuple[int, str]]:
+    """Every address reachable from ``start`` by the references of the HTML pages on the
+    way, each resolved against its page as a browser does (``start``: a URL, or a path
+    and query): each one's status and content type."""
+    found: dict[str, tuple[int, str]] = {}
+    waiting = [start]
+    while waiting:
+        address = waiting.pop()
+        if address in found:
+            continue
+        assert len(found) < most, "the crawl does not end"
+        status, content_type, text = await fetch(address)
+        named = []
+        if content_type == "text/html":
+            named = [urllib.parse.urljoin(address, unescape(r)) for r in REFERENCES.findall(text)]
+        found[address] = (status, content_type)
+        waiting += named
+    return found

@@ -18,11 +18,11 @@ from typing import Any
 import yaml
 
 from jobarchive.reading.kube.discovery import PREFIX
-from testbed.operator import write_kubeconfig as testbed_kubeconfig
+from tests.support.aggregator import served_https
 from tests.support.console import at, oom_killed_job
 from tests.support.history import History
 from tests.support.pki import Authority
-from tests.support.serve import answered, serve_process
+from tests.support.waiting import answering
 
 SWEEP = 5
 
@@ -124,13 +124,9 @@ async def serving(
     """A real ``jobarchive serve`` on ``db_url`` over HTTPS, with a serving certificate
     of a CA made here, reviewing its callers with the API server at ``api_server``
     (``args`` added to its command line); where it serves, once its discovery answers."""
-    kubeconfig = workdir / "serve-kubeconfig"
-    testbed_kubeconfig(kubeconfig, api_server)
     authority = Authority(workdir / "serving", "serving-ca")
     issued = authority.issue("127.0.0.1", server=True)
-    tls = ("--tls-cert-file", str(issued.cert), "--tls-private-key-file", str(issued.key))
-    running = serve_process(db_url, workdir / "serve.log", *tls, *args, KUBECONFIG=str(kubeconfig))
-    async with running as served:
-        server = Server(f"https://127.0.0.1:{served.port}", authority.pem)
-        await answered(server.url + PREFIX, server.context())
+    async with served_https(workdir, db_url, api_server, issued, *args) as url:
+        server = Server(url, authority.pem)
+        await answering(server.url + PREFIX, context=server.context())
         yield server

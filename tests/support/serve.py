@@ -6,7 +6,6 @@ import dataclasses
 import json
 import os
 import pathlib
-import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,7 +15,7 @@ from jobarchive.reading.api import PREFIX
 from jobarchive.reading.queries import MAX_PAGE
 from testbed.ports import free_port
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
-from tests.support.waiting import eventually
+from tests.support.waiting import answering
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,23 +64,8 @@ async def jobarchive_serve(
     )
     async with serving as running:
         base = f"http://127.0.0.1:{running.port}{PREFIX}"
-        await answered(f"{base}/openapi.json")
+        await answering(f"{base}/openapi.json")
         yield base, running.process.pid
-
-
-async def answered(url: str, context: ssl.SSLContext | None = None) -> None:
-    """Wait until a GET of ``url`` (over HTTPS verified by ``context``) answers 200: a
-    server just started listens, and answers, after its start's own time."""
-
-    async def answers() -> bool:
-        connector = aiohttp.TCPConnector(ssl=context or True)
-        try:
-            async with aiohttp.ClientSession(connector=connector) as session:
-                return (await get(session, url))[0] == 200
-        except aiohttp.ClientConnectionError:
-            return False
-
-    await eventually(answers, within=60)
 
 
 async def get(

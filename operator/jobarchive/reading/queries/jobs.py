@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tortoise.functions import Count
-from tortoise.queryset import QuerySet
+from tortoise.queryset import QuerySet, ValuesListQuery
 
 from jobarchive.reading.queries.paging import Listing, Order, Page, ordered, paged
 from jobarchive.reading.queries.params import (
@@ -170,6 +170,25 @@ async def job_namespace(job_uid: str) -> str | None:
         await read(Job).filter(job_id=fits("uid", job_uid, UID_LENGTH)).first().values("namespace")
     )
     return None if found is None else str(found["namespace"])
+
+
+def _namespaces(limit: int) -> "ValuesListQuery[Any]":
+    return (
+        read(Job).distinct().order_by("namespace").limit(limit).values_list("namespace", flat=True)
+    )
+
+
+async def job_namespaces(limit: int) -> tuple[list[str], bool]:
+    """The first ``limit`` namespaces that hold a job, by name, and whether there are
+    more: one entry of the (namespace, name) index per namespace, no row read."""
+    names = [str(name) for name in await _namespaces(limit + 1)]
+    return names[:limit], len(names) > limit
+
+
+def job_namespaces_sql(limit: int) -> str:
+    """The SQL of ``job_namespaces``, parameters inlined: for EXPLAIN."""
+    sql: str = _namespaces(limit + 1).sql(params_inline=True)
+    return sql
 
 
 async def one_job(job_uid: str) -> dict[str, Any] | None:

@@ -46,17 +46,24 @@ class BadQuery(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Param:
     """One query parameter: its name, type (string, time, boolean, integer), meaning,
-    and the field it fills when that is not its name."""
+    the field it fills when that is not its name, and what a form calls it when its
+    name in words does not say it."""
 
     name: str
     type: str
     description: str
     field: str | None = None
+    label: str = ""
 
     @property
     def key(self) -> str:
         """The name of what the parameter fills: a query's field, a function's argument."""
         return self.field or self.name
+
+    @property
+    def title(self) -> str:
+        """What a person reads the parameter as: its label, else its name in words."""
+        return self.label or self.name.replace("_", " ").capitalize()
 
 
 PAGE = (
@@ -65,7 +72,13 @@ PAGE = (
 )
 JOB_PARAMS = (
     Param("namespace", "string", "Namespace."),
-    Param("name", "string", "Name prefix: the name starts with this.", "name_prefix"),
+    Param(
+        "name",
+        "string",
+        "Name prefix: the name starts with this.",
+        "name_prefix",
+        label="Name starts with",
+    ),
     Param("name_contains", "string", "Name substring (scans what the other filters leave)."),
     Param("kind", "string", "Kind, e.g. TFJob."),
     Param("status", "string", f"One of {', '.join(JOB_STATUSES)}."),
@@ -75,10 +88,10 @@ JOB_PARAMS = (
     Param(
         "created_since", "time", "Created at or after (RFC 3339 time or date, UTC unless stated)."
     ),
-    Param("created_until", "time", "Created before."),
+    Param("created_until", "time", "Created before.", label="Created before"),
     Param("finished_since", "time", "Finished at or after."),
-    Param("finished_until", "time", "Finished before."),
-    Param("in_cluster", "boolean", "Still in the cluster (true), or gone (false)."),
+    Param("finished_until", "time", "Finished before.", label="Finished before"),
+    Param("in_cluster", "boolean", "Still in the cluster (true), or gone (false).", label="Where"),
 )
 EVENT_PARAMS = (
     Param("namespace", "string", "The involved object's namespace."),
