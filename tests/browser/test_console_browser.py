@@ -1,6 +1,6 @@
 """The console in a real headless browser (Debian's Chromium through selenium), served by
 a real ``jobarchive serve`` from databases filled through the real write path: the
-demo's three jobs recorded by the real operator from an emulated cluster, and a job
+demo's jobs recorded by the real operator from an emulated cluster, and a job
 of 600 pods recorded by the recorder, at ``/`` and under the aggregated API's prefix,
 where ``kubectl proxy`` opens it. Each page loads without a JavaScript error or a
 request to any host but the server; a screenshot of each is kept
@@ -23,6 +23,7 @@ from jobarchive.reading.console import mounts
 from jobarchive.storage import database as db
 from jobarchive.storage.reads import ReadPool
 from testbed.cluster import Cluster
+from testbed.logs import Logs
 from testbed.operator import OperatorProcess
 from tests.support import browser
 from tests.support.console import large_job, serving_console
@@ -48,7 +49,7 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     driver.get(origin + "/")
     assert driver.title == "Jobs · jobarchive"
     rows = browser.texts(driver, "tr.job")
-    assert len(rows) == 3
+    assert len(rows) == len(RECORDED)
     assert any("nlp/bert-finetune" in row and "Failed" in row for row in rows)
     local = browser.attribute(driver, "tr.job time", "title")
     assert local and all(title.endswith("(local time)") for title in local)  # the script ran
@@ -66,12 +67,12 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     assert len(browser.texts(driver, "tr.job")) == 2
 
     # Keyset paging through the URL: page 1, its next link, and back by the URL.
-    driver.get(origin + "/?limit=2")
+    driver.get(origin + "/?limit=3")
     first = browser.texts(driver, "tr.job")
     browser.follow(driver, By.CSS_SELECTOR, "a.next")
-    assert "cursor=" in driver.current_url and "limit=2" in driver.current_url
+    assert "cursor=" in driver.current_url and "limit=3" in driver.current_url
     second = browser.texts(driver, "tr.job")
-    assert len(first) == 2 and len(second) == 1 and set(first).isdisjoint(second)
+    assert len(first) == 3 and len(second) == 2 and set(first).isdisjoint(second)
     assert driver.find_elements(By.CSS_SELECTOR, "a.next") == []
     driver.get(driver.current_url)
     assert browser.texts(driver, "tr.job") == second
@@ -114,7 +115,7 @@ async def test_the_demos_jobs_in_a_browser(
     tmp_path: pathlib.Path,
     driver: WebDriver,
 ) -> None:
-    await play(cluster)
+    await play(cluster, Logs(cluster))
 
     async def recorded() -> bool:
         jobs = (await queries.list_jobs(queries.JobQuery())).items

@@ -1,7 +1,7 @@
 """The read-only HTTP API: the CLI's queries as JSON under ``/api/v1``.
 
 Served by ``jobarchive serve`` and, when ``JOBARCHIVE_API_PORT`` is set, by the
-operator process. Each route's query parameters are a table of ``queries.params``;
+operator process. Each route's query parameters are a table of ``reading.params``;
 the parser and the OpenAPI document (``reading.openapi``) both read it, so they
 cannot drift. Errors are JSON, ``{"error": {"status": ..., "message": ...}}``, a path
 under ``/api/`` that is no route and a method not GET included: 400 for bad input
