@@ -45,11 +45,11 @@ async def kube_archive(history: History) -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class Server:
-    """Where a served archive is, as a kubeconfig names it: its HTTPS URL and the
+    """Where a served archive is, as a kubeconfig names it: its URL and, for HTTPS, the
     certificate (PEM) of the CA that signed its serving certificate."""
 
     url: str
-    ca: str
+    ca: str | None = None
 
     def context(self) -> ssl.SSLContext:
         """A client's TLS context that trusts the server's certificate."""
@@ -58,8 +58,9 @@ class Server:
 
 def write_kubeconfig(path: pathlib.Path, server: Server, token: str | None) -> pathlib.Path:
     """A kubeconfig of one context: ``server`` with a bearer token (none: anonymous)."""
-    ca_data = base64.b64encode(server.ca.encode()).decode()
-    cluster: dict[str, Any] = {"server": server.url, "certificate-authority-data": ca_data}
+    cluster: dict[str, Any] = {"server": server.url}
+    if server.ca is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(server.ca.encode()).decode()
     user: dict[str, Any] = {"token": token} if token else {}
     config = {
         "apiVersion": "v1",
