@@ -196,7 +196,13 @@ async def test_only_the_front_proxys_certificate_makes_its_headers_believed(
             await publish(cluster, rotated_ca)
 
             async def rotated_out() -> bool:
-                return await status(before, jobs_url, as_bob) == 401
+                # Were the kept connection closed meanwhile (idle past the header
+                # timeout on a stalled machine), its reopening is refused at the
+                # handshake: the old CA is out either way.
+                try:
+                    return await status(before, jobs_url, as_bob) == 401
+                except aiohttp.ClientConnectionError:
+                    return True
 
             await eventually(rotated_out, within=30)
         assert await rotated.names(jobs_url, as_bob) == (200, ["team-a", "team-b"])
