@@ -18,14 +18,21 @@ import pytest
 import yaml
 
 from jobarchive.reading.params import DEFAULT_PAGE
-from testbed.cluster import Cluster, Reviews
+from testbed.cluster import Cluster
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.console import at, keep_log_tail
 from tests.support.history import History
-from tests.support.kube import Ran, Server, kube_archive, serving, write_kubeconfig
+from tests.support.kube import (
+    ALICE,
+    BOB,
+    Ran,
+    Server,
+    kube_archive,
+    serving_readers,
+    write_kubeconfig,
+)
 
 pytestmark = pytest.mark.e2e
-ALICE, BOB = "alice-token", "bob-token"
 
 
 @pytest.fixture
@@ -43,13 +50,7 @@ async def uids(archive: str) -> dict[str, Any]:
 async def server(
     uids: dict[str, Any], cluster: Cluster, archive: str, tmp_path: pathlib.Path
 ) -> AsyncIterator[Server]:
-    """alice (group ml-team-a) reads team-a, bob every namespace."""
-    reviews = Reviews(cluster)
-    reviews.user(ALICE, "alice", "ml-team-a")
-    reviews.user(BOB, "bob")
-    reviews.grant("group:ml-team-a", "team-a")
-    reviews.grant("user:bob")
-    async with serving(tmp_path, archive, cluster.url) as served:
+    async with serving_readers(tmp_path, archive, cluster) as served:
         yield served
 
 

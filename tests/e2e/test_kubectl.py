@@ -14,20 +14,21 @@ import yaml
 
 from jobarchive.storage.models import Job
 from jobarchive.storage.store import Store
-from testbed.cluster import Cluster, Reviews
+from testbed.cluster import Cluster
 from tests.support import rows as db_rows
 from tests.support.history import History
 from tests.support.kube import (
+    ALICE,
+    BOB,
     SWEEP,
     Kubectl,
     Server,
     kube_archive,
-    serving,
+    serving_readers,
     write_kubeconfig,
 )
 
 pytestmark = pytest.mark.e2e
-ALICE, BOB = "alice-token", "bob-token"
 TEAM_A_JOBS = SWEEP + 2
 
 
@@ -41,13 +42,7 @@ async def uids(archive: str) -> dict[str, Any]:
 async def server(
     uids: dict[str, Any], cluster: Cluster, archive: str, tmp_path: pathlib.Path
 ) -> AsyncIterator[Server]:
-    """alice (group ml-team-a) reads team-a, bob every namespace."""
-    reviews = Reviews(cluster)
-    reviews.user(ALICE, "alice", "ml-team-a")
-    reviews.user(BOB, "bob")
-    reviews.grant("group:ml-team-a", "team-a")
-    reviews.grant("user:bob")
-    async with serving(tmp_path, archive, cluster.url) as served:
+    async with serving_readers(tmp_path, archive, cluster) as served:
         yield served
 
 

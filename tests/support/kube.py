@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from jobarchive.reading.kube.discovery import PREFIX
+from testbed.cluster import Cluster, Reviews
 from tests.support.aggregator import served_https
 from tests.support.console import at, oom_killed_job
 from tests.support.history import History
@@ -25,6 +26,8 @@ from tests.support.pki import Authority
 from tests.support.waiting import answering
 
 SWEEP = 5
+# The readers ``serving_readers`` reviews, by their tokens.
+ALICE, BOB = "alice-token", "bob-token"
 
 
 async def kube_archive(history: History) -> dict[str, Any]:
@@ -131,3 +134,18 @@ async def serving(
         server = Server(url, authority.pem)
         await answering(server.url + PREFIX, context=server.context())
         yield server
+
+
+@contextlib.asynccontextmanager
+async def serving_readers(
+    workdir: pathlib.Path, db_url: str, cluster: Cluster
+) -> AsyncIterator[Server]:
+    """``serving`` with the cluster's reviews of two readers: alice (``ALICE``, group
+    ml-team-a) reads team-a, bob (``BOB``) every namespace."""
+    reviews = Reviews(cluster)
+    reviews.user(ALICE, "alice", "ml-team-a")
+    reviews.user(BOB, "bob")
+    reviews.grant("group:ml-team-a", "team-a")
+    reviews.grant("user:bob")
+    async with serving(workdir, db_url, cluster.url) as served:
+        yield served
