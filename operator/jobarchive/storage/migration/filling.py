@@ -1,18 +1,24 @@
 """Filling what rows lack for jobarchive's schema and KubeDL's readers: NULLs where the
 schema says NOT NULL (``''``, the flag defaults, the row's other timestamp), each
-finish time from the other, the job of Events recorded before they had one."""
+finish time from the other, the job of Events recorded before they had one; and the
+usage facts of rows recorded before them (decision 32): pods' requests counted from
+their resources, a job's running time that is not before its finish cleared."""
 
 from collections.abc import Sequence
 from typing import Any
 
 from tortoise import fields
+from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.accounting import ACCELERATORS, Requested, requested_of_json
 from jobarchive.storage.dialects import Dialect
 from jobarchive.storage.migration.steps import Part, Step
 from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
 
 # jobarchive's finish columns of a job: the seed's and KubeDL >= 0.4's, kept equal.
 FINISH_COLUMNS = ("gmt_finished", "gmt_job_finished")
+# A pod's requests as numbers, counted from its resources column.
+REQUEST_COLUMNS = ("gpus", "cpu_millis", "memory_bytes")
 
 
 def default_sql(name: str, field: fields.Field[Any], dialect: Dialect) -> str:
@@ -32,7 +38,14 @@ def default_sql(name: str, field: fields.Field[Any], dialect: Dialect) -> str:
 
 class Filling(Part):
     """Filling what rows lack: NULLs where the schema says NOT NULL, each finish time
-    from the other, the job of Events recorded before ``event_info.job_id`` existed."""
+    from the other, the job of Events recorded before ``event_info.job_id`` existed,
+    pods' requests counting ``accelerators`` as GPUs, jobs' running times."""
+
+    def __init__(
+        self, conn: BaseDBAsyncClient, batch: int, accelerators: frozenset[str] = ACCELERATORS
+    ) -> None:
+        super().__init__(conn, batch)
+        self.accelerators = accelerators
 
     async def nulls(
         self, model: type[Stamped], dry_run: bool, only: Sequence[str] | None = None
@@ -142,4 +155,70 @@ class Filling(Part):
             [Step(table, "fill job_id of Events recorded before it existed", count)]
             if count
             else []
+        )
+
+    async def pod_requests(self, model: type[Stamped], dry_run: bool) -> list[Step]:
+        """Count the requests of pods recorded before ``gpus`` existed from their stored
+        resources, a batch of rows at a time by id; a pod whose resources do not read
+        (cut, or not JSON) stays NULL: unknown."""
+        table = model._meta.db_table
+        existing = await self.schema.columns(self.conn, table)
+        if model is not Pod or not existing.issuperset(REQUEST_COLUMNS):
+            return []
+        quote, mark = self.dialect.quote, self.dialect.placeholder
+        unset = f"{quote('gpus')} IS NULL"
+        counted = await self.conn.execute_query_dict(
+            f"SELECT COUNT(*) AS n FROM {quote(table)} WHERE {unset}"
+        )
+        count = int(counted[0]["n"])
+        if count and not dry_run:
+            select = (
+                f"SELECT {quote('id')} AS id, {quote('resources')} AS resources "
+                f"FROM {quote(table)} WHERE {unset} AND {quote('id')} > {mark} "
+                f"ORDER BY {quote('id')} LIMIT {self.batch}"
+            )
+            after = 0
+            while rows := await self.conn.execute_query_dict(select, [after]):
+                after = rows[-1]["id"]
+                await self._set_requests(table, rows)
+        if not count:
+            return []
+        return [Step(table, "count gpus, cpu_millis, memory_bytes from resources", count)]
+
+    async def _set_requests(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """One UPDATE per distinct count in the batch: a job's pods mostly share theirs."""
+        by_count: dict[Requested, list[int]] = {}
+        for row in rows:
+            found = requested_of_json(row["resources"], self.accelerators)
+            if found is not None:
+                by_count.setdefault(found, []).append(row["id"])
+        if not by_count:
+            return
+        quote, mark = self.dialect.quote, self.dialect.placeholder
+        sets = ", ".join(f"{quote(column)} = {mark}" for column in REQUEST_COLUMNS)
+        async with self.dialect.transaction(self.conn) as execute:
+            for found, ids in by_count.items():
+                await execute(
+                    f"UPDATE {quote(table)} SET {sets} WHERE {quote('id')} IN "
+                    f"({', '.join([mark] * len(ids))})",
+                    [found.gpus, found.cpu_millis, found.memory_bytes, *ids],
+                )
+
+    async def running_times(self, model: type[Stamped], dry_run: bool) -> list[Step]:
+        """Clear a job's running time where it is not before its finish: what recording
+        the Running condition's time whatever its status left for every finished
+        Kubeflow job (the time it turned False). Its pods' first start stands for it."""
+        existing = await self.schema.columns(self.conn, model._meta.db_table)
+        if model is not Job or not existing.issuperset({"gmt_job_running", "gmt_finished"}):
+            return []
+        quote = self.dialect.quote
+        running, finished = quote("gmt_job_running"), quote("gmt_finished")
+        return await self._fill(
+            Job._meta.db_table,
+            "gmt_job_running",
+            "clear gmt_job_running where it is not before gmt_finished",
+            f"{running} IS NOT NULL AND {finished} IS NOT NULL AND "
+            f"{self.dialect.seconds_between(running, finished)} <= 0",
+            "NULL",
+            dry_run,
         )
