@@ -10,8 +10,8 @@ from jobarchive.accounting import ACCELERATORS
 from jobarchive.config import DbTls, load
 from jobarchive.recording.convert import job_row, pod_row
 from jobarchive.storage import database as db
-from jobarchive.storage import dialects, introspection
-from jobarchive.storage.migration import Migration
+from jobarchive.storage import dialects, introspection, migration
+from jobarchive.storage.migration import Migration, Step
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.reads import ReadPool
 from jobarchive.storage.store import Store
@@ -175,3 +175,21 @@ async def test_migrate_counts_the_pods_whose_requests_are_unknown(database: str)
     again: list[str] = []
     await Migration(db.connection()).run(True, lambda step: again.append(step.describe(True)))
     assert not [line for line in again if "gpus" in line]
+
+
+async def test_a_start_stopped_while_counting_goes_on_at_the_next(
+    database: str, db_url: str
+) -> None:
+    await Store().upsert(Pod, [pod_row(pod_body(i), "job-1", None, None) for i in range(PODS)])
+    conn = db.connection()
+    ids = sorted(row["id"] for row in await Pod.all().values("id"))
+    # What a stop midway leaves: the newest counted, the oldest not yet.
+    await Pod.filter(id__lte=ids[PODS // 3]).update(gpus=None, cpu_millis=None)
+    assert await migration.upgrade(conn, []) == [
+        Step("replica_info", "count gpus, cpu_millis, memory_bytes from resources", 401)
+    ]
+    assert not await Pod.filter(gpus__isnull=True).exists()
+    assert await migration.upgrade(conn, []) == []
+    # An oldest row that cannot be counted is not work left: the start stays cheap.
+    await Pod.filter(id=ids[0]).update(gpus=None, resources="[")
+    assert await migration.upgrade(conn, []) == []

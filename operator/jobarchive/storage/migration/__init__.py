@@ -51,10 +51,11 @@ async def upgrade(
     ``tenant`` were) gets its NULLs filled and its rule tightened; a finish column
     just added is filled from the other; Events from before ``event_info.job_id``
     get their job; pods' requests just added are counted (``accelerators`` as GPUs),
-    and with ``job_info.queue`` (added by the version that keeps a job's running time
-    right) running times not before their finish are cleared. Only the schema and an
-    index range are read to find out, so a start with nothing to do scans no table;
-    a start stopped while counting leaves the rest to ``jobarchive migrate``.
+    and the count goes on at the next start if a start was stopped during it; with
+    ``job_info.queue`` (added by the version that keeps a job's running time right)
+    running times not before their finish are cleared. Only the schema, an index range
+    and one row by the primary key are read to find out, so a start with nothing to do
+    scans no table.
     """
     filling, columns = Filling(conn, BATCH, accelerators), Columns(conn, BATCH)
     steps: list[Step] = []
@@ -70,7 +71,7 @@ async def upgrade(
             steps += await columns.types(model, dry_run=False)
     if any(f"{Job._meta.db_table}.{column}" in added for column in FINISH_COLUMNS):
         steps += await filling.finish_times(Job, dry_run=False)
-    if f"{Pod._meta.db_table}.gpus" in added:
+    if f"{Pod._meta.db_table}.gpus" in added or await filling.requests_left(Pod):
         steps += await filling.pod_requests(Pod, dry_run=False)
     if f"{Job._meta.db_table}.queue" in added:
         steps += await filling.running_times(Job, dry_run=False)

@@ -159,8 +159,9 @@ class Filling(Part):
 
     async def pod_requests(self, model: type[Stamped], dry_run: bool) -> list[Step]:
         """Count the requests of pods recorded before ``gpus`` existed from their stored
-        resources, a batch of rows at a time by id; a pod whose resources do not read
-        (cut, or not JSON) stays NULL: unknown."""
+        resources, a batch of rows at a time, newest id first (so the oldest row is
+        counted last: ``requests_left``); a pod whose resources do not read (cut, or not
+        JSON) stays NULL: unknown."""
         table = model._meta.db_table
         existing = await self.schema.columns(self.conn, table)
         if model is not Pod or not existing.issuperset(REQUEST_COLUMNS):
@@ -174,16 +175,31 @@ class Filling(Part):
         if count and not dry_run:
             select = (
                 f"SELECT {quote('id')} AS id, {quote('resources')} AS resources "
-                f"FROM {quote(table)} WHERE {unset} AND {quote('id')} > {mark} "
-                f"ORDER BY {quote('id')} LIMIT {self.batch}"
+                f"FROM {quote(table)} WHERE {unset} AND {quote('id')} < {mark} "
+                f"ORDER BY {quote('id')} DESC LIMIT {self.batch}"
             )
-            after = 0
-            while rows := await self.conn.execute_query_dict(select, [after]):
-                after = rows[-1]["id"]
+            before = 2**63 - 1
+            while rows := await self.conn.execute_query_dict(select, [before]):
+                before = rows[-1]["id"]
                 await self._set_requests(table, rows)
         if not count:
             return []
         return [Step(table, "count gpus, cpu_millis, memory_bytes from resources", count)]
+
+    async def requests_left(self, model: type[Stamped]) -> bool:
+        """Whether a count of pods' requests was stopped before it finished: its last
+        row, the oldest, is still uncounted though its resources read. One row read by
+        the primary key, so that every start can ask."""
+        quote = self.dialect.quote
+        oldest = await self.conn.execute_query_dict(
+            f"SELECT {quote('gpus')} AS gpus, {quote('resources')} AS resources "
+            f"FROM {quote(model._meta.db_table)} ORDER BY {quote('id')} LIMIT 1"
+        )
+        return (
+            bool(oldest)
+            and oldest[0]["gpus"] is None
+            and (requested_of_json(oldest[0]["resources"], self.accelerators) is not None)
+        )
 
     async def _set_requests(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         """One UPDATE per distinct count in the batch: a job's pods mostly share theirs."""
