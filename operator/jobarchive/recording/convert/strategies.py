@@ -4,8 +4,8 @@ Kubeflow v1 and KubeDL kinds share one shape (conditions, ``*ReplicaSpecs``); th
 others each have their own, read from their controllers' Go sources (Trainer v2.3,
 KubeRay v1.7, Volcano 1.15). A strategy is three pure functions of the object:
 the normalized status, when it finished, and its roles as the seed's
-``{"<role>": {"replicas": N, "resources": {...}}}``; plus a remark for the kinds
-that explain a failure in their status.
+``{"<role>": {"replicas": N, "resources": {...}}}``; plus when it first ran, a remark
+for the kinds that explain a failure in their status, and the queue their spec names.
 """
 
 import dataclasses

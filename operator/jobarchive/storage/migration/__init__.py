@@ -31,6 +31,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from jobarchive.accounting import ACCELERATORS
 from jobarchive.storage import introspection, schema
 from jobarchive.storage.migration.columns import Columns
+from jobarchive.storage.migration.counting import Counting
 from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
 from jobarchive.storage.migration.merging import Merging
 from jobarchive.storage.migration.steps import BATCH, Report, Step
@@ -57,7 +58,8 @@ async def upgrade(
     and one row by the primary key are read to find out, so a start with nothing to do
     scans no table.
     """
-    filling, columns = Filling(conn, BATCH, accelerators), Columns(conn, BATCH)
+    filling, columns = Filling(conn, BATCH), Columns(conn, BATCH)
+    counting = Counting(conn, BATCH, accelerators)
     steps: list[Step] = []
     for model in TABLES:
         declared = await introspection.of(conn).column_types(conn, model._meta.db_table)
@@ -71,8 +73,8 @@ async def upgrade(
             steps += await columns.types(model, dry_run=False)
     if any(f"{Job._meta.db_table}.{column}" in added for column in FINISH_COLUMNS):
         steps += await filling.finish_times(Job, dry_run=False)
-    if f"{Pod._meta.db_table}.gpus" in added or await filling.requests_left(Pod):
-        steps += await filling.pod_requests(Pod, dry_run=False)
+    if f"{Pod._meta.db_table}.gpus" in added or await counting.requests_left(Pod):
+        steps += await counting.pod_requests(Pod, dry_run=False)
     if f"{Job._meta.db_table}.queue" in added:
         steps += await filling.running_times(Job, dry_run=False)
     # Cheap when there is nothing to do: NULL job_ids are a range of their index.
@@ -91,7 +93,8 @@ class Migration:
     ) -> None:
         self.conn = conn
         self.merging = Merging(conn, batch)
-        self.filling = Filling(conn, batch, accelerators)
+        self.filling = Filling(conn, batch)
+        self.counting = Counting(conn, batch, accelerators)
         self.columns = Columns(conn, batch)
         self.trimming = Trimming(conn, batch)
 
@@ -112,7 +115,7 @@ class Migration:
                 self.filling.nulls,
                 self.filling.finish_times,
                 self.filling.event_jobs,
-                self.filling.pod_requests,
+                self.counting.pod_requests,
                 self.filling.running_times,
                 self.columns.types,
                 self._trimmed,
