@@ -8,7 +8,7 @@ KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
 LINTED := operator tests testbed bench demo soak
 
-.PHONY: install install-test run test lint unit bench demo soak mariadb chromium screenshots clean
+.PHONY: install install-demo install-test run test lint unit bench demo soak mariadb chromium screenshots clean
 
 ## The operator and its CLI, nothing else.
 install: $(VENV)/.installed
@@ -17,6 +17,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
+	touch $@
+
+## The operator with the emulated cluster `make demo` runs it against (kmock), nothing else.
+install-demo: $(VENV)/.installed-demo
+
+$(VENV)/.installed-demo: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[demo]'
 	touch $@
 
 ## The operator with the test, lint and benchmark tools.
@@ -59,10 +66,10 @@ bench: install-test mariadb
 soak: install-test mariadb
 	$(PY) -m soak $(SOAK_ARGS)
 
-## The operator against an emulated cluster on SQLite, three jobs' lives, then what jobarchive reads;
-## with KEEP=1 it then serves the console on the demo's data and prints its URL.
-demo: install-test
-	$(PY) -m demo $(if $(KEEP),--keep)
+## The operator against an emulated cluster on SQLite, five jobs' lives, then what jobarchive reads;
+## with KEEP=1 it keeps the archive and serves the console on it (DEMO_PORT, else a free port).
+demo: install-demo
+	$(PY) -m demo $(if $(KEEP),--keep) $(if $(DEMO_PORT),--port $(DEMO_PORT))
 
 ## The README's console screenshots, taken by the browser tests from the demo's data.
 screenshots: install-test mariadb chromium

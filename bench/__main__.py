@@ -11,6 +11,7 @@ import os
 import sys
 
 from bench import (
+    cli_bench,
     console_bench,
     e2e_bench,
     kubectl_bench,
@@ -90,6 +91,13 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             kubectl_p50 = paging["kubectl get --chunk-size=500 page"][0]
             json_p50 = paging["JSON API /api/v1/jobs page"][0]
             line("kubectl page p50 / JSON API page p50", f"{kubectl_p50 / json_p50:.2f}x")
+        if "cli" in args.only:
+            print("Command line: start to exit, p50 / p99 ms")
+            started = await cli_bench.run()
+            for name, (p50, p99) in started.items():
+                line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}")
+            help_p50 = started["jobarchive --help"][0]
+            results.append(ratio("jobarchive --help p50, s", help_p50, 0.5, False))
         if "scale" in args.only:
             results.append(await scale_bench.run(databases, line, args, server_pid))
     finally:
@@ -103,8 +111,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         nargs="+",
-        default=["store", "e2e", "queries", "reads", "console", "kubectl", "scale"],
-        choices=["store", "e2e", "queries", "reads", "console", "kubectl", "scale"],
+        default=["store", "e2e", "queries", "reads", "console", "kubectl", "cli", "scale"],
+        choices=["store", "e2e", "queries", "reads", "console", "kubectl", "cli", "scale"],
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)

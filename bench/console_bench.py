@@ -81,7 +81,7 @@ async def run(url: str, pods: int) -> dict[str, tuple[float, float, int]]:
         app: web.Application = api.Api(auth.NoAuth()).site()
         async with TestClient(TestServer(app)) as client:
             return {
-                "console: job page": await _timed(client, f"/jobs/{uid}"),
+                "console: job page": await _timed(client, f"/job?uid={uid}"),
                 "baseline: API job detail (JSON)": await _timed(client, f"{api.PREFIX}/jobs/{uid}"),
             }
     finally:

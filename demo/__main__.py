@@ -1,71 +1,129 @@
 """``make demo``: the real operator against an emulated cluster, on the SQLite default.
 
-It plays three jobs' lives (``demo.stories``: a PyTorchJob that succeeds, a TFJob whose
-worker is OOM-killed, a PyTorchJob deleted mid-run), then prints what ``jobarchive``
-reads back. Nothing but Python and this project's virtualenv is needed: the cluster is
-kmock's emulator on a local port, the database a SQLite file in a temporary directory.
+It plays five jobs' lives (``demo.stories``), with owners, queues, GPUs and training
+logs, then prints what ``jobarchive`` reads back. Nothing but the operator's own
+dependencies and kmock (the ``demo`` extra) is needed: the cluster is kmock's emulator
+on a local port, the database a SQLite file in a temporary directory, whose path it
+prints; it is deleted at the end.
 
-With ``--keep`` (``make demo KEEP=1``) it then serves the console on the demo's data
-(``jobarchive serve --auth none`` on loopback), prints its URL and runs until
-interrupted.
+With ``--keep`` (``make demo KEEP=1``) the archive is kept, and the console served on
+it (``jobarchive serve --auth none`` on loopback) on ``--port`` (``DEMO_PORT``), else on
+a free port, until interrupted.
 """
 
 import argparse
 import asyncio
-import json
+import contextlib
+import errno
 import os
 import pathlib
+import shutil
+import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
-from demo.stories import RECORDED, play
+from demo.stories import FAILED_CONTAINERS, RECORDED, play
 from jobarchive.kinds import BUILTIN_KINDS
 from testbed.cluster import EVENTS, PODS, emulated_cluster, job_resource
+from testbed.logs import Logs
 from testbed.operator import OperatorProcess, write_kubeconfig
+from testbed.ports import free_port
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
-CONSOLE_PORT = 8080
+ARCHIVE = "jobarchive.sqlite3"
+# What the demo shows, in order: the jobs, the failed TFJob, why the LLM job failed.
+COMMANDS = (
+    ("jobs",),
+    ("job", "nlp/bert-finetune"),
+    ("logs", "nlp/llama-sft", "--pod", "llama-sft-worker-0", "--limit", "1"),
+)
+
+
+def database_url(workdir: pathlib.Path) -> str:
+    return f"sqlite://{workdir / ARCHIVE}"
 
 
 def environment(workdir: pathlib.Path) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "JOBARCHIVE_DB_URL": f"sqlite://{workdir / 'jobarchive.sqlite3'}",
-        "COLUMNS": "200",
-    }
+    env = {**os.environ, "JOBARCHIVE_DB_URL": database_url(workdir), "COLUMNS": "200"}
     env.pop("MYSQL_HOST", None)
     return env
 
 
-def jobarchive(workdir: pathlib.Path, *args: str) -> str:
-    result = subprocess.run(
-        [str(JOBARCHIVE), *args],
-        env=environment(workdir),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout
+def jobarchive(workdir: pathlib.Path, *commands: tuple[str, ...]) -> list[str]:
+    """What each ``jobarchive`` command prints, the commands run at once (each process
+    spends most of its time starting)."""
+    processes = [
+        subprocess.Popen(
+            [str(JOBARCHIVE), *command],
+            env=environment(workdir),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for command in commands
+    ]
+    outputs = []
+    for command, process in zip(commands, processes, strict=True):
+        out, err = process.communicate()
+        if process.returncode:
+            raise subprocess.CalledProcessError(process.returncode, command, out, err)
+        outputs.append(out)
+    return outputs
 
 
 def stored(workdir: pathlib.Path) -> bool:
+    """Whether the archive holds every job in its end state and every failed container's
+    log tail (read from the file, read-only: cheaper than a ``jobarchive`` process)."""
+    path = workdir / ARCHIVE
     try:
-        out = jobarchive(workdir, "jobs", "-o", "json")
-    except subprocess.CalledProcessError:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as archive:
+            statuses = dict(archive.execute("SELECT name, status FROM job_info").fetchall())
+            [(tails,)] = archive.execute("SELECT COUNT(*) FROM container_log_tail").fetchall()
+    except sqlite3.Error:
         return False
-    statuses = {job["name"]: job["status"] for job in json.loads(out)["items"]}
-    return statuses == RECORDED
+    return statuses == RECORDED and tails == FAILED_CONTAINERS
+
+
+def unusable(port: int) -> str | None:
+    """Why the console cannot listen on 127.0.0.1:``port``, or None when it can."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return "is taken"
+            return f"cannot be listened on ({error.strerror})"
+    return None
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def serve_console(workdir: pathlib.Path, port: int) -> int:
-    """``jobarchive serve`` on the demo's database until interrupted."""
+    """``jobarchive serve`` on the demo's database until interrupted; its URL once it
+    listens, or its log's end if it exits first."""
     args = [str(JOBARCHIVE), "serve", "--auth", "none", "--port", str(port)]
-    with (workdir / "serve.log").open("ab") as log:
+    log_path = workdir / "serve.log"
+    with log_path.open("ab") as log:
         process = subprocess.Popen(args, env=environment(workdir), stdout=log, stderr=log)
-    print(f"\nThe console on the demo's data: http://127.0.0.1:{port}/  (Ctrl-C ends the demo)")
     try:
+        while not listening(port):
+            if process.poll() is not None:
+                print(log_path.read_text(errors="replace")[-2000:], file=sys.stderr)
+                print(
+                    f"make demo: jobarchive serve exited with {process.returncode}", file=sys.stderr
+                )
+                return 1
+            time.sleep(0.1)
+        print(
+            f"\nThe console on the demo's data: http://127.0.0.1:{port}/  (Ctrl-C ends it)",
+            flush=True,
+        )
         return process.wait()
     except KeyboardInterrupt:
         process.terminate()
@@ -76,6 +134,7 @@ def serve_console(workdir: pathlib.Path, port: int) -> int:
 async def record(workdir: pathlib.Path) -> int:
     """Play the stories against the operator until the archive holds them; 0 when it does."""
     async with emulated_cluster() as cluster:
+        logs = Logs(cluster)
         write_kubeconfig(workdir / "kubeconfig", cluster.url)
         env: dict[str, str | None] = {
             "JOBARCHIVE_DB_URL": None,
@@ -91,7 +150,7 @@ async def record(workdir: pathlib.Path) -> int:
         await operator.start()
         try:
             await cluster.wait_watching([PODS, EVENTS, *map(job_resource, BUILTIN_KINDS)])
-            await play(cluster)
+            await play(cluster, logs)
             for _ in range(300):
                 if stored(workdir):
                     return 0
@@ -103,22 +162,52 @@ async def record(workdir: pathlib.Path) -> int:
             await operator.stop()
 
 
+def tell(workdir: pathlib.Path, started: float, keep: bool) -> None:
+    """What ``jobarchive`` reads back, and where the archive is."""
+    for command, out in zip(COMMANDS, jobarchive(workdir, *COMMANDS), strict=True):
+        print(f"\n$ jobarchive {' '.join(command)}")
+        print(out, end="")
+    print(f"\n(demo done in {time.monotonic() - started:.1f} s)")
+    url = database_url(workdir)
+    if keep:
+        print(f"The archive, kept: {workdir / ARCHIVE}  (JOBARCHIVE_DB_URL={url} jobarchive jobs)")
+    else:
+        print(f"The archive: {workdir / ARCHIVE}, deleted now (make demo KEEP=1 keeps it)")
+    sys.stdout.flush()
+
+
+def port_number(value: str) -> int:
+    port = int(value)
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (1..65535)")
+    return port
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="make demo")
-    parser.add_argument("--keep", action="store_true", help="then serve the console")
-    parser.add_argument("--port", type=int, default=CONSOLE_PORT, help="the console's port")
+    parser.add_argument("--keep", action="store_true", help="keep the archive, serve the console")
+    parser.add_argument(
+        "--port", type=port_number, help="the console's port (DEMO_PORT; default: a free one)"
+    )
     args = parser.parse_args(argv)
+    problem = unusable(args.port) if args.keep and args.port is not None else None
+    if problem:
+        print(
+            f"make demo: port {args.port} {problem}; set another DEMO_PORT, or none for a free one",
+            file=sys.stderr,
+        )
+        return 2
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="jobarchive-demo-") as tmp:
-        workdir = pathlib.Path(tmp)
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="jobarchive-demo-"))
+    try:
         if asyncio.run(record(workdir)):
             return 1
-        for command in (("jobs",), ("job", "nlp/bert-finetune")):
-            print(f"\n$ jobarchive {' '.join(command)}")
-            print(jobarchive(workdir, *command), end="")
-        print(f"\n(demo done in {time.monotonic() - started:.1f} s)", flush=True)
+        tell(workdir, started, args.keep)
         if args.keep:
-            return serve_console(workdir, args.port)
+            return serve_console(workdir, args.port if args.port is not None else free_port())
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 

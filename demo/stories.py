@@ -1,127 +1,111 @@
-"""The demo's three jobs' lives, as the Kubeflow training-operator and the kubelet would
+"""The demo's jobs' lives, as the Kubeflow training-operator, Volcano and the kubelet would
 write them into a cluster: a PyTorchJob that succeeds, a TFJob whose worker is
-OOM-killed, a PyTorchJob deleted mid-run. ``make demo`` plays them against the real
-operator; the console's browser tests play them too, and take their screenshots of
-what the archive recorded."""
+OOM-killed, a PyTorchJob deleted mid-run, a PyTorchJob whose worker runs out of GPU
+memory twice, a Volcano Job still running with one pod never scheduled. Each has an
+owner and a tenant (KubeDL's tenancy annotation), a queue (Kueue's label, Volcano's
+``spec.queue`` or Kubeflow's scheduling policy) and GPU requests; each container prints
+a training log (``demo.training_logs``) that the emulated kubelet serves. ``make demo``
+plays them against the real operator; the console's browser tests play them too, and
+take their screenshots of what the archive recorded."""
 
-import datetime
+import asyncio
+import copy
 
+from demo import training_logs as printed
+from demo import volcano
+from demo.controllers import (
+    IMAGE_TF,
+    PYTORCHJOBS,
+    TFJOBS,
+    Plan,
+    ago,
+    finish,
+    running_job,
+    set_conditions,
+)
 from testbed import objects as o
-from testbed.cluster import EVENTS, PODS, Cluster, Resource, resource_of
-from testbed.objects import Body
+from testbed.cluster import EVENTS, PODS, Cluster
+from testbed.logs import Logs
 
-PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
-TFJOBS = resource_of("kubeflow.org", "TFJob")
-IMAGE_PT = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
-IMAGE_TF = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
+MNIST = Plan(
+    resource=PYTORCHJOBS,
+    example="pytorch-simple.yaml",
+    name="mnist-ddp",
+    namespace="research",
+    tenant="team-vision",
+    user="alice",
+    queue="research",
+    kueue=True,
+    replicas=[("Master", 0), ("Worker", 0)],
+    gpus=1,
+    cpu="4",
+    memory="16Gi",
+    created=95,
+    waited=6,
+)
 
+BERT = Plan(
+    resource=TFJOBS,
+    example="tfjob-simple.yaml",
+    name="bert-finetune",
+    namespace="nlp",
+    tenant="team-language",
+    user="bob",
+    queue="nlp-a100",
+    kueue=False,
+    replicas=[("Worker", 0), ("Worker", 1)],
+    gpus=4,
+    cpu="16",
+    memory="64Gi",
+    created=70,
+    waited=1,
+    container="tensorflow",
+    image=IMAGE_TF,
+    limits_only=True,
+)
 
-def ago(minutes: float) -> str:
-    moment = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=minutes)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+RESNET = Plan(
+    resource=PYTORCHJOBS,
+    example="pytorch-simple.yaml",
+    name="resnet-sweep-3",
+    namespace="research",
+    tenant="team-vision",
+    user="dave",
+    queue="research",
+    kueue=True,
+    replicas=[("Master", 0), ("Worker", 0)],
+    gpus=2,
+    cpu="8",
+    memory="32Gi",
+    created=25,
+    waited=3,
+)
 
+LLAMA = Plan(
+    resource=PYTORCHJOBS,
+    example="pytorch-simple.yaml",
+    name="llama-sft",
+    namespace="nlp",
+    tenant="team-language",
+    user="carol",
+    queue="nlp-a100",
+    kueue=True,
+    replicas=[("Master", 0), ("Worker", 0)],
+    gpus=8,
+    cpu="32",
+    memory="256Gi",
+    created=60,
+    waited=14,
+)
 
-def running(container: str, image: str, node: int, started: str) -> Body:
-    status = o.running_status(container, image, f"10.0.3.{node}", f"172.16.3.{node}")
-    status["startTime"] = started
-    status["containerStatuses"][0]["state"] = {"running": {"startedAt": started}}
-    return status
-
-
-async def start_pods(
-    cluster: Cluster,
-    job: Body,
-    key: str,
-    replicas: list[tuple[str, int]],
-    container: str,
-    image: str,
-    started: str,
-) -> list[tuple[Body, Body]]:
-    """Create the job's pods, schedule them and start them; (pod, its running status)."""
-    pods = []
-    for node, (replica, index) in enumerate(replicas, start=11):
-        pod = o.kubeflow_pod(job, key, replica, index)
-        pod["metadata"]["creationTimestamp"] = job["metadata"]["creationTimestamp"]
-        pod = await cluster.create(PODS, pod)
-        await cluster.create(
-            EVENTS,
-            o.event(
-                pod,
-                "Scheduled",
-                f"Successfully assigned "
-                f"{pod['metadata']['namespace']}/"
-                f"{pod['metadata']['name']} to gpu-node-{node}",
-                first=started,
-                component="default-scheduler",
-            ),
-        )
-        status = running(container, image, node, started)
-        await cluster.patch(
-            PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"status": status}
-        )
-        pods.append((pod, status))
-    return pods
-
-
-async def finish(cluster: Cluster, pod: tuple[Body, Body], code: int, reason: str, at: str) -> None:
-    body, status = pod
-    meta = body["metadata"]
-    terminated = o.terminated_status(status, code, reason, at)
-    await cluster.patch(PODS, meta["namespace"], meta["name"], {"status": terminated})
-
-
-SPECS_KEYS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs"}
-
-
-async def set_conditions(
-    cluster: Cluster,
-    resource: Resource,
-    job: Body,
-    *conditions: Body,
-    completion: str | None = None,
-) -> None:
-    meta = job["metadata"]
-    status = o.job_status(*conditions, completion=completion)
-    await cluster.patch(resource, meta["namespace"], meta["name"], {"status": status})
-
-
-async def running_job(
-    cluster: Cluster,
-    resource: Resource,
-    example: str,
-    name: str,
-    namespace: str,
-    minutes_ago: int,
-    replicas: list[tuple[str, int]],
-    container: str,
-    image: str,
-) -> tuple[Body, list[tuple[Body, Body]]]:
-    """A job created ``minutes_ago``, its pods started a minute later, and Running."""
-    body = o.with_meta(
-        o.example(example), name=name, namespace=namespace, creationTimestamp=ago(minutes_ago)
-    )
-    job = await cluster.create(resource, body)
-    started = ago(minutes_ago - 1)
-    key = SPECS_KEYS[resource.kind]
-    pods = await start_pods(cluster, job, key, replicas, container, image, started)
-    created = o.condition("Created", at=ago(minutes_ago))
-    await set_conditions(cluster, resource, job, created, o.condition("Running", at=started))
-    return job, pods
+# Every Kubeflow job of the demo, as its user submits it.
+PLANS = (MNIST, BERT, RESNET, LLAMA)
 
 
-async def succeeding_pytorchjob(cluster: Cluster) -> None:
-    job, pods = await running_job(
-        cluster,
-        PYTORCHJOBS,
-        "pytorch-simple.yaml",
-        "mnist-ddp",
-        "research",
-        95,
-        [("Master", 0), ("Worker", 0)],
-        "pytorch",
-        IMAGE_PT,
-    )
-    for pod in pods:
+async def succeeding_pytorchjob(cluster: Cluster, logs: Logs) -> None:
+    job, pods = await running_job(cluster, MNIST)
+    for rank, pod in enumerate(pods):
+        logs.write(pod[0], "pytorch", printed.succeeded(rank))
         await finish(cluster, pod, 0, "Completed", ago(12))
     await set_conditions(
         cluster,
@@ -144,18 +128,9 @@ async def succeeding_pytorchjob(cluster: Cluster) -> None:
     )
 
 
-async def oom_killed_tfjob(cluster: Cluster) -> None:
-    job, workers = await running_job(
-        cluster,
-        TFJOBS,
-        "tfjob-simple.yaml",
-        "bert-finetune",
-        "nlp",
-        70,
-        [("Worker", 0), ("Worker", 1)],
-        "tensorflow",
-        IMAGE_TF,
-    )
+async def oom_killed_tfjob(cluster: Cluster, logs: Logs) -> None:
+    job, workers = await running_job(cluster, BERT)
+    logs.write(workers[1][0], "tensorflow", printed.oom_killed_tensorflow())
     await finish(cluster, workers[1], 137, "OOMKilled", ago(31))
     await cluster.create(
         EVENTS,
@@ -167,6 +142,7 @@ async def oom_killed_tfjob(cluster: Cluster) -> None:
             first=ago(31),
         ),
     )
+    logs.write(workers[0][0], "tensorflow", printed.lost_its_peer_tensorflow())
     await finish(cluster, workers[0], 143, "Error", ago(30))
     failed = "TFJob nlp/bert-finetune has failed because 1 Worker replica(s) failed."
     await set_conditions(
@@ -186,18 +162,8 @@ async def oom_killed_tfjob(cluster: Cluster) -> None:
     )
 
 
-async def deleted_mid_run(cluster: Cluster) -> None:
-    job, pods = await running_job(
-        cluster,
-        PYTORCHJOBS,
-        "pytorch-simple.yaml",
-        "resnet-sweep-3",
-        "research",
-        25,
-        [("Master", 0), ("Worker", 0)],
-        "pytorch",
-        IMAGE_PT,
-    )
+async def deleted_mid_run(cluster: Cluster, logs: Logs) -> None:
+    job, pods = await running_job(cluster, RESNET)
     # `kubectl delete pytorchjob resnet-sweep-3`: the job goes, the garbage collector
     # takes its pods.
     await cluster.delete(PYTORCHJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
@@ -205,16 +171,63 @@ async def deleted_mid_run(cluster: Cluster) -> None:
         await cluster.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
 
 
-# What each job's status is once the operator has recorded the three stories.
+async def restarted_then_failed(cluster: Cluster, logs: Logs) -> None:
+    job, (master, worker) = await running_job(cluster, LLAMA)
+    # The worker runs out of GPU memory; the kubelet restarts it (restartPolicy OnFailure)
+    # and it runs out again at the same step, and the master's collective times out.
+    logs.write(worker[0], "pytorch", printed.cuda_out_of_memory(1, 2120), restart=0)
+    logs.write(worker[0], "pytorch", printed.cuda_out_of_memory(1, 2120), restart=1)
+    logs.write(master[0], "pytorch", printed.nccl_timeout(0, 2120))
+    first = o.terminated_status(worker[1], 1, "Error", ago(30))["containerStatuses"][0]
+    restarted = copy.deepcopy(worker[1])
+    restarted["containerStatuses"][0].update(
+        restartCount=1, lastState=first["state"], state={"running": {"startedAt": ago(29)}}
+    )
+    meta = worker[0]["metadata"]
+    await cluster.patch(PODS, meta["namespace"], meta["name"], {"status": restarted})
+    await finish(cluster, (worker[0], restarted), 1, "Error", ago(9))
+    await finish(cluster, master, 1, "Error", ago(8))
+    failed = "PyTorchJob nlp/llama-sft is failed because 1 Worker replica(s) failed."
+    await set_conditions(
+        cluster,
+        PYTORCHJOBS,
+        job,
+        o.condition("Created", at=ago(60)),
+        o.condition("Running", "False", at=ago(8)),
+        o.condition("Failed", at=ago(8), reason="PyTorchJobFailed"),
+        completion=ago(8),
+    )
+    await cluster.create(
+        EVENTS,
+        o.event(
+            job,
+            "PyTorchJobFailed",
+            failed,
+            type="Warning",
+            first=ago(8),
+            component="pytorchjob-controller",
+        ),
+    )
+
+
+# What each job's status is once the operator has recorded the stories.
 RECORDED = {
     "mnist-ddp": "Succeeded",
     "bert-finetune": "Failed",
     "resnet-sweep-3": "Stopped",
+    "llama-sft": "Failed",
+    "detr-train": "Running",
 }
+# How many failed container instances print a log whose tail the operator keeps.
+FAILED_CONTAINERS = 5
 
 
-async def play(cluster: Cluster) -> None:
-    """The three lives, one after the other."""
-    await succeeding_pytorchjob(cluster)
-    await oom_killed_tfjob(cluster)
-    await deleted_mid_run(cluster)
+async def play(cluster: Cluster, logs: Logs) -> None:
+    """The lives, at once, as in a cluster; ``logs`` serves what the containers print."""
+    await asyncio.gather(
+        succeeding_pytorchjob(cluster, logs),
+        oom_killed_tfjob(cluster, logs),
+        deleted_mid_run(cluster, logs),
+        restarted_then_failed(cluster, logs),
+        volcano.running_with_one_pod_unscheduled(cluster, logs),
+    )

@@ -1,7 +1,8 @@
 """The console in a real headless browser (Debian's Chromium through selenium), served by
 a real ``jobarchive serve`` from databases filled through the real write path: the
-demo's three jobs recorded by the real operator from an emulated cluster, and a job
-of 600 pods recorded by the recorder. Each page loads without a JavaScript error or a
+demo's jobs recorded by the real operator from an emulated cluster, and a job
+of 600 pods recorded by the recorder, at ``/`` and under the aggregated API's prefix,
+where ``kubectl proxy`` opens it. Each page loads without a JavaScript error or a
 request to any host but the server; a screenshot of each is kept
 (``JOBARCHIVE_SCREENSHOTS``, or the test's directory; ``make screenshots`` refreshes
 docs/)."""
@@ -18,9 +19,11 @@ from selenium.webdriver.common.by import By
 from demo.stories import RECORDED, play
 from jobarchive.config import DbTls
 from jobarchive.reading import queries
+from jobarchive.reading.console import mounts
 from jobarchive.storage import database as db
 from jobarchive.storage.reads import ReadPool
 from testbed.cluster import Cluster
+from testbed.logs import Logs
 from testbed.operator import OperatorProcess
 from tests.support import browser
 from tests.support.console import large_job, serving_console
@@ -46,7 +49,7 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     driver.get(origin + "/")
     assert driver.title == "Jobs · jobarchive"
     rows = browser.texts(driver, "tr.job")
-    assert len(rows) == 3
+    assert len(rows) == len(RECORDED)
     assert any("nlp/bert-finetune" in row and "Failed" in row for row in rows)
     local = browser.attribute(driver, "tr.job time", "title")
     assert local and all(title.endswith("(local time)") for title in local)  # the script ran
@@ -64,12 +67,12 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     assert len(browser.texts(driver, "tr.job")) == 2
 
     # Keyset paging through the URL: page 1, its next link, and back by the URL.
-    driver.get(origin + "/?limit=2")
+    driver.get(origin + "/?limit=3")
     first = browser.texts(driver, "tr.job")
     browser.follow(driver, By.CSS_SELECTOR, "a.next")
-    assert "cursor=" in driver.current_url and "limit=2" in driver.current_url
+    assert "cursor=" in driver.current_url and "limit=3" in driver.current_url
     second = browser.texts(driver, "tr.job")
-    assert len(first) == 2 and len(second) == 1 and set(first).isdisjoint(second)
+    assert len(first) == 3 and len(second) == 2 and set(first).isdisjoint(second)
     assert driver.find_elements(By.CSS_SELECTOR, "a.next") == []
     driver.get(driver.current_url)
     assert browser.texts(driver, "tr.job") == second
@@ -78,7 +81,7 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     # The failed job: every pod's bar, the failure reason on its bar, the Warnings.
     driver.get(origin + "/?name=bert")
     browser.follow(driver, By.LINK_TEXT, "nlp/bert-finetune")
-    assert "/jobs/" in driver.current_url
+    assert driver.current_url.startswith(origin + "/job?uid=")
     bars = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.bar")
     assert len(bars) == 2 and all(bar.is_displayed() for bar in bars)
     assert browser.attribute(driver, "svg.timeline g.bar", "data-pods") == ["1", "1"]
@@ -87,7 +90,7 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     warnings = browser.texts(driver, "tr.event.warning")
     assert any("OOMKilling" in row for row in warnings)
     assert any("TFJobFailed" in row for row in warnings)
-    uid = driver.current_url.rsplit("/", 1)[1]
+    [uid] = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)["uid"]
     assert f"jobarchive job {uid}" in driver.find_element(By.CSS_SELECTOR, "p.cli").text
     browser.screenshot(driver, shots, "job")
     clean(driver, origin)
@@ -112,7 +115,7 @@ async def test_the_demos_jobs_in_a_browser(
     tmp_path: pathlib.Path,
     driver: WebDriver,
 ) -> None:
-    await play(cluster)
+    await play(cluster, Logs(cluster))
 
     async def recorded() -> bool:
         jobs = (await queries.list_jobs(queries.JobQuery())).items
@@ -124,7 +127,7 @@ async def test_the_demos_jobs_in_a_browser(
 
 
 def large_job_page(driver: WebDriver, origin: str, uid: str, shots: pathlib.Path) -> None:
-    driver.get(f"{origin}/jobs/{uid}")
+    driver.get(f"{origin}/job?uid={uid}")
     pods = [int(n) for n in browser.attribute(driver, "svg.timeline g.bar", "data-pods")]
     assert sum(pods) == 600 and len(pods) <= 40
     assert "OOMKilled (exit code 137)" in browser.texts(driver, "svg.timeline text.reason")
@@ -136,15 +139,70 @@ def large_job_page(driver: WebDriver, origin: str, uid: str, shots: pathlib.Path
     clean(driver, origin)
 
 
-async def test_a_job_of_hundreds_of_pods_in_a_browser(
-    tmp_path: pathlib.Path, driver: WebDriver
-) -> None:
-    url = f"sqlite://{tmp_path / 'archive.sqlite3'}"
+async def large_job_archive(directory: pathlib.Path, pods: int) -> tuple[str, str]:
+    """A SQLite archive of a job of ``pods`` pods, recorded by the recorder: its URL and
+    the job's uid."""
+    url = f"sqlite://{directory / 'archive.sqlite3'}"
     await db.open_database(url, encryption=DbTls(), read_pool=ReadPool(url))
     try:
         async with History() as history:
-            job = await large_job(history, 600)
+            job = await large_job(history, pods)
     finally:
         await db.close_database()
+    return url, job["metadata"]["uid"]
+
+
+async def test_a_job_of_hundreds_of_pods_in_a_browser(
+    tmp_path: pathlib.Path, driver: WebDriver
+) -> None:
+    url, uid = await large_job_archive(tmp_path, 600)
     async with serving_console(url, tmp_path) as origin:
-        await asyncio.to_thread(large_job_page, driver, origin, job["metadata"]["uid"], tmp_path)
+        await asyncio.to_thread(large_job_page, driver, origin, uid, tmp_path)
+
+
+def under_the_prefix(driver: WebDriver, origin: str) -> None:
+    """The console as kubectl proxy serves it: every page, asset and form under the
+    prefix, the style and the script applied (the CSP let them in, nothing else)."""
+    console = origin + mounts.PATH + "/"
+    aggregated = origin + "/apis/archive.jobarchive.io/v1"
+
+    def stays() -> None:
+        here = driver.current_url
+        assert here.startswith(console), here
+        for reference in browser.references(driver):
+            target = urllib.parse.urljoin(here, reference)
+            assert target.startswith(aggregated), (here, reference)
+            if target.startswith(console):
+                assert "/" not in target.removeprefix(console).partition("?")[0], target
+        clean(driver, origin)
+
+    driver.get(console)
+    assert driver.title == "Jobs · jobarchive"
+    header = driver.find_element(By.CSS_SELECTOR, "header.top")
+    assert header.value_of_css_property("background-color") == "rgba(31, 58, 95, 1)"
+    local = browser.attribute(driver, "tr.job time", "title")
+    assert local and all(title.endswith("(local time)") for title in local)
+    stays()
+    browser.follow(driver, By.LINK_TEXT, "team-a/llama-pretrain")
+    assert driver.current_url.startswith(console + "job?uid=")
+    assert driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.bar")
+    stays()
+    browser.follow(driver, By.LINK_TEXT, "Statistics")
+    assert driver.current_url == console + "stats"
+    stays()
+    browser.follow(driver, By.LINK_TEXT, "Jobs")
+    driver.find_element(By.NAME, "namespace").send_keys("team-a")
+    browser.follow(driver, By.CSS_SELECTOR, "form.filters button")
+    assert driver.current_url.startswith(console + "?")
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)
+    assert query == {"namespace": ["team-a"]}
+    assert len(browser.texts(driver, "tr.job")) == 1
+    stays()
+
+
+async def test_the_console_under_the_aggregated_prefix_in_a_browser(
+    tmp_path: pathlib.Path, driver: WebDriver
+) -> None:
+    url, _ = await large_job_archive(tmp_path, 60)
+    async with serving_console(url, tmp_path) as origin:
+        await asyncio.to_thread(under_the_prefix, driver, origin)

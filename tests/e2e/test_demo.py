@@ -1,26 +1,41 @@
 """``make demo`` as CI runs it: it ends by itself, well under a minute, and shows the
-three jobs' lives as the archive recorded them."""
+jobs' lives as the archive recorded them, with owners, GPUs and the training logs of
+its failed containers; ``KEEP=1`` keeps the archive and serves the console on it; a
+chosen port that is taken is said in one line. It needs only the operator's own
+dependencies and the ``demo`` extra."""
 
+import contextlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 
 import pytest
 
+from demo import stories, volcano
+from demo.stories import RECORDED
+from jobarchive.reading.queries.stats import requested_gpus
 from testbed.operator import REPO
+from testbed.ports import free_port
 
 pytestmark = pytest.mark.e2e
+MAKE = ["make", "--no-print-directory", "demo", f"PY={sys.executable}"]
+# What the test extra brings beyond the operator's dependencies and the demo extra.
+TEST_ONLY = ("pytest", "_pytest", "hypothesis", "kubernetes_validate", "selenium", "tests")
 
 
 def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     started = time.monotonic()
-    result = subprocess.run(
-        ["make", "--no-print-directory", "demo", f"PY={sys.executable}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = subprocess.run(MAKE, cwd=REPO, capture_output=True, text=True, timeout=60)
     took = time.monotonic() - started
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -28,9 +43,156 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     for line in ("$ jobarchive jobs", "$ jobarchive job nlp/bert-finetune"):
         assert line in out
     jobs = out.split("$ jobarchive job nlp/")[0]
+    assert "5 jobs" in jobs
     assert "research/mnist-ddp" in jobs and "Succeeded" in jobs
     assert "nlp/bert-finetune" in jobs and "Failed" in jobs
     assert "research/resnet-sweep-3" in jobs and "Stopped" in jobs
+    assert "vision/detr-train" in jobs and "Running" in jobs
+    for owner in ("alice", "bob", "carol", "dave", "erin"):
+        assert owner in jobs
     detail = out.split("$ jobarchive job nlp/bert-finetune")[1]
     for text in ("OOMKilled (exit code 137)", "OOMKilling", "TFJobFailed", "10.0.3.12"):
         assert text in detail
+    tail = out.split("$ jobarchive logs nlp/llama-sft")[1]
+    assert "(restart 1): exit code 1 Error" in tail
+    assert "torch.cuda.OutOfMemoryError: CUDA out of memory." in tail
+    assert '"kind": "Pod"' not in out
+    [archive] = re.findall(r"The archive: (\S+), deleted now", out)
+    assert not pathlib.Path(archive).exists()
+
+
+def test_the_demo_needs_nothing_of_the_test_extra() -> None:
+    blocker = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] in {TEST_ONLY!r}:\n"
+        "            raise ImportError(f'the demo imports {name}, of the test extra')\n"
+        "for name in list(sys.modules):\n"
+        f"    if name.split('.')[0] in {TEST_ONLY!r}:\n"
+        "        del sys.modules[name]\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import demo.__main__\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, "-c", blocker], cwd=REPO, capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_every_job_of_the_demo_names_a_queue_where_its_scheduler_reads_it() -> None:
+    queues = {}
+    for plan in stories.PLANS:
+        body = plan.body()
+        label = body["metadata"].get("labels", {}).get("kueue.x-k8s.io/queue-name")
+        policy = body["spec"].get("runPolicy", {}).get("schedulingPolicy", {})
+        queues[plan.name] = (label, policy.get("queue"))
+    submitted = volcano.submitted("2026-11-20T10:00:00Z")
+    queues[submitted["metadata"]["name"]] = (None, submitted["spec"]["queue"])
+    assert queues == {
+        "mnist-ddp": ("research", None),
+        "bert-finetune": (None, "nlp-a100"),
+        "resnet-sweep-3": ("research", None),
+        "llama-sft": ("nlp-a100", None),
+        "detr-train": (None, "vision"),
+    }
+    assert set(queues) == set(stories.RECORDED)
+
+
+@contextlib.contextmanager
+def kept_demo(*args: str) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """``make demo KEEP=1`` in a process group of its own, interrupted as by Ctrl-C."""
+    process = subprocess.Popen(
+        [*MAKE, "KEEP=1", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    try:
+        yield process, lines
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=30)
+
+
+def read_until(process: subprocess.Popen[str], lines: list[str], pattern: str) -> re.Match[str]:
+    """Read the demo's output until a line matches (the demo ends well within a minute)."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + 60
+    for line in process.stdout:
+        lines.append(line)
+        found = re.search(pattern, line)
+        if found:
+            return found
+        assert time.monotonic() < deadline, "".join(lines)
+    raise AssertionError("".join(lines))
+
+
+def archived(path: str) -> tuple[dict[str, tuple[str, str, float]], list[str], list[float]]:
+    """Per job: owner, tenant, GPUs requested; every captured log tail; pods' GPUs."""
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        jobs = {
+            name: (owner, tenant, requested_gpus(json.loads(resources)))
+            for name, owner, tenant, resources in db.execute(
+                "SELECT name, owner, tenant, resources FROM job_info"
+            )
+        }
+        tails = [row[0] for row in db.execute("SELECT log_tail FROM container_log_tail")]
+        pods = [
+            requested_gpus({"pod": {"resources": json.loads(row[0])}})
+            for row in db.execute("SELECT resources FROM replica_info")
+        ]
+    return jobs, tails, pods
+
+
+def test_the_kept_demo_serves_the_console_on_a_free_port_and_keeps_its_archive() -> None:
+    with kept_demo() as (process, lines):
+        archive = read_until(process, lines, r"The archive, kept: (\S+)")[1]
+        url = read_until(process, lines, r"(http://127\.0\.0\.1:\d+/)")[1]
+        try:
+            with urllib.request.urlopen(url + "api/v1/jobs", timeout=10) as response:
+                listed = json.load(response)
+            assert {job["name"] for job in listed["items"]} == set(RECORDED)
+            jobs, tails, pods = archived(archive)
+        finally:
+            os.killpg(process.pid, signal.SIGINT)
+            process.wait(timeout=30)
+    try:
+        assert set(jobs) == set(RECORDED)
+        assert all(owner and tenant and gpus > 0 for owner, tenant, gpus in jobs.values())
+        assert jobs["llama-sft"] == ("carol", "team-language", 16.0)
+        assert sum(gpus > 0 for gpus in pods) >= 10
+        assert len(tails) == 5
+        assert not any(tail.lstrip().startswith("{") for tail in tails)
+        assert any(tail.endswith("to avoid fragmentation.\n") for tail in tails)
+        assert any("ncclRemoteError" in tail for tail in tails)
+        assert pathlib.Path(archive).exists()
+    finally:
+        shutil.rmtree(pathlib.Path(archive).parent, ignore_errors=True)
+
+
+def test_a_chosen_port_that_is_taken_is_said_in_one_line() -> None:
+    port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        started = time.monotonic()
+        result = subprocess.run(
+            [*MAKE, "KEEP=1", f"DEMO_PORT={port}"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("make demo:")]
+    assert line == (
+        f"make demo: port {port} is taken; set another DEMO_PORT, or none for a free one"
+    )
+    assert "kopf run" not in result.stdout
+    assert time.monotonic() - started < 30

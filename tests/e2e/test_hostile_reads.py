@@ -145,7 +145,7 @@ async def test_oversized_rows_answer_within_the_budget_and_every_row_is_reached(
             session, f"{base}/events", "items", "cursor", "next_cursor", namespace=NAMESPACE
         )
         listed, largest_listed = walked.rows, walked.largest
-        console = await get(session, base.replace("/api/v1", "") + f"/jobs/{UID}")
+        console = await get(session, base.replace("/api/v1", "") + f"/job?uid={UID}")
     print(
         f"largest answers: detail {largest_pods} / {largest_events}, events {largest_listed}, "
         f"console {len(console[1])} bytes"

@@ -65,8 +65,9 @@ async def test_every_answer_carries_the_headers_aiohttps_own_404_and_405_include
         ("POST", f"{api.PREFIX}/jobs", 405, "application/json"),
         ("DELETE", f"{api.PREFIX}/jobs/{uids['team-a']}", 405, "application/json"),
         ("GET", "/no-such-page", 404, "text/html"),
-        ("POST", "/", 405, "text/plain"),
-        ("GET", f"/jobs/{uids['team-a']}", 200, "text/html"),
+        ("POST", "/", 405, "text/html"),
+        ("GET", f"/job?uid={uids['team-a']}", 200, "text/html"),
+        ("GET", f"/jobs/{uids['team-a']}", 200, "text/html"),  # sent on to the above
     ]
     for method, path, status, content_type in asked:
         response = await client.request(method, path, headers=BEARER)

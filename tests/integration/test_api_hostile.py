@@ -116,6 +116,10 @@ async def test_a_repeated_parameter_is_refused_not_guessed(client: Client) -> No
         ("/jobs?kind=tfjobs", "kind: 'tfjobs' is not one of"),
         ("/events?type=Bogus&namespace=team-a", "type: 'Bogus' is not one of Normal, Warning"),
         ("/jobs?name_contains=nist", "name_contains: no index serves it"),
+        # An unknown value is told as such before any index rule.
+        ("/events?type=Bogus", "type: 'Bogus' is not one of Normal, Warning"),
+        ("/events?kind=Bogus", "kind: 'Bogus' is not one of"),
+        ("/jobs?status=Bogus&region=eu-1", "status: 'Bogus' is not one of"),
         ("/events?cursor=WyJqb2JzIiwgIiIsIDNd", "cursor: not a cursor of this list (events)"),
         ("/jobs?namespace=" + "n" * 300, "namespace: 300 characters"),
     ],

@@ -3,10 +3,9 @@
 import asyncio
 import json
 import os
-import pathlib
+import shlex
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -15,67 +14,15 @@ import pytest
 
 from jobarchive.config import DbTls
 from jobarchive.storage import database as db
-from testbed import objects as o
 from testbed.ports import free_port
 from tests.support.console import keep_log_tail
-from tests.support.history import History
 from tests.support.kinds import EXTRA_KINDS
-
-JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
-
-
-async def fill(url: str) -> str:
-    await db.open_database(url, encryption=DbTls())
-    try:
-        for table in ("job_info", "replica_info", "event_info"):
-            await db.connection().execute_script(f"DELETE FROM {table}")
-        async with History() as history:
-            job = await history.job(
-                "mnist", status="Failed", finished="2026-11-20T10:20:00Z", owner="alice"
-            )
-            running = o.running_status("tensorflow", "img", "10.0.0.12", "172.16.0.12")
-            worker = await history.pod(
-                job,
-                "Worker",
-                0,
-                o.terminated_status(running, 137, "OOMKilled", "2026-11-20T10:20:00Z"),
-            )
-            await history.event(
-                worker,
-                "OOMKilling",
-                "Memory cgroup out of memory",
-                type="Warning",
-                first="2026-11-20T10:19:59Z",
-            )
-            await history.job(
-                "bert",
-                kind="PyTorchJob",
-                namespace="team-b",
-                owner="bob",
-                created="2026-11-21T00:00:00Z",
-            )
-            await history.job(
-                "old",
-                status="Succeeded",
-                created="2025-01-01T00:00:00Z",
-                finished="2025-01-01T01:00:00Z",
-                gone=True,
-            )
-        return str(job["metadata"]["uid"])
-    finally:
-        await db.close_database()
+from tests.support.small_archive import JOBARCHIVE, fill, run
 
 
 @pytest.fixture
 def filled(db_url: str) -> tuple[str, str]:
     return db_url, asyncio.run(fill(db_url))
-
-
-def run(url: str, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "JOBARCHIVE_DB_URL": url, "COLUMNS": "200", **variables}
-    return subprocess.run(
-        [str(JOBARCHIVE), *args], env=env, capture_output=True, text=True, timeout=60
-    )
 
 
 def test_jobs_lists_newest_first_as_a_table_and_as_json(filled: tuple[str, str]) -> None:
@@ -104,6 +51,10 @@ def test_job_shows_pods_replicas_and_events(filled: tuple[str, str]) -> None:
     assert [event["reason"] for event in detail["events"]] == ["OOMKilling"]
     missing = run(url, "job", "team-a/nothing")
     assert missing.returncode == 1 and "no job team-a/nothing" in missing.stderr
+    # NAMESPACE/UID names that incarnation, as the aggregated API reads it; in its namespace.
+    assert json.loads(run(url, "job", f"team-a/{uid}", "-o", "json").stdout) == detail
+    elsewhere = run(url, "job", f"team-b/{uid}")
+    assert elsewhere.returncode == 1 and f"no job team-b/{uid}" in elsewhere.stderr
 
 
 def test_events_and_stats(filled: tuple[str, str]) -> None:
@@ -179,9 +130,10 @@ def test_logs_pages_a_jobs_tails_and_says_when_there_are_more(filled: tuple[str,
         "attempt 2 failed",
         "attempt 1 failed",
     ]
-    assert lines[-1].startswith("more: --cursor ")
-    cursor = lines[-1].removeprefix("more: --cursor ")
-    rest = json.loads(run(url, "logs", uid, "--cursor", cursor, "-o", "json").stdout)
+    shown, _, command = lines[-1].partition("; more: ")
+    assert shown == "Showing 2 log tails"
+    assert shlex.split(command)[:5] == ["jobarchive", "logs", uid, "--limit", "2"]
+    rest = json.loads(run(url, *shlex.split(command)[1:], "-o", "json").stdout)
     assert [found["log_tail"] for found in rest["items"]] == ["attempt 0 failed\n"]
     assert rest["next_cursor"] is None
 

@@ -4,17 +4,20 @@ status and message, and the queries only the console asks (a job's timeline, the
 statistics' figures)."""
 
 import re
+import urllib.parse
 from collections.abc import AsyncIterator
+from html import unescape
 from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive.reading import api, auth, queries
-from jobarchive.reading.console import timeline
+from jobarchive.reading import api, auth, kube, queries
+from jobarchive.reading.console import mounts, timeline
+from jobarchive.reading.console.routes import PAGES
 from jobarchive.storage import database as db
-from tests.support.console import at, keep_log_tail, large_job, oom_killed_job
+from tests.support.console import at, crawl, keep_log_tail, large_job, oom_killed_job
 from tests.support.history import History
 
 Client = TestClient[web.Request, web.Application]
@@ -59,6 +62,12 @@ async def page(client: Client, path: str, status: int = 200) -> str:
     return text
 
 
+def resolved(base: str, href: str) -> str:
+    """A link of a page at ``base`` as the browser follows it: its path and query."""
+    target = urllib.parse.urljoin("http://console" + base, unescape(href))
+    return target.removeprefix("http://console")
+
+
 def rows(html: str, css_class: str) -> list[str]:
     return re.findall(rf'<tr class="{css_class}[^"]*">(.*?)</tr>', html, re.S)
 
@@ -66,7 +75,7 @@ def rows(html: str, css_class: str) -> list[str]:
 async def test_the_list_filters_pages_and_links_each_job(client: Client, recorded: dict) -> None:
     everything = await page(client, "/")
     assert len(rows(everything, "job")) == 5
-    assert f'href="/jobs/{recorded["uid"]}"' in everything
+    assert f'href="job?uid={recorded["uid"]}"' in everything
     assert 'class="status status-failed">Failed<' in everything
     assert "32m" in everything  # the duration of the OOM-killed job
 
@@ -78,7 +87,7 @@ async def test_the_list_filters_pages_and_links_each_job(client: Client, recorde
     assert len(rows(first, "job")) == 2
     following = re.search(r'class="next" href="([^"]+)"', first)
     assert following is not None
-    second = await page(client, following.group(1).replace("&amp;", "&"))
+    second = await page(client, resolved("/", following.group(1)))
     assert len(rows(second, "job")) == 1 and "sweep-0" in second and 'class="next"' not in second
     assert "namespace=team-b" in following.group(1)
 
@@ -86,7 +95,7 @@ async def test_the_list_filters_pages_and_links_each_job(client: Client, recorde
 async def test_the_job_page_draws_every_pod_the_failure_and_the_warnings(
     client: Client, recorded: dict
 ) -> None:
-    html = await page(client, f"/jobs/{recorded['uid']}")
+    html = await page(client, f"/job?uid={recorded['uid']}")
     assert f"jobarchive job {recorded['uid']}" in html
     assert len(re.findall(r'<g class="bar ', html)) == 2  # one per pod
     assert html.count('<g class="bar failed"') == 2
@@ -95,7 +104,7 @@ async def test_the_job_page_draws_every_pod_the_failure_and_the_warnings(
     assert html.count('<g class="mark normal">') == 1
     assert len(rows(html, "event warning")) == 2
     assert "Memory cgroup out of memory" in html
-    assert f'href="/jobs/{recorded["earlier"]}"' in html  # the earlier incarnation
+    assert f'href="job?uid={recorded["earlier"]}"' in html  # the earlier incarnation
     assert re.search(r"<td>Worker</td>\s*<td[^>]*>2</td>", html)  # replicas per role
     assert "<dt>Duration</dt><dd>32m</dd>" in html
 
@@ -106,7 +115,8 @@ async def test_errors_are_pages_with_the_apis_status_and_message(client: Client)
     assert '<form class="filters"' in bad  # to correct in place
     unknown = await page(client, "/?colour=red", 400)
     assert "unknown parameter" in unknown
-    assert "no job with uid" in await page(client, "/jobs/no-such-uid", 404)
+    assert "no job with uid" in await page(client, "/job?uid=no-such-uid", 404)
+    assert "uid: name the job" in await page(client, "/job", 400)
     assert "no such page" in await page(client, "/no/such/page", 404)
     too_long = await page(client, "/stats?since=2020-01-01&until=2026-01-01", 400)
     assert "over 366 days" in too_long
@@ -128,7 +138,7 @@ async def test_the_statistics_chart_the_window(client: Client) -> None:
 
 async def test_the_static_files_come_from_the_package(client: Client) -> None:
     for name, kind in (("console.css", "text/css"), ("console.js", "text/javascript")):
-        response = await client.get(f"/static/{name}")
+        response = await client.get(f"/{name}")
         assert response.status == 200 and response.content_type == kind
         assert response.headers["X-Content-Type-Options"] == "nosniff"
     assert (await client.get("/static/..%2Fviews.py")).status == 404
@@ -159,7 +169,7 @@ async def test_a_two_thousand_pod_job_is_drawn_in_bounded_rows(database: str) ->
     async with History() as history:
         job = await large_job(history, 2000)
     async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as client:
-        html = await page(client, f"/jobs/{job['metadata']['uid']}")
+        html = await page(client, f"/job?uid={job['metadata']['uid']}")
     pods_per_bar = [int(n) for n in re.findall(r'<g class="bar [a-z]+" data-pods="(\d+)"', html)]
     assert sum(pods_per_bar) == 2000
     assert len(pods_per_bar) <= timeline.BARS_PER_ROLE
@@ -181,25 +191,88 @@ async def test_a_failed_pods_log_tail_is_linked_from_its_bar_and_row(
     client: Client, recorded: dict
 ) -> None:
     uid, story = recorded["uid"], recorded["story"]
-    before = await page(client, f"/jobs/{uid}")
-    assert "/logs?pod=" not in before
+    before = await page(client, f"/job?uid={uid}")
+    assert "&amp;pod=" not in before
     text = b"epoch 3 loss 0.41\n<script>alert(1)</script>\nCUDA out of memory\n"
     await keep_log_tail(story["job"], story["pods"][1], text)
 
-    job = await page(client, f"/jobs/{uid}")
-    link = f'href="/jobs/{uid}/logs?pod=bert-finetune-worker-1"'
+    job = await page(client, f"/job?uid={uid}")
+    link = f'href="logs?uid={uid}&amp;pod=bert-finetune-worker-1"'
     # From the bar and from the pod's row; the worker without a tail has neither.
     assert job.count(link) == 2
-    assert "logs?pod=bert-finetune-worker-0" not in job
+    assert "pod=bert-finetune-worker-0" not in job
 
-    logs = await page(client, f"/jobs/{uid}/logs?pod=bert-finetune-worker-1")
+    logs = await page(client, f"/logs?uid={uid}&pod=bert-finetune-worker-1")
     assert "bert-finetune-worker-1 · tensorflow" in logs
     assert "OOMKilled (exit code 137)" in logs
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in logs and "<script>alert" not in logs
     assert f"jobarchive logs {uid}" in logs
-    other = await page(client, f"/jobs/{uid}/logs?pod=bert-finetune-worker-0")
+    other = await page(client, f"/logs?uid={uid}&pod=bert-finetune-worker-0")
     assert "No log tail recorded for this pod or container." in other
-    missing = await page(client, "/jobs/00000000-0000-4000-8000-000000000000/logs", 404)
+    missing = await page(client, "/logs?uid=00000000-0000-4000-8000-000000000000", 404)
     assert "no job with uid" in missing
-    too_many = await page(client, f"/jobs/{uid}/logs?limit=0", 400)
+    too_many = await page(client, f"/logs?uid={uid}&limit=0", 400)
     assert "limit" in too_many
+
+
+async def test_every_link_of_every_page_stays_under_its_mount(
+    client: Client, recorded: dict
+) -> None:
+    uid, story = recorded["uid"], recorded["story"]
+    await keep_log_tail(story["job"], story["pods"][1], b"CUDA out of memory\n")
+
+    async def fetch(address: str) -> tuple[int, str, str]:
+        response = await client.get(address)
+        assert "default-src 'none'" in response.headers["Content-Security-Policy"], address
+        assert response.headers["X-Content-Type-Options"] == "nosniff", address
+        return response.status, response.content_type, await response.text()
+
+    for mount in ("/", mounts.PATH + "/"):
+        found = await crawl(fetch, mount)
+        assert {status for status, _ in found.values()} == {200}
+        # Every page and asset is one path segment below the mount.
+        below = {a: urllib.parse.urlsplit(a).path.removeprefix(mount) for a in found}
+        console = {name for name in below.values() if "/" not in name}
+        assert console == {*PAGES, "console.css", "console.js", "favicon.svg"}
+        assert any(f"logs?uid={uid}&pod=" in address for address in found)
+        # The rest is the JSON of what a page shows, on the API beside it: the JSON API
+        # at /, the aggregated API's objects under the prefix (a uid as the name).
+        elsewhere = {
+            a for a in found if urllib.parse.urlsplit(a).path.removeprefix(mount) not in console
+        }
+        assert {found[address][1] for address in elsewhere} == {"application/json"}
+        if mount == "/":
+            assert all(address.startswith(api.PREFIX + "/") for address in elsewhere)
+        else:
+            job = f"{kube.PREFIX}/namespaces/team-a/archivedjobs/{uid}"
+            assert {kube.PREFIX, job, job + "/log"} <= elsewhere
+            assert all(a == kube.PREFIX or a.startswith(kube.PREFIX + "/") for a in elsewhere)
+
+
+async def test_the_prefix_without_its_slash_and_the_old_paths_lead_to_the_pages(
+    client: Client, recorded: dict
+) -> None:
+    uid = recorded["uid"]
+    for old, new in (
+        (mounts.PATH, mounts.PATH + "/"),
+        (f"/jobs/{uid}?limit=1", f"/job?uid={uid}&limit=1"),
+        (f"/jobs/{uid}/logs?pod=x", f"/logs?uid={uid}&pod=x"),
+        ("/static/console.css", "/console.css"),
+    ):
+        moved = await client.get(old, allow_redirects=False)
+        assert moved.status == 301 and "://" not in moved.headers["Location"]
+        assert resolved(old, moved.headers["Location"]) == new
+    assert "OOMKilled" in await page(client, f"/jobs/{uid}")
+    # What an old path holds is a parameter of the new one, never a place to go.
+    for hostile in ("%2F%2Fevil.example%2F", "https:%2F%2Fevil.example", "..%2F..%2Fx"):
+        moved = await client.get(f"/jobs/{hostile}/logs", allow_redirects=False)
+        location = urllib.parse.urlsplit(moved.headers["Location"])
+        assert (location.scheme, location.netloc, location.path) == ("", "", "../../logs")
+        assert urllib.parse.parse_qs(location.query)["uid"] == [urllib.parse.unquote(hostile)]
+    assert "no such page" in await page(client, "/static/nothing.css", 404)
+    for missing in ("/nope", "/job/extra", f"{mounts.PATH}/nope", f"{mounts.PATH}/job/x"):
+        assert "no such page" in await page(client, missing, 404)
+    refused = await client.post(mounts.PATH + "/")
+    assert refused.status == 405 and refused.content_type == "text/html"
+    assert "GET" in refused.headers["Allow"]
+    assert "the console answers GET only" in await refused.text()

@@ -177,12 +177,12 @@ async def test_the_console_shows_each_control_as_its_escape_and_html_as_text(
 ) -> None:
     browser, job = client
     stats = "/stats?since=2026-11-01&until=2026-12-01"
-    for path in ("/", f"/jobs/{job['uid']}", f"/jobs/{job['uid']}/logs", stats):
+    for path in ("/", f"/job?uid={job['uid']}", f"/logs?uid={job['uid']}", stats):
         response = await browser.get(path)
         html = await response.text()
         assert response.status == 200, html
         assert hidden(html.replace("\r\n", "\n")) == [], path
         assert all(escape in html for escape in ESCAPES), path
         assert "&lt;img src=x&gt;" in html and "<img src=x>" not in html, path
-    logs = await (await browser.get(f"/jobs/{job['uid']}/logs")).text()
+    logs = await (await browser.get(f"/logs?uid={job['uid']}")).text()
     assert "step 1\tloss 0.5\n" in logs and "10%\\x0d20%\r\n" in logs

@@ -197,3 +197,12 @@ async def page_sql(query: JobQuery | EventQuery) -> str:
     if isinstance(query, JobQuery):
         return await queries.job_page_sql(query)
     return await queries.event_page_sql(query)
+
+
+async def test_the_namespaces_a_landing_offers_are_read_off_an_index(archive: None) -> None:
+    [step] = await plan(queries.job_namespaces_sql(100))
+    print(step)
+    assert (await leading_columns("job_info")).get(step["key"]) == "namespace", step
+    assert "for group-by" in (step["Extra"] or ""), step  # one index entry per namespace
+    names, more = await queries.job_namespaces(100)
+    assert names == sorted(names) and len(names) == len(set(names)) and not more

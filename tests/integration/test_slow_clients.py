@@ -135,7 +135,7 @@ async def test_after_an_answer_a_half_sent_next_request_is_cut_off(
     whole = f"GET {OPENAPI} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
     elapsed, received = await cut_off(port, whole + b"GET /api/v1/jobs HTTP/1.1\r\nHo")
     assert received.startswith(b"HTTP/1.1 200 OK\r\n")
-    assert b'"openapi": "3.0.3"' in received
+    assert b'"openapi": "3.1.0"' in received
     assert TIMEOUT * 0.9 <= elapsed <= TIMEOUT + SLACK, elapsed
     await no_connections(runner)
 
@@ -153,7 +153,7 @@ async def test_whole_requests_are_answered_even_by_a_handler_slower_than_the_tim
     api_port, _ = served_api
     async with aiohttp.ClientSession() as session:
         async with session.get(f"http://127.0.0.1:{api_port}{OPENAPI}") as response:
-            assert (response.status, (await response.json())["openapi"]) == (200, "3.0.3")
+            assert (response.status, (await response.json())["openapi"]) == (200, "3.1.0")
         async with session.get(f"http://127.0.0.1:{slow_port}/slow") as response:
             assert (response.status, await response.text()) == (200, "done")
         # The keep-alive connection of the first answer has been idle past the

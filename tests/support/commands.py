@@ -8,9 +8,11 @@ import sys
 from collections.abc import Mapping
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
-# The variables that choose the database; the test runner's own are never passed on.
+# The variables that choose the database, and KUBECONFIG, which the read commands read
+# through when no database is named; the test runner's own are never passed on.
 DATABASE_VARIABLES = frozenset(
     {
+        "KUBECONFIG",
         "JOBARCHIVE_DB_URL",
         "JOBARCHIVE_DB_URL_FILE",
         "JOBARCHIVE_READ_DB_URL",

@@ -1,27 +1,27 @@
 """Histories for the console's tests, recorded through the real write path (``History``:
 Recorder -> Writer -> Store): a TFJob whose worker was OOM-killed, and a job of
-thousands of pods; a failed container's log tail kept as the capture keeps it."""
+thousands of pods; a failed container's log tail kept as the capture keeps it; the
+console served as a process, and crawled by its links."""
 
 import asyncio
 import contextlib
 import datetime
-import os
 import pathlib
+import re
+import urllib.parse
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from html import unescape
 from typing import Any
-
-import aiohttp
 
 from jobarchive.logtails import store as tails
 from jobarchive.logtails.text import tail
 from jobarchive.logtails.triggers import Failure
 from testbed import objects as o
 from testbed.objects import Body
-from testbed.ports import free_port
-from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.history import SPECS, History
-from tests.support.waiting import eventually
+from tests.support.serve import serve_process
+from tests.support.waiting import answering
 
 IMAGE = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
 
@@ -118,38 +118,10 @@ async def large_job(history: History, pods: int, name: str = "llama-pretrain") -
 async def serving_console(db_url: str, workdir: pathlib.Path) -> AsyncIterator[str]:
     """A real ``jobarchive serve --auth none`` on ``db_url``; its origin (scheme, host,
     port), once the console answers."""
-    port = free_port()
-    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
-    env = {**inherited, "JOBARCHIVE_DB_URL": db_url}
-    log_path = workdir / "serve.log"
-    with log_path.open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            str(JOBARCHIVE),
-            "serve",
-            "--auth",
-            "none",
-            "--port",
-            str(port),
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    origin = f"http://127.0.0.1:{port}"
-
-    async def answers() -> bool:
-        try:
-            async with aiohttp.ClientSession() as session, session.get(origin + "/") as reply:
-                return reply.status == 200
-        except aiohttp.ClientConnectionError:
-            return False
-
-    try:
-        await eventually(answers, within=30)
+    async with serve_process(db_url, workdir / "serve.log", "--auth", "none") as running:
+        origin = f"http://127.0.0.1:{running.port}"
+        await answering(origin + "/")
         yield origin
-    finally:
-        process.terminate()
-        await process.wait()
-        print(log_path.read_text())
 
 
 async def keep_log_tail(
@@ -171,3 +143,29 @@ async def keep_log_tail(
     )
     row = tails.row(failure, job["metadata"]["uid"], tail(text, 100, 65536), None)
     await tails.TailStore().insert([row])
+
+
+# Where a page names another address: a link, an asset, a form's action.
+REFERENCES = re.compile(r'(?:href|src|action)="([^"]*)"')
+# What a crawl's fetch gives back of an address: its status, content type and text.
+Fetch = Callable[[str], Awaitable[tuple[int, str, str]]]
+
+
+async def crawl(fetch: Fetch, start: str, most: int = 100) -> dict[str, tuple[int, str]]:
+    """Every address reachable from ``start`` by the references of the HTML pages on the
+    way, each resolved against its page as a browser does (``start``: a URL, or a path
+    and query): each one's status and content type."""
+    found: dict[str, tuple[int, str]] = {}
+    waiting = [start]
+    while waiting:
+        address = waiting.pop()
+        if address in found:
+            continue
+        assert len(found) < most, "the crawl does not end"
+        status, content_type, text = await fetch(address)
+        named = []
+        if content_type == "text/html":
+            named = [urllib.parse.urljoin(address, unescape(r)) for r in REFERENCES.findall(text)]
+        found[address] = (status, content_type)
+        waiting += named
+    return found

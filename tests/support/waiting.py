@@ -2,8 +2,11 @@
 
 import asyncio
 import datetime
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+
+import aiohttp
 
 from jobarchive.storage.models import utcnow
 
@@ -26,6 +29,29 @@ async def eventually(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"still {value!r} after {within} s")
         await asyncio.sleep(interval)
+
+
+async def answering(
+    url: str,
+    status: int | None = 200,
+    within: float = 30.0,
+    context: ssl.SSLContext | None = None,
+) -> None:
+    """Wait until a GET of ``url`` is answered (``status``, or any when None): a server
+    started as a process is listening. Over HTTPS, ``context`` verifies the server."""
+
+    async def answers() -> bool:
+        connector = aiohttp.TCPConnector(ssl=context or True)
+        try:
+            async with (
+                aiohttp.ClientSession(connector=connector) as session,
+                session.get(url) as reply,
+            ):
+                return status is None or reply.status == status
+        except aiohttp.ClientConnectionError:
+            return False
+
+    await eventually(answers, within=within)
 
 
 async def clock_past(moment: datetime.datetime) -> None:

@@ -152,6 +152,10 @@ def test_the_charts_stack_days_by_status_and_scale_bars_to_the_largest() -> None
     assert bars.bars[0].width == 2 * bars.bars[1].width
     assert bars.bars[1].whisker_x is not None and bars.bars[1].whisker_x > bars.left
     assert charts.nice_ceiling(7) == 10 and charts.nice_ceiling(0) == 1
+    # A window of no job, or of one a day: the scale is 1, and nothing breaks.
+    for few in ([], [{"day": "2026-11-20", "status": "Failed", "jobs": 1}]):
+        quiet = charts.day_chart(few, days)
+        assert [label.text for label in quiet.y_labels] == ["0", "1"]
     assert charts.counted(1, "pod") == "1 pod" and charts.counted(3, "job") == "3 jobs"
 
 

@@ -1,4 +1,4 @@
-"""One filter vocabulary: the parameter tables of ``queries.params`` are what the list
+"""One filter vocabulary: the parameter tables of ``reading.params`` are what the list
 queries hold and what the CLI's options are, each with its one description; and the
 kinds a filter may name are the settings' kinds, computed once."""
 

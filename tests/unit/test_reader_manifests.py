@@ -130,7 +130,7 @@ def test_the_reader_serves_on_the_port_its_probes_service_and_policy_name() -> N
     for probe in ("livenessProbe", "readinessProbe"):
         # A console asset: answered without a token or the database.
         http = serving()[probe]["httpGet"]
-        assert http["port"] == "api" and (STATIC / http["path"].removeprefix("/static/")).is_file()
+        assert http["port"] == "api" and (STATIC / http["path"].removeprefix("/")).is_file()
     labels = reader("Deployment")["spec"]["template"]["metadata"]["labels"]
     assert reader("Deployment")["spec"]["selector"]["matchLabels"].items() <= labels.items()
     service = reader("Service")["spec"]

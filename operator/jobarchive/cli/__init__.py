@@ -1,7 +1,9 @@
 """``jobarchive``: read the history from a terminal, serve it, prune it, migrate it.
 
 Every command works on the database the operator writes (``JOBARCHIVE_DB_URL``, the
-same variables and default as the operator, or ``--db-url-file`` or ``--db-url``),
+same variables and default as the operator, or ``--db-url-file`` or ``--db-url``), or,
+for the read commands, through the cluster's aggregated API with a kubeconfig
+(``--kubeconfig``, or ``KUBECONFIG`` when no database is named: decision 30), and
 prints a table or, with ``--output json``, the rows under the seed's JSON field names.
 ``--db-url`` stays for scripts that use it, but a command line is public (``ps``
 shows it to every user of the machine), so a password in it is warned about.

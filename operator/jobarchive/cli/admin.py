@@ -4,11 +4,9 @@ created)."""
 
 import click
 
-from jobarchive.cli import rendering, session
+from jobarchive.cli import rendering
+from jobarchive.cli.archive import Where
 from jobarchive.cli.options import output_option
-from jobarchive.maintenance import retention
-from jobarchive.storage import database as db
-from jobarchive.storage import migration
 
 
 @click.command()
@@ -16,8 +14,13 @@ from jobarchive.storage import migration
 @click.option("--dry-run", is_flag=True, help="Count what would go, delete nothing.")
 @output_option
 @click.pass_obj
-def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> None:
+def prune(where: Where, days: int | None, dry_run: bool, output: str) -> None:
     """Delete jobs that finished over DAYS ago and left the cluster, with pods and Events."""
+    # Imported here, when it runs, so that --help imports no database (decision 30).
+    from jobarchive.cli import session
+    from jobarchive.maintenance import retention
+
+    db_url = where.database()
     keep = days or session.settings_of(db_url).retention_days
     if not keep:
         raise click.UsageError("--days is needed: JOBARCHIVE_RETENTION_DAYS keeps everything")
@@ -42,12 +45,16 @@ def prune(db_url: str | None, days: int | None, dry_run: bool, output: str) -> N
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Count what would change, change nothing.")
 @click.pass_obj
-def migrate(db_url: str | None, dry_run: bool) -> None:
+def migrate(where: Where, dry_run: bool) -> None:
     """Bring a database KubeDL (or an older jobarchive) created to jobarchive's schema.
 
     Merges rows of one uid, fills NULLs and both finish times, widens narrow columns,
     adds the unique keys and indexes; safe to interrupt and run again.
     """
+    # Imported here, when it runs, as for prune.
+    from jobarchive.cli import session
+    from jobarchive.storage import database as db
+    from jobarchive.storage import migration
 
     def report(step: migration.Step) -> None:
         rendering.echo(step.describe(dry_run))
@@ -55,7 +62,7 @@ def migrate(db_url: str | None, dry_run: bool) -> None:
     async def work() -> list[migration.Step]:
         return await migration.Migration(db.connection()).run(dry_run, report)
 
-    steps = session.writing(db_url, work, adopted=False)
+    steps = session.writing(where.database(), work, adopted=False)
     if not steps:
         click.echo("Nothing to migrate: the database has jobarchive's schema")
     elif dry_run:

@@ -1,11 +1,14 @@
-"""The ``jobarchive`` command: its database options, checked before any command runs,
-and its commands."""
+"""The ``jobarchive`` command: where it reads (its database options, or a kubeconfig
+for the aggregated API), checked before any command runs, and its commands."""
+
+import os
 
 import click
 
 from jobarchive import config
 from jobarchive.cli import admin, reads, serve
-from jobarchive.cli.session import BadSetting
+from jobarchive.cli.archive import Kubeconfig, Where
+from jobarchive.cli.options import BadSetting
 
 # What --db-url with a password prints on stderr; the command then runs as asked.
 PASSWORD_WARNING = (
@@ -26,14 +29,35 @@ PASSWORD_WARNING = (
     help="A file holding the database URL (a mounted Secret, say), in place of "
     "JOBARCHIVE_DB_URL_FILE.",
 )
+@click.option(
+    "--kubeconfig",
+    metavar="PATH",
+    help="Read through the cluster's aggregated API (archive.jobarchive.io) with this "
+    "kubeconfig's credentials, not the database. Without it, KUBECONFIG does the same "
+    "when no database URL is set (JOBARCHIVE_DB_URL, ...).",
+)
+@click.option(
+    "--context", "context_name", help="The kubeconfig's context (default: its current one)."
+)
 @click.pass_context
-def main(context: click.Context, db_url: str | None, db_url_file: str | None) -> None:
+def main(
+    context: click.Context,
+    db_url: str | None,
+    db_url_file: str | None,
+    kubeconfig: str | None,
+    context_name: str | None,
+) -> None:
     """Read the history of training jobs, their pods and Events."""
     # Checked here, to be named as the option they came from: a message naming
     # JOBARCHIVE_DB_URL would send the user looking in the environment.
     try:
         if db_url and db_url_file:
             raise config.ConfigError("--db-url and --db-url-file are both given: keep one")
+        if (db_url or db_url_file) and (kubeconfig or context_name):
+            raise config.ConfigError(
+                "a database option and a kubeconfig option are both given: the commands "
+                "read the database or the API, keep one"
+            )
         if db_url:
             if config.has_password(db_url):
                 click.echo(PASSWORD_WARNING, err=True)
@@ -43,4 +67,14 @@ def main(context: click.Context, db_url: str | None, db_url_file: str | None) ->
             config.validate_db_url(db_url, "--db-url-file")
     except config.ConfigError as exc:
         raise BadSetting(str(exc)) from None
-    context.obj = db_url
+    context.obj = Where(db_url, _kubeconfig(kubeconfig, context_name, db_url))
+
+
+def _kubeconfig(path: str | None, name: str | None, db_url: str | None) -> Kubeconfig | None:
+    """The kubeconfig the read commands go through, if any: the one named, else
+    KUBECONFIG's when no database is named on the command line or in the environment."""
+    if path is not None or name is not None:
+        return Kubeconfig(path, name)
+    if db_url is None and config.reads_through_api(os.environ):
+        return Kubeconfig(given=False)
+    return None

@@ -1,22 +1,34 @@
-"""The commands' options, made from the read side's parameter tables (``queries.params``):
+"""The commands' options, made from the read side's parameter tables (``reading.params``):
 the API's query parameters as ``--flags`` (``created_since`` as ``--created-since``),
 each with the table's one description, typed as the table says (a time parsed as the
-API parses one) and checked by the same queries. Only the CLI's own spellings are
-kept here: short flags and a boolean's "no"."""
+API parses one) and checked by the same queries, whose refusals name the flags typed.
+Only the CLI's own spellings are kept here: short flags and a boolean's "no"."""
 
+import datetime
+import functools
+import shlex
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
+from click.core import ParameterSource
 
-from jobarchive.reading import queries
-from jobarchive.reading.queries import Param
+from jobarchive.reading.params import BadQuery, Param, parse_time
 
 F = TypeVar("F", bound=Callable[..., Any])
 OUTPUTS = click.Choice(["table", "json"])
 SHORT = {"namespace": "-n"}
 # A boolean filter as a pair of flags: the table's name for true, this one for false.
 FALSE = {"in_cluster": "--gone"}
+# The group's options a command line to copy never shows: a URL may hold a password.
+SECRET = {"db_url"}
+
+
+class BadSetting(click.ClickException):
+    """A setting that cannot be used (one the operator would refuse, a kubeconfig that
+    does not work): one line, exit status 2 as for all bad input."""
+
+    exit_code = 2
 
 
 def flag(param: Param) -> str:
@@ -24,16 +36,64 @@ def flag(param: Param) -> str:
     return "--" + param.name.replace("_", "-")
 
 
+def refused(exc: BadQuery, params: Sequence[Param]) -> click.UsageError:
+    """A refusal of the read side as the command line says it: each parameter it names
+    that is one of ``params`` named by its flag (``--name-contains``, not
+    ``name_contains``), any other (a job's ``uid``, say) as the API names it."""
+    flags = {param.name: flag(param) for param in params}
+    return click.UsageError(exc.spelled(lambda name: flags.get(name, name)))
+
+
 def options(params: Sequence[Param]) -> Callable[[F], F]:
     """A command's options for these parameters, in the table's order, each passed to
-    the command under its ``Param.key``."""
+    the command under its ``Param.key``; what the read side refuses is told by flag."""
 
     def decorate(command: F) -> F:
+        @functools.wraps(command)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return command(*args, **kwargs)
+            except BadQuery as exc:
+                raise refused(exc, params) from None
+
+        decorated = cast(F, checked)
         for param in reversed(params):
-            command = _option(param)(command)
-        return command
+            decorated = _option(param)(decorated)
+        return decorated
 
     return decorate
+
+
+def again(option: str, value: str) -> str:
+    """This command line as the user typed it (each value as parsed), ``option`` set to
+    ``value``: the command that shows the next page."""
+    context = click.get_current_context()
+    root = context.find_root()
+    words = [root.info_name or "jobarchive", *_given(root, SECRET)]
+    words += [context.info_name or "", *_given(context, {option}), option, value]
+    return shlex.join(words)
+
+
+def _given(context: click.Context, skipped: set[str]) -> list[str]:
+    """The options and arguments given to ``context``'s command on its command line,
+    but those ``skipped`` (by name or flag)."""
+    words: list[str] = []
+    for param in context.command.params:
+        name = param.name or ""
+        value = context.params.get(name)
+        if context.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
+            continue
+        if value is None or name in skipped or param.opts[0] in skipped:
+            continue
+        if isinstance(param, click.Argument):
+            words.append(str(value))
+        elif isinstance(value, bool):
+            words.append(param.opts[0] if value else param.secondary_opts[0])
+        elif isinstance(value, datetime.datetime):
+            words += [param.opts[0], value.isoformat()]
+        else:
+            words += [param.opts[0], str(value)]
+    return words
 
 
 def output_option(command: F) -> F:
@@ -59,6 +119,6 @@ def _time(_: click.Context, option: click.Parameter, value: str | None) -> Any:
     if value is None:
         return None
     try:
-        return queries.parse_time(value, option.opts[0])
-    except queries.BadQuery as exc:
+        return parse_time(value, option.opts[0])
+    except BadQuery as exc:
         raise click.UsageError(str(exc)) from None

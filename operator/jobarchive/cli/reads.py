@@ -1,51 +1,81 @@
 """The commands that read: ``jobs``, ``job``, ``logs``, ``events`` and ``stats``, each
-the read side's use case (``reading.queries``) with the API's parameters as options,
-run on the read side (``session.reading``) and printed (``rendering``)."""
+the read side's use case with the API's parameters as options, asked of the archive
+(``archive.Archive``) and printed (``rendering``)."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from jobarchive.cli import rendering, session
+from jobarchive.cli import rendering
+from jobarchive.cli.archive import Archive, Found, Where
 from jobarchive.cli.options import options, output_option
-from jobarchive.reading import queries
-from jobarchive.reading.queries import KnownKinds
+from jobarchive.reading import params
+from jobarchive.reading.params import Page, Param
 from jobarchive.visible import visible
 
 T = TypeVar("T")
 
 
+def archive(where: Where) -> Archive:
+    """The archive the commands read: through the API with a kubeconfig, else the database."""
+    # Imported here, when a command runs, so that --help imports neither a database nor
+    # a Kubernetes client (decision 30).
+    if where.kubeconfig is not None:
+        from jobarchive.cli.remote import Remote
+
+        return Remote(where.kubeconfig)
+    from jobarchive.cli.direct import Direct
+
+    return Direct(where.db_url)
+
+
 def _list(
-    name: str, listing: queries.Listing, show: Callable[[queries.Page, str], None], summary: str
+    name: str,
+    table: tuple[Param, ...],
+    read: Callable[[Archive], Callable[..., Page]],
+    show: Callable[[Page, str], None],
+    summary: str,
 ) -> click.Command:
-    """The command that prints a page of ``listing``, its filters as options."""
+    """The command that prints a page of a list, its ``table``'s filters as options."""
 
     @click.command(name, help=summary)
-    @options(listing.params + queries.PAGE)
+    @options(table + params.PAGE)
     @output_option
     @click.pass_obj
     def command(
-        db_url: str | None, /, limit: int | None, cursor: str | None, output: str, **filters: Any
+        where: Where, /, limit: int | None, cursor: str | None, output: str, **filters: Any
     ) -> None:
-        page = session.reading(db_url, lambda kinds: listing.page(filters, limit, cursor, kinds))
-        show(page, output)
+        show(read(archive(where))(filters, limit, cursor), output)
 
     return command
 
 
-jobs = _list("jobs", queries.JOBS, rendering.print_jobs, "List jobs, newest first.")
-events = _list("events", queries.EVENTS, rendering.print_events, "List Events, most recent first.")
+jobs = _list(
+    "jobs",
+    params.JOB_PARAMS,
+    lambda archive: archive.jobs,
+    rendering.print_jobs,
+    "List jobs, newest first.",
+)
+events = _list(
+    "events",
+    params.EVENT_PARAMS,
+    lambda archive: archive.events,
+    rendering.print_events,
+    "List Events, most recent first.",
+)
 
 
 @click.command()
 @click.argument("reference")
-@options(queries.DETAIL_PARAMS)
+@options(params.DETAIL_PARAMS)
 @output_option
 @click.pass_obj
-def job(db_url: str | None, /, reference: str, output: str, **page: Any) -> None:
-    """One job (NAMESPACE/NAME or UID) with a page of its pods and of its Events."""
-    detail = _the_job(db_url, reference, output, "job", lambda uid: queries.job_detail(uid, **page))
+def job(where: Where, /, reference: str, output: str, **page: Any) -> None:
+    """One job (NAMESPACE/NAME, NAMESPACE/UID or UID) with a page of its pods and of its
+    Events."""
+    detail = _one(archive(where).job(reference, **page), reference, output, "job")
     if detail is None:
         return
     if output == "json":
@@ -56,53 +86,37 @@ def job(db_url: str | None, /, reference: str, output: str, **page: Any) -> None
 
 @click.command()
 @click.argument("reference")
-@options(queries.LOG_PARAMS)
+@options(params.LOG_PARAMS)
 @output_option
 @click.pass_obj
-def logs(db_url: str | None, /, reference: str, output: str, **narrowed: Any) -> None:
-    """The last lines of the logs of a job's (NAMESPACE/NAME or UID) failed containers,
-    newest failure first."""
-
-    async def tails(uid: str) -> tuple[str, queries.Page]:
-        return uid, await queries.job_log_tails(uid, **narrowed)
-
-    found = _the_job(db_url, reference, output, "logs", tails)
-    if found is not None:
-        uid, page = found
-        rendering.print_tails(page, output, uid)
+def logs(where: Where, /, reference: str, output: str, **narrowed: Any) -> None:
+    """The last lines of the logs of a job's (NAMESPACE/NAME, NAMESPACE/UID or UID)
+    failed containers, newest failure first."""
+    found = archive(where).logs(reference, **narrowed)
+    page = _one(found, reference, output, "logs")
+    if page is not None:
+        rendering.print_tails(page, output, found.jobs[0]["job_id"])
 
 
-def _the_job(
-    db_url: str | None,
-    reference: str,
-    output: str,
-    command: str,
-    read: Callable[[str], Awaitable[T | None]],
-) -> T | None:
-    """What ``read`` finds of the one job ``reference`` names; None once the jobs it
-    names are printed, when it names several; one line, exit 1, when it names none."""
-
-    async def look_up(_: KnownKinds) -> tuple[list[dict[str, Any]], T | None]:
-        found = await queries.find_jobs(reference)
-        return found, (await read(found[0]["job_id"]) if len(found) == 1 else None)
-
-    found, result = session.reading(db_url, look_up)
-    if len(found) > 1:
-        rendering.print_namesakes(found, reference, output, command)
+def _one(found: Found[T], reference: str, output: str, command: str) -> T | None:
+    """What was read of the one job ``reference`` names; None once the jobs it names are
+    printed, when it names several; one line, exit 1, when it names none."""
+    if len(found.jobs) > 1:
+        rendering.print_namesakes(found.jobs, reference, output, command)
         return None
-    if result is None:
+    if found.read is None:
         raise click.ClickException(visible(f"no job {reference}"))
-    return result
+    return found.read
 
 
 @click.command()
-@options(queries.STATS_PARAMS)
+@options(params.STATS_PARAMS)
 @output_option
 @click.pass_obj
-def stats(db_url: str | None, /, output: str, **window: Any) -> None:
+def stats(where: Where, /, output: str, **window: Any) -> None:
     """Count jobs and their durations by status, kind, owner, namespace or tenant."""
-    rows = session.reading(db_url, lambda _: queries.stats(**window))
-    rendering.print_stats(rows, window["group_by"] or queries.DEFAULT_GROUP, output)
+    rows = archive(where).stats(**window)
+    rendering.print_stats(rows, window["group_by"] or params.DEFAULT_GROUP, output)
 
 
 COMMANDS = (jobs, job, logs, events, stats)

@@ -7,18 +7,47 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from jobarchive.reading import queries
+from jobarchive.cli.options import again
+from jobarchive.cli.tables import Column, print_table
+from jobarchive.reading.params import Page
 from jobarchive.times import duration
 from jobarchive.visible import visible
 
-JOB_COLUMNS = ("job", "kind", "status", "created", "finished", "took", "owner", "in cluster", "uid")
-EVENT_COLUMNS = ("first", "last", "type", "reason", "object", "count", "message")
-POD_COLUMNS = ("pod", "type", "status", "node", "started", "finished", "remark", "log tail")
+# In a narrow terminal the columns are taken by rank while they fit (``tables.fit``):
+# what names a row first, then what is most asked of it.
+JOB_COLUMNS = (
+    Column("job", 0),
+    Column("kind", 5),
+    Column("status", 1),
+    Column("created", 3),
+    Column("finished", 7),
+    Column("took", 4),
+    Column("owner", 6, least=8),
+    Column("in cluster", 8),
+    Column("uid", 2),
+)
+EVENT_COLUMNS = (
+    Column("first", 6),
+    Column("last", 2),
+    Column("type", 4),
+    Column("reason", 1),
+    Column("object", 0),
+    Column("count", 5),
+    Column("message", 3, least=20),
+)
+POD_COLUMNS = (
+    Column("pod", 0),
+    Column("type", 3),
+    Column("status", 1),
+    Column("node", 5),
+    Column("started", 6),
+    Column("finished", 4),
+    Column("remark", 2, least=20),
+    Column("log tail", 7),
+)
 REPLICA_COUNTS = ("active", "succeeded", "failed", "stopped")
+STATS_COLUMNS = ("jobs", "finished", "average", "longest")
 
 
 def print_json(value: Any) -> None:
@@ -36,16 +65,17 @@ def short(value: str | None) -> str:
     return (value or "-").replace("T", " ").removesuffix("Z").partition(".")[0]
 
 
-def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A table of values as Text, which rich neither parses for markup (``[link=...]``
-    would be a hyperlink, ``[/]`` an error) nor highlights."""
-    shown = Table(title=Text(visible(title)), title_justify="left", show_edge=False, pad_edge=False)
-    for column in columns:
-        shown.add_column(column, overflow="fold")
-    for row in rows:
-        shown.add_row(*(Text(visible(cell, lines=True)) for cell in row))
-    width = max(Console().width, 160)
-    Console(width=width, markup=False, emoji=False, highlight=False).print(shown)
+def table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
+    """A title line, then a table that fits the terminal (``tables``)."""
+    echo(title)
+    print_table(columns, rows)
+
+
+def more(shown: int, noun: str, option: str, cursor: str, of: int | None = None) -> None:
+    """The line that says a list goes on, and the command that shows what follows: this
+    one with ``option`` set to ``cursor``."""
+    counted = f"{shown:,} of {of:,}" if of is not None else f"{shown:,}"
+    echo(f"Showing {counted} {noun}; more: {again(option, cursor)}")
 
 
 def job_rows(jobs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -82,34 +112,35 @@ def event_rows(events: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     ]
 
 
-def print_jobs(page: queries.Page, output: str) -> None:
+def print_jobs(page: Page, output: str) -> None:
     """A page of jobs, and how to ask for the next one."""
     _print_page(page, output, "jobs", JOB_COLUMNS, job_rows(page.items))
 
 
-def print_events(page: queries.Page, output: str) -> None:
+def print_events(page: Page, output: str) -> None:
     """A page of Events, and how to ask for the next one."""
     _print_page(page, output, "Events", EVENT_COLUMNS, event_rows(page.items))
 
 
 def _print_page(
-    page: queries.Page, output: str, noun: str, columns: Sequence[str], rows: list[list[str]]
+    page: Page, output: str, noun: str, columns: Sequence[Column], rows: list[list[str]]
 ) -> None:
     if output == "json":
         print_json(page.as_json())
         return
     table(f"{len(page.items)} {noun}", columns, rows)
     if page.next_cursor:
-        echo(f"more: --cursor {page.next_cursor}")
+        more(len(page.items), noun, "--cursor", page.next_cursor)
 
 
 def print_namesakes(jobs: list[dict[str, Any]], reference: str, output: str, command: str) -> None:
     """The jobs a name stands for, when it stands for more than one, and how to pick one."""
     if output == "json":
-        print_json(queries.Page(jobs, None).as_json())
+        print_json(Page(jobs, None).as_json())
         return
     table(f"{len(jobs)} jobs named {reference}", JOB_COLUMNS, job_rows(jobs))
-    click.echo(f"Name one by its uid: jobarchive {command} UID")
+    namespace = jobs[0]["namespace"]
+    echo(f"Name one by its uid: jobarchive {command} {namespace}/UID")
 
 
 def print_job(detail: Mapping[str, Any]) -> None:
@@ -120,7 +151,8 @@ def print_job(detail: Mapping[str, Any]) -> None:
         [replica, *(str(counts[key]) for key in REPLICA_COUNTS)]
         for replica, counts in detail["replicas"].items()
     ]
-    table("replicas", ("type", *REPLICA_COUNTS), replicas)
+    counts = (Column("type", 0), *(Column(count, 1) for count in REPLICA_COUNTS))
+    table("replicas", counts, replicas)
     pods = [
         [
             pod["name"],
@@ -137,16 +169,15 @@ def print_job(detail: Mapping[str, Any]) -> None:
     table("pods", POD_COLUMNS, pods)
     if any(pod["has_log_tail"] for pod in detail["pods"]):
         echo(f"Log tails: jobarchive logs {detail['job_id']} [--pod POD]")
+    if detail["pods_next_cursor"]:
+        every = sum(sum(counts.values()) for counts in detail["replicas"].values())
+        more(len(pods), "pods", "--pods-cursor", detail["pods_next_cursor"], every)
     table("events", EVENT_COLUMNS, event_rows(detail["events"]))
-    for what in ("pods", "events"):
-        if detail[f"{what}_next_cursor"]:
-            echo(
-                f"More {what}: jobarchive job {detail['job_id']} "
-                f"--{what}-cursor {detail[f'{what}_next_cursor']}"
-            )
+    if detail["events_next_cursor"]:
+        more(len(detail["events"]), "Events", "--events-cursor", detail["events_next_cursor"])
 
 
-def print_tails(page: queries.Page, output: str, job_uid: str) -> None:
+def print_tails(page: Page, output: str, job_uid: str) -> None:
     """A page of a job's log tails, each a header and its lines, and how to ask for more."""
     if output == "json":
         print_json(page.as_json())
@@ -156,7 +187,7 @@ def print_tails(page: queries.Page, output: str, job_uid: str) -> None:
     for tail in page.items:
         _print_tail(tail)
     if page.next_cursor:
-        echo(f"more: --cursor {page.next_cursor}")
+        more(len(page.items), "log tails", "--cursor", page.next_cursor)
 
 
 def _print_tail(tail: Mapping[str, Any]) -> None:
@@ -200,4 +231,5 @@ def print_stats(rows: list[dict[str, Any]], group: str, output: str) -> None:
         ]
         for row in rows
     ]
-    table(f"jobs by {group}", (group, "jobs", "finished", "average", "longest"), counted)
+    headers = (Column(group, 0), *(Column(header, 1) for header in STATS_COLUMNS))
+    table(f"jobs by {group}", headers, counted)

@@ -7,16 +7,16 @@ import dataclasses
 import logging
 import signal
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from jobarchive import config
-from jobarchive.certificates import CertificateError
-from jobarchive.cli import session
-from jobarchive.reading import api, auth, queries
-from jobarchive.storage import database as db
-from jobarchive.storage import failures
+from jobarchive.cli.archive import Where
+from jobarchive.reading.params import KnownKinds
+
+if TYPE_CHECKING:  # heavy: the read pool is imported when serve runs (decision 30)
+    from jobarchive.storage.reads import ReadPool
 
 logger = logging.getLogger(__name__)
 FC = TypeVar("FC", bound=Callable[..., Any])
@@ -78,7 +78,7 @@ def _file_option(flag: str, says: str) -> Callable[[FC], FC]:
 )
 @click.pass_obj
 def serve(
-    db_url: str | None,
+    where: Where,
     /,
     host: str,
     port: int,
@@ -94,11 +94,33 @@ def serve(
     over HTTPS a front proxy's client certificate and X-Remote-* headers are believed
     too, as the cluster's extension-apiserver-authentication ConfigMap says.
     """
-    settings = session.settings_of(db_url)
+    # Imported here, when it runs, so that --help imports no server (decision 30).
+    from jobarchive.cli import session
+    from jobarchive.reading import queries
+
+    settings = session.settings_of(where.database())
     read_pool = session.read_pool(settings, timeout)
     kinds = queries.known_kinds(settings.kinds)
     tls = tls_settings(settings.api_tls, **tls_options)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    _serve(settings, read_pool, kinds, host, port, auth_mode, tls)
+
+
+def _serve(
+    settings: config.Settings,
+    read_pool: "ReadPool",
+    kinds: KnownKinds,
+    host: str,
+    port: int,
+    auth_mode: str | None,
+    tls: config.ApiTls,
+) -> None:
+    """The API on ``read_pool`` until SIGTERM or SIGINT; every failure one line."""
+    from jobarchive.certificates import CertificateError
+    from jobarchive.cli import session
+    from jobarchive.reading import api, auth
+    from jobarchive.storage import database as db
+    from jobarchive.storage import failures
 
     async def run_forever() -> None:
         try:

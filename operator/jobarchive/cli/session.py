@@ -15,6 +15,7 @@ from typing import TypeVar
 import click
 
 from jobarchive import config
+from jobarchive.cli.options import BadSetting
 from jobarchive.reading import queries
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, schema
@@ -22,12 +23,6 @@ from jobarchive.storage.reads import QueryTimeout, ReadPool
 from jobarchive.visible import visible
 
 T = TypeVar("T")
-
-
-class BadSetting(click.ClickException):
-    """A setting the operator would refuse: one line, exit status 2 as for all bad input."""
-
-    exit_code = 2
 
 
 def settings_of(db_url: str | None) -> config.Settings:
@@ -105,7 +100,8 @@ def writing(db_url: str | None, work: Callable[[], Awaitable[T]], adopted: bool 
 
 
 def _run(settings: config.Settings, url: str, session: Callable[[], Awaitable[T]]) -> T:
-    """The session's result, the database closed after it; one line when it fails."""
+    """The session's result, the database closed after it; one line when it fails (what
+    the read side refuses is told by the command's options, ``options.refused``)."""
 
     async def closing() -> T:
         try:
@@ -115,8 +111,6 @@ def _run(settings: config.Settings, url: str, session: Callable[[], Awaitable[T]
 
     try:
         return asyncio.run(closing())
-    except queries.BadQuery as exc:
-        raise click.UsageError(str(exc)) from None
     except QueryTimeout:
         raise click.ClickException(
             f"the query ran longer than {settings.api_timeout:g} s (JOBARCHIVE_API_TIMEOUT) "

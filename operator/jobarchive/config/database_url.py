@@ -84,6 +84,22 @@ def read_url_file(path: str, source: str) -> str:
 _EXPOSED: set[str] = set()
 
 
+# The variables that name a database; without any, the embedded default is used.
+DATABASE_VARIABLES = (
+    "JOBARCHIVE_DB_URL",
+    "JOBARCHIVE_DB_URL_FILE",
+    "JOBARCHIVE_READ_DB_URL",
+    "JOBARCHIVE_READ_DB_URL_FILE",
+    "MYSQL_HOST",
+)
+
+
+def reads_through_api(env: Mapping[str, str]) -> bool:
+    """Whether the CLI's read commands read through the aggregated API: KUBECONFIG is
+    set and no variable names a database (decision 30)."""
+    return bool(env.get("KUBECONFIG")) and not any(env.get(name) for name in DATABASE_VARIABLES)
+
+
 def db_url(env: Mapping[str, str]) -> str:
     """JOBARCHIVE_DB_URL or the file JOBARCHIVE_DB_URL_FILE names (never both), else
     KubeDL's MYSQL_* variables, else the embedded default."""

@@ -1,9 +1,10 @@
 """The read-only HTTP API: the CLI's queries as JSON under ``/api/v1``.
 
 Served by ``jobarchive serve`` and, when ``JOBARCHIVE_API_PORT`` is set, by the
-operator process. Each route declares its query parameters once, in ``ROUTES``;
-the parser and the OpenAPI document both read that table, so they cannot drift.
-Errors are JSON, ``{"error": {"status": ..., "message": ...}}``: 400 for bad input
+operator process. Each route's query parameters are a table of ``reading.params``;
+the parser and the OpenAPI document (``reading.openapi``) both read it, so they
+cannot drift. Errors are JSON, ``{"error": {"status": ..., "message": ...}}``, a path
+under ``/api/`` that is no route and a method not GET included: 400 for bad input
 (unknown parameter, bad date, unknown status, bad cursor, page too large), 401
 without a valid bearer token, 403 when the caller may not read the namespace asked
 for (or all namespaces, when none is named), 404 for an unknown job, 503 when
@@ -38,6 +39,7 @@ from jobarchive import certificates
 from jobarchive.config import DEFAULTS, ApiTls
 from jobarchive.reading import auth, frontproxy, kube, queries
 from jobarchive.reading.console import Console
+from jobarchive.reading.console.mounts import PATH as CONSOLE
 from jobarchive.reading.handling import (
     BACKSTOP,
     DEFAULT_CONCURRENCY,
@@ -49,6 +51,7 @@ from jobarchive.reading.handling import (
     parse,
     secure,
 )
+from jobarchive.reading.openapi import document
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     EVENT_PARAMS,
@@ -98,12 +101,12 @@ def error(status: int, message: str, headers: Mapping[str, str] | None = None) -
 async def _json_errors(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
-    """aiohttp's own refusals of the API's paths (404 no route, 405 not GET) as the
-    API's JSON errors."""
+    """aiohttp's own refusals (404 no route, 405 not GET) of every path under ``/api/``
+    as the API's JSON errors: none of them is the console's."""
     try:
         return await handler(request)
     except web.HTTPException as exc:
-        if exc.status < 400 or not request.path.startswith(PREFIX + "/"):
+        if exc.status < 400 or not request.path.startswith("/api/"):
             raise
         allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
         message = f"{exc.reason.lower()}: the API answers GET on {PREFIX}/..."
@@ -199,66 +202,9 @@ class Api:
         return {"items": await self.reads.within(lambda: queries.stats(**values))}
 
 
-def _schema(param: Param) -> dict[str, Any]:
-    if param.type == "time":
-        return {"type": "string", "format": "date-time"}
-    return {"type": param.type}
-
-
 def openapi() -> dict[str, Any]:
-    """The OpenAPI 3.0 document of the API, built from the same parameter table."""
-
-    def operation(summary: str, params: tuple[Param, ...], path: tuple[str, ...] = ()) -> Any:
-        parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-            for name in path
-        ] + [
-            {"name": p.name, "in": "query", "description": p.description, "schema": _schema(p)}
-            for p in params
-        ]
-        responses = {
-            "200": {"description": "OK", "content": {"application/json": {}}},
-            "400": {"description": "Bad input; the message says what to change."},
-            "401": {"description": "No bearer token, or one Kubernetes does not accept."},
-            "403": {"description": "The caller may not read the namespace, or all of them."},
-            "503": {
-                "description": "Kubernetes could not review the caller, or every read "
-                "connection stayed busy (Retry-After says when to retry)."
-            },
-            "504": {"description": "The query outlived the timeout; the database stopped it."},
-        }
-        if path:
-            responses["404"] = {"description": "No such job."}
-        return {"get": {"summary": summary, "parameters": parameters, "responses": responses}}
-
-    paths = {
-        "/jobs": operation("Jobs, newest first, one keyset page.", JOB_PARAMS + PAGE),
-        "/jobs/{uid}": operation(
-            "One job, a page of its pods and of its Events, and its replicas.",
-            DETAIL_PARAMS,
-            ("uid",),
-        ),
-        "/jobs/{uid}/logs": operation(
-            "The last lines of the job's failed containers' logs, newest failure first "
-            "(a job named logs in a namespace named like a uid: read it by uid).",
-            LOG_PARAMS,
-            ("uid",),
-        ),
-        "/jobs/{namespace}/{name}": operation(
-            "Every job recorded under a name, one keyset page.", PAGE, ("namespace", "name")
-        ),
-        "/events": operation("Events, most recent first, one keyset page.", EVENT_PARAMS + PAGE),
-        "/stats": operation("Counts and durations of jobs by a column.", STATS_PARAMS),
-    }
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": "jobarchive", "version": "1", "description": __doc__},
-        "servers": [{"url": PREFIX}],
-        "paths": paths,
-        # A Kubernetes bearer token (unless served with authentication "none").
-        "components": {"securitySchemes": {"kubernetes": {"type": "http", "scheme": "bearer"}}},
-        "security": [{"kubernetes": []}],
-    }
+    """The OpenAPI document of the API (``reading.openapi``), described by this module."""
+    return document(PREFIX, __doc__ or "")
 
 
 async def _openapi(_: web.Request, __: Caller) -> Any:
@@ -311,6 +257,7 @@ async def serve(
         app,
         host,
         port,
-        f"the read-only API at {PREFIX}, the aggregated API at {kube.PREFIX} and the console at /",
+        f"the read-only API at {PREFIX}, the aggregated API at {kube.PREFIX} and the "
+        f"console at / and {CONSOLE}/",
         ssl_context=served.context if served else None,
     )

@@ -1,5 +1,5 @@
 """What the JSON API and the web console share about a request: the one parser of
-the query parameters' tables (``queries.params``), who the caller is and what they may
+the query parameters' tables (``reading.params``), who the caller is and what they may
 read, the turn a request waits for on the read pool, the use cases both faces answer
 (a page of a list, what is read of a job the caller may see), and what each failure
 answers.

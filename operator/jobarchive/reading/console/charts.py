@@ -86,7 +86,7 @@ def days_between(since: datetime.datetime, until: datetime.datetime) -> list[str
 def nice_ceiling(value: float) -> float:
     """1, 2 or 5 times a power of ten, at least ``value`` (and at least 1)."""
     if value <= 1:
-        return 1
+        return 1.0
     power = 10 ** math.floor(math.log10(value))
     for factor in (1, 2, 5, 10):
         if factor * power >= value:

@@ -1,44 +1,53 @@
-"""The console's pages: the jobs list at ``/``, a job at ``/jobs/{uid}`` and the last
-lines of its failed containers' logs at ``/jobs/{uid}/logs``, the statistics at
-``/stats``, and the package's own CSS, script and icon at ``/static/``.
+"""The console's pages, each one path segment below its mount (decision 31): the jobs
+list (``./``, or the namespaces the caller may read when it may not list them all), a
+job (``job?uid=``), the last lines of its failed containers' logs (``logs?uid=``) and
+the statistics (``stats``).
 
 Each page is the API's answer in other clothes: its query parameters go through the
-API's tables and parser (``reading.handling``), its caller through the same review
-(the bearer token an authenticating proxy such as oauth2-proxy sets, or nobody with
-``--auth none``), its queries through the same read budget, and a failure becomes the
-same status with the same message, as an HTML page. Templates are Jinja2's with
-autoescaping, so no stored or requested text reaches the page unescaped; every page
-carries a Content-Security-Policy that allows nothing but this server's own files,
-and no inline script or style.
+API's tables and parser (``reading.handling``), its caller through the same reviews,
+of the resources its mount names, its queries through the same read budget, and a
+failure becomes the same status with the same message, as an HTML page. Templates are
+Jinja2's with autoescaping, so no stored or requested text reaches the page unescaped;
+every link they write is relative, so one set serves both mounts.
 """
 
+import asyncio
 import dataclasses
 import datetime
-import importlib.resources
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import jinja2
 from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
 from jobarchive.objects import mapping
 from jobarchive.reading import queries
 from jobarchive.reading.console import charts, formats, timeline
-from jobarchive.reading.handling import HEADERS, Caller, Reads, Refusal, parse
-from jobarchive.reading.queries import DETAIL_PARAMS, JOB_PARAMS, LOG_PARAMS, STATS_PARAMS
+from jobarchive.reading.console.mounts import Mount
+from jobarchive.reading.handling import Caller, Reads, parse
+from jobarchive.reading.queries import (
+    DETAIL_PARAMS,
+    JOB_PARAMS,
+    LOG_PARAMS,
+    PAGE,
+    STATS_PARAMS,
+    Param,
+)
 
-STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
 # The filters the list's form shows first; the others of JOB_PARAMS fold away.
 MAIN_FILTERS = ("namespace", "name", "kind", "status", "owner", "created_since", "created_until")
 STATS_WINDOW = tuple(param for param in STATS_PARAMS if param.name != "by")
+UID = Param("uid", "string", "The job's uid.")
 DEFAULT_DAYS = 30
 LONGEST_DAYS = 366
 RECREATIONS = 20
 TOP = 10
 CLI = "jobarchive"
 POD_COUNTS = ("active", "succeeded", "failed", "stopped")
+# The namespaces a landing page offers at most, and reviews at once.
+LANDING = 100
+REVIEWS_AT_ONCE = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,37 +59,18 @@ class Page:
     status: int = 200
 
 
-View = Callable[[Reads, web.Request, Caller, "MultiDictProxy[str]"], Awaitable[Page]]
+@dataclasses.dataclass(frozen=True)
+class Visit:
+    """A page request as a view reads it: the read side, the request's parameters, the
+    mount it came by, and its caller, whose reads are reviewed as the mount says."""
+
+    reads: Reads
+    params: "MultiDictProxy[str]"
+    mount: Mount
+    caller: Caller
 
 
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("jobarchive.reading.console", "templates"),
-        autoescape=True,
-        finalize=formats.shown,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(duration=formats.duration, utc=formats.utc, iso=formats.iso)
-    env.globals.update(statuses=queries.JOB_STATUSES, quote=_quote)
-    return env
-
-
-def _static() -> dict[str, tuple[bytes, str]]:
-    """The package's static files, read once: served from memory by name, so that no
-    request names a path on disk."""
-    folder = importlib.resources.files("jobarchive.reading.console") / "static"
-    found = {}
-    for entry in folder.iterdir():
-        suffix = "." + entry.name.rpartition(".")[2]
-        if suffix in STATIC_TYPES:
-            found[entry.name] = (entry.read_bytes(), STATIC_TYPES[suffix])
-    return found
-
-
-def _quote(value: str) -> str:
-    return urllib.parse.quote(value, safe="")
+View = Callable[[Visit], Awaitable[Page]]
 
 
 def given(request: web.Request) -> "MultiDictProxy[str]":
@@ -89,105 +79,79 @@ def given(request: web.Request) -> "MultiDictProxy[str]":
     return MultiDictProxy(MultiDict((k, v) for k, v in request.query.items() if v != ""))
 
 
-def link(path: str, params: Mapping[str, str], **changes: str) -> str:
-    """``path`` with the parameters, as changed (a value "" drops one)."""
+def link(page: str, params: Mapping[str, str], **changes: str) -> str:
+    """A page's relative link with the parameters, as changed (a value "" drops one)."""
     merged = {**dict(params), **changes}
     kept = {name: value for name, value in merged.items() if value != ""}
-    return path + ("?" + urllib.parse.urlencode(kept) if kept else "")
+    return page + ("?" + urllib.parse.urlencode(kept) if kept else "")
 
 
-class Console:
-    """The console's routes over a read budget shared with the API."""
-
-    def __init__(self, reads: Reads, api_prefix: str) -> None:
-        self.reads = reads
-        self.api_prefix = api_prefix
-        self.env = _environment()
-        self.static = _static()
-
-    def mount(self, app: web.Application) -> None:
-        """Add the console's routes to ``app``."""
-        app.router.add_get("/", self._page(jobs_page))
-        app.router.add_get("/jobs/{uid}", self._page(job_page))
-        app.router.add_get("/jobs/{uid}/logs", self._page(logs_page))
-        app.router.add_get("/stats", self._page(stats_page))
-        app.router.add_get("/static/{name}", self._asset)
-        # Any other path outside the API's is a console page that does not exist.
-        app.router.add_get(r"/{path:(?!api(/|$)|apis(/|$)|openapi/).*}", self._missing)
-
-    def render(self, template: str, code: int = 200, **context: Any) -> web.Response:
-        """A page as an HTML answer, status ``code``, with the console's headers."""
-        html = self.env.get_template(template).render(api=self.api_prefix, **context)
-        return web.Response(
-            text=html, status=code, content_type="text/html", charset="utf-8", headers=HEADERS
-        )
-
-    def _page(self, view: View) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def page(request: web.Request) -> web.Response:
-            return await self.reads.respond(request, lambda: self._answer(request, view))
-
-        return page
-
-    async def _answer(self, request: web.Request, view: View) -> web.Response:
-        params = given(request)
-        try:
-            caller = await self.reads.caller(request)
-            page = await view(self.reads, request, caller, params)
-            return self.render(page.template, page.status, **page.context)
-        except Exception as exc:
-            return self._refused(request, params, self.reads.refusal(request, exc))
-
-    def _refused(
-        self, request: web.Request, params: "MultiDictProxy[str]", refusal: Refusal
-    ) -> web.Response:
-        """An error page; on the list, with its form, to correct the filter in place."""
-        form = _form(params) if request.path == "/" else None
-        response = self.render(
-            "error.html",
-            refusal.status,
-            status=refusal.status,
-            message=refusal.message,
-            form=form,
-            kinds=self.reads.kinds.jobs,
-        )
-        response.headers.update(refusal.headers)
-        return response
-
-    async def _missing(self, request: web.Request) -> web.Response:
-        message = "no such page: the console has /, /jobs/<uid> and /stats"
-        return self.render("error.html", 404, status=404, message=message, form=None, kinds=())
-
-    async def _asset(self, request: web.Request) -> web.Response:
-        found = self.static.get(request.match_info["name"])
-        if found is None:
-            return await self._missing(request)
-        body, content_type = found
-        headers = {**HEADERS, "Cache-Control": "public, max-age=3600"}
-        return web.Response(body=body, content_type=content_type, headers=headers)
-
-
-async def jobs_page(
-    reads: Reads, request: web.Request, caller: Caller, params: "MultiDictProxy[str]"
-) -> Page:
-    """The jobs list: the API's filters as a form, one keyset page, the next page's link."""
-    page = await reads.page(caller, params, queries.JOBS, "a list without a namespace")
+async def jobs_page(visit: Visit) -> Page:
+    """The jobs list: the API's filters as a form, one keyset page, the next page's link;
+    over all namespaces for a caller who may not list them all, the namespaces it may."""
+    params = visit.params
+    parse(params, JOB_PARAMS + PAGE)
+    if "namespace" not in params and not await visit.caller.may("list", None):
+        return await landing_page(visit)
+    page = await visit.reads.page(visit.caller, params, queries.JOBS, "a list without a namespace")
     context = {
         "jobs": page.items,
-        "next": link("/", params, cursor=page.next_cursor) if page.next_cursor else None,
-        "first": link("/", params, cursor="") if params.get("cursor") else None,
-        "form": _form(params),
-        "kinds": reads.kinds.jobs,
+        "next": link("./", params, cursor=page.next_cursor) if page.next_cursor else None,
+        "first": link("./", params, cursor="") if params.get("cursor") else None,
+        "form": form(params),
+        "kinds": visit.reads.kinds.jobs,
     }
     return Page("jobs.html", context)
 
 
-async def job_page(
-    reads: Reads, request: web.Request, caller: Caller, params: "MultiDictProxy[str]"
-) -> Page:
-    """One job: its summary, replicas, timeline, a page of its Events and of its pods,
-    and the other jobs recorded under its name; 404 for a job the caller may not see."""
-    values = parse(params, DETAIL_PARAMS)
-    uid = request.match_info["uid"]
+async def landing_page(visit: Visit) -> Page:
+    """The archive's namespaces (the first ``LANDING``) the caller may list, as links to
+    their lists with the filters given; 403 when none, saying what to ask for."""
+    names, more = await visit.reads.within(lambda: queries.job_namespaces(LANDING))
+    readable = await _readable(visit.caller, names)
+    context = {
+        "namespaces": [(name, link("./", visit.params, namespace=name)) for name in readable],
+        "archived": len(names),
+        "more": more,
+        "limit": LANDING,
+        "user": visit.caller.identity.username,
+        "resource": visit.mount.jobs,
+        "form": form(visit.params),
+        "kinds": visit.reads.kinds.jobs,
+    }
+    return Page("landing.html", context, 200 if readable else 403)
+
+
+async def _readable(caller: Caller, namespaces: list[str]) -> list[str]:
+    """The namespaces the caller may list, reviewed a few at once (each answer cached)."""
+    turns = asyncio.Semaphore(REVIEWS_AT_ONCE)
+
+    async def may(namespace: str) -> bool:
+        async with turns:
+            return await caller.may("list", namespace)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            answers = [group.create_task(may(namespace)) for namespace in namespaces]
+    except ExceptionGroup as failed:
+        # The first review that failed says why (a 503), as a single one would.
+        raise failed.exceptions[0] from None
+    return [name for name, answer in zip(namespaces, answers, strict=True) if answer.result()]
+
+
+def _uid(values: dict[str, Any], page: str) -> str:
+    uid = values.pop("uid", None)
+    if uid is None:
+        raise queries.BadQuery(f"uid: name the job ({page}?uid=<the job's uid>)")
+    return str(uid)
+
+
+async def job_page(visit: Visit) -> Page:
+    """One job: its summary, replicas, timeline, a page of its Events (when the caller may
+    list the mount's Events there) and of its pods, and the other jobs recorded under
+    its name; 404 for a job the caller may not see."""
+    values = parse(visit.params, (UID, *DETAIL_PARAMS))
+    uid = _uid(values, "job")
 
     async def read() -> tuple[dict[str, Any], queries.Timeline, queries.Page, set[str]] | None:
         detail = await queries.job_detail(uid, **values)
@@ -197,11 +161,16 @@ async def job_page(
         named = await queries.named_jobs(detail["namespace"], detail["name"], RECREATIONS)
         return detail, drawn, named, await queries.pod_names_with_log_tails(uid)
 
-    detail, drawn, named, tailed = await reads.job(caller, uid, read)
+    detail, drawn, named, tailed = await visit.reads.job(visit.caller, uid, read)
+    events = await visit.caller.may("list", detail["namespace"], visit.mount.events)
+    if not events:
+        detail = {**detail, "events": [], "events_next_cursor": None}
+        drawn = dataclasses.replace(drawn, events=[], events_cut=False)
     now = datetime.datetime.now(datetime.UTC)
     created = formats.parse(detail["gmt_created"]) or now
     ended = formats.parse(detail["gmt_finished"]) or (now if detail["is_in_etcd"] else created)
     pods = timeline.pods_of(drawn.pods, now)
+    params = visit.params
     context = {
         "job": detail,
         "remark": drawn.remark,
@@ -215,42 +184,39 @@ async def job_page(
         "others": [job for job in named.items if job["job_id"] != uid],
         "cli": f"{CLI} job {uid}",
         "tailed": tailed,
-        "more_pods": _more(request.path, params, "pods_cursor", detail["pods_next_cursor"]),
-        "more_events": _more(request.path, params, "events_cursor", detail["events_next_cursor"]),
+        "events_hidden": None if events else visit.mount.events,
+        "more_pods": _more("job", params, "pods_cursor", detail["pods_next_cursor"]),
+        "more_events": _more("job", params, "events_cursor", detail["events_next_cursor"]),
     }
     return Page("job.html", context)
 
 
-async def logs_page(
-    reads: Reads, request: web.Request, caller: Caller, params: "MultiDictProxy[str]"
-) -> Page:
+async def logs_page(visit: Visit) -> Page:
     """The last lines of a job's failed containers' logs, newest failure first, narrowed
     by pod and container as in the API; 404 for a job the caller may not see."""
-    values = parse(params, LOG_PARAMS)
-    uid = request.match_info["uid"]
+    values = parse(visit.params, (UID, *LOG_PARAMS))
+    uid = _uid(values, "logs")
 
     async def read() -> tuple[dict[str, Any], queries.Page] | None:
         job = await queries.one_job(uid)
         return None if job is None else (job, await queries.job_log_tails(uid, **values))
 
-    job, tails = await reads.job(caller, uid, read)
+    job, tails = await visit.reads.job(visit.caller, uid, read)
     context = {
         "job": job,
         "tails": tails.items,
-        "next": _more(request.path, params, "cursor", tails.next_cursor),
+        "next": _more("logs", visit.params, "cursor", tails.next_cursor),
         "cli": f"{CLI} logs {uid}",
         "narrowed": values,
     }
     return Page("logs.html", context)
 
 
-async def stats_page(
-    reads: Reads, request: web.Request, caller: Caller, params: "MultiDictProxy[str]"
-) -> Page:
+async def stats_page(visit: Visit) -> Page:
     """Charts over a window of creation (default: the last 30 days), over all
     namespaces, as the API's /stats."""
-    since, until = _window(parse(params, STATS_WINDOW))
-    await caller.require(
+    since, until = _window(parse(visit.params, STATS_WINDOW))
+    await visit.caller.require(
         "list", None, "the statistics page", "read the jobs list of a namespace instead"
     )
 
@@ -263,7 +229,7 @@ async def stats_page(
             await queries.gpu_hours(since, until),
         )
 
-    per_day, failures, kinds, owners, gpus = await reads.within(figures)
+    per_day, failures, kinds, owners, gpus = await visit.reads.within(figures)
     context = {
         "since": since,
         "until": until,
@@ -297,20 +263,22 @@ def _tomorrow() -> datetime.datetime:
     return today + datetime.timedelta(days=1)
 
 
-def _form(params: "MultiDictProxy[str]") -> dict[str, Any]:
-    """The list's filters as the form shows them (the raw text, to correct in place)."""
+def form(params: "MultiDictProxy[str]") -> dict[str, Any]:
+    """The list's filters as the form shows them (the raw text, to correct in place),
+    each labelled as its parameter's table names it for a person."""
     values = {param.name: params.get(param.name, "") for param in JOB_PARAMS}
     folded = [p for p in JOB_PARAMS if p.name not in MAIN_FILTERS and p.name != "in_cluster"]
     return {
         "fields": values,
-        "folded": [(p.name, p.description) for p in folded],
+        "titles": {param.name: param.title for param in JOB_PARAMS},
+        "folded": [(p.name, p.title, p.description) for p in folded],
         "open": any(values[p.name] for p in folded),
         "limit": params.get("limit", ""),
     }
 
 
-def _more(path: str, params: "MultiDictProxy[str]", name: str, cursor: str | None) -> str | None:
-    return link(path, params, **{name: cursor}) if cursor else None
+def _more(page: str, params: "MultiDictProxy[str]", name: str, cursor: str | None) -> str | None:
+    return link(page, params, **{name: cursor}) if cursor else None
 
 
 def _roles(detail: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,38 +1,13 @@
 """Reading the history: the queries behind the CLI, the HTTP API and the console.
 
-One room per job: what a read may be asked and how it is checked (``params``), where
-every query reads (``source``), keyset pages (``paging``), the rows as answered
-(``shapes``), then the questions: jobs, Events, statistics, a job's timeline and its
-log tails. Every name a caller uses is named here, so ``queries.X`` is the one way in.
+One room per job: where every query reads (``source``), keyset pages (``paging``),
+the rows as answered (``shapes``), then the questions: jobs, Events, statistics, a
+job's timeline and its log tails. What a read may be asked and how it is checked
+(``reading.params``, which imports no database) is re-exported with every name a
+caller uses, so ``queries.X`` is the one way in.
 """
 
-from jobarchive.reading.queries.events import (
-    EVENTS,
-    event_page_sql,
-    list_events,
-    named_event,
-    one_event,
-)
-from jobarchive.reading.queries.jobs import (
-    IDENTIFIED_JOBS,
-    JOBS,
-    find_jobs,
-    job_detail,
-    job_namespace,
-    job_page_sql,
-    list_jobs,
-    named_jobs,
-    newest_named,
-    one_job,
-)
-from jobarchive.reading.queries.paging import (
-    PAGE_BYTES,
-    Listing,
-    Page,
-    decode_cursor,
-    encode_cursor,
-)
-from jobarchive.reading.queries.params import (
+from jobarchive.reading.params import (
     BUILTIN,
     DEFAULT_GROUP,
     DEFAULT_PAGE,
@@ -54,6 +29,8 @@ from jobarchive.reading.queries.params import (
     Identity,
     JobQuery,
     KnownKinds,
+    Listing,
+    Page,
     Param,
     PodQuery,
     fits,
@@ -62,6 +39,28 @@ from jobarchive.reading.queries.params import (
     parse_time,
     quoted,
 )
+from jobarchive.reading.queries.events import (
+    EVENTS,
+    event_page_sql,
+    list_events,
+    named_event,
+    one_event,
+)
+from jobarchive.reading.queries.jobs import (
+    IDENTIFIED_JOBS,
+    JOBS,
+    find_jobs,
+    job_detail,
+    job_namespace,
+    job_namespaces,
+    job_namespaces_sql,
+    job_page_sql,
+    list_jobs,
+    named_jobs,
+    newest_named,
+    one_job,
+)
+from jobarchive.reading.queries.paging import PAGE_BYTES, decode_cursor, encode_cursor
 from jobarchive.reading.queries.pods import (
     PODS,
     job_names,
@@ -138,6 +137,8 @@ __all__ = [
     "job_log_tails",
     "job_names",
     "job_namespace",
+    "job_namespaces",
+    "job_namespaces_sql",
     "job_page_sql",
     "job_timeline",
     "jobs_per_day",

@@ -9,18 +9,21 @@ from typing import Any
 
 from tortoise.queryset import QuerySet
 
-from jobarchive.reading.queries.paging import Listing, Order, Page, ordered, paged
-from jobarchive.reading.queries.params import (
+from jobarchive.reading.params import (
     BUILTIN,
     EVENT_PARAMS,
     EVENT_TYPES,
     BadQuery,
     EventQuery,
     KnownKinds,
+    Listing,
+    Named,
+    Page,
     fits,
     one_of,
     page_size,
 )
+from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json
 from jobarchive.reading.queries.source import bounded
 from jobarchive.rows import (
@@ -64,14 +67,8 @@ async def event_page_sql(
 
 
 def _event_filters(query: EventQuery, kinds: KnownKinds) -> "QuerySet[Event]":
-    leading = (query.namespace, query.since, query.object_uid, query.reason)
-    for name, value in (
-        ("object", query.object_name),
-        ("kind", query.object_kind),
-        ("type", query.type),
-    ):
-        if value is not None and all(first is None for first in leading):
-            raise BadQuery(f"{name}: no index serves it; name a namespace or a since with it")
+    # Every value is checked before the index rule: an unknown type is a mistake to
+    # be told as such, not a filter to be placed.
     exact = {
         "obj_namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
         "obj_name": fits("object", query.object_name, NAME_LENGTH),
@@ -82,8 +79,28 @@ def _event_filters(query: EventQuery, kinds: KnownKinds) -> "QuerySet[Event]":
         "last_timestamp__gte": query.since,
         "last_timestamp__lt": query.until,
     }
+    _refuse_scans(query)
     found = bounded(Event)
     return found.filter(**{field: value for field, value in exact.items() if value is not None})
+
+
+def _refuse_scans(query: EventQuery) -> None:
+    """Filters no index serves are read within what a leading filter selects only."""
+    leading = (query.namespace, query.since, query.object_uid, query.reason)
+    for name, value in (
+        ("object", query.object_name),
+        ("kind", query.object_kind),
+        ("type", query.type),
+    ):
+        if value is not None and all(first is None for first in leading):
+            raise BadQuery(
+                Named(name),
+                ": no index serves it; name a ",
+                Named("namespace"),
+                " or a ",
+                Named("since"),
+                " with it",
+            )
 
 
 async def named_event(namespace: str, name: str) -> dict[str, Any] | None:

@@ -10,22 +10,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from tortoise.functions import Count
-from tortoise.queryset import QuerySet
+from tortoise.queryset import QuerySet, ValuesListQuery
 
-from jobarchive.reading.queries.paging import Listing, Order, Page, ordered, paged
-from jobarchive.reading.queries.params import (
+from jobarchive.reading.params import (
     BUILTIN,
     IDENTITY_PARAMS,
     JOB_PARAMS,
+    UID,
     BadQuery,
     Identity,
     JobQuery,
     KnownKinds,
+    Listing,
+    Named,
+    Page,
     check_status,
     fits,
     one_of,
     page_size,
 )
+from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.reading.queries.source import bounded, read, reader
 from jobarchive.reading.queries.tails import pods_with_log_tails
@@ -86,8 +90,6 @@ async def job_page_sql(
 
 
 def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -> "QuerySet[Job]":
-    _refuse_scans(query)
-    found = bounded(Job)
     exact = {
         "name": fits("exact_name", identity.name, NAME_LENGTH),
         "job_id": fits("uid", identity.uid, UID_LENGTH),
@@ -99,10 +101,7 @@ def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -
         "owner": fits("owner", query.owner, SHORT_TEXT_LENGTH),
         "is_in_etcd": query.in_cluster,
     }
-    found = found.filter(**{field: value for field, value in exact.items() if value is not None})
     prefix = fits("name", query.name_prefix, NAME_LENGTH)
-    if prefix is not None:
-        found = _prefix_range(found, prefix)
     ranges = {
         "name__startswith": prefix,
         "name__contains": fits("name_contains", query.name_contains, NAME_LENGTH),
@@ -111,6 +110,12 @@ def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -
         "gmt_finished__gte": query.finished_since,
         "gmt_finished__lt": query.finished_until,
     }
+    # After every value's check: an unknown status is told as such, not as a scan.
+    _refuse_scans(query)
+    found = bounded(Job)
+    found = found.filter(**{field: value for field, value in exact.items() if value is not None})
+    if prefix is not None:
+        found = _prefix_range(found, prefix)
     return found.filter(**{field: value for field, value in ranges.items() if value is not None})
 
 
@@ -154,7 +159,12 @@ def _refuse_scans(query: JobQuery) -> None:
     for name, value in (("name_contains", query.name_contains), ("region", query.region)):
         if value is not None and not bounded_by:
             raise BadQuery(
-                f"{name}: no index serves it; name a namespace or a created_since with it"
+                Named(name),
+                ": no index serves it; name a ",
+                Named("namespace"),
+                " or a ",
+                Named("created_since"),
+                " with it",
             )
 
 
@@ -172,6 +182,25 @@ async def job_namespace(job_uid: str) -> str | None:
     return None if found is None else str(found["namespace"])
 
 
+def _namespaces(limit: int) -> "ValuesListQuery[Any]":
+    return (
+        read(Job).distinct().order_by("namespace").limit(limit).values_list("namespace", flat=True)
+    )
+
+
+async def job_namespaces(limit: int) -> tuple[list[str], bool]:
+    """The first ``limit`` namespaces that hold a job, by name, and whether there are
+    more: one entry of the (namespace, name) index per namespace, no row read."""
+    names = [str(name) for name in await _namespaces(limit + 1)]
+    return names[:limit], len(names) > limit
+
+
+def job_namespaces_sql(limit: int) -> str:
+    """The SQL of ``job_namespaces``, parameters inlined: for EXPLAIN."""
+    sql: str = _namespaces(limit + 1).sql(params_inline=True)
+    return sql
+
+
 async def one_job(job_uid: str) -> dict[str, Any] | None:
     """The job with that uid, as the list shows it; None if no job has it."""
     job = await bounded(Job).filter(job_id=fits("uid", job_uid, UID_LENGTH)).first()
@@ -179,12 +208,17 @@ async def one_job(job_uid: str) -> dict[str, Any] | None:
 
 
 async def find_jobs(reference: str) -> list[dict[str, Any]]:
-    """Jobs named ``namespace/name`` (the newest page of its incarnations) or with that uid."""
-    if "/" in reference:
-        namespace, _, name = reference.partition("/")
-        return (await named_jobs(namespace, name)).items
-    found = await one_job(reference)
-    return [] if found is None else [found]
+    """Jobs named ``namespace/name`` (the newest page of its incarnations), the job
+    ``namespace/uid`` (as the aggregated API reads a name that is a uid), or the job
+    with that uid."""
+    namespace, slash, name = reference.rpartition("/")
+    if not slash or UID.fullmatch(name):
+        found = await one_job(name)
+        if found is not None and (not slash or found["namespace"] == namespace):
+            return [found]
+        if not slash:
+            return []
+    return (await named_jobs(namespace, name)).items
 
 
 async def named_jobs(

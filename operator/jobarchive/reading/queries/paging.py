@@ -10,13 +10,13 @@ import binascii
 import dataclasses
 import datetime
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from tortoise.expressions import Q
 from tortoise.queryset import QuerySet
 
-from jobarchive.reading.queries.params import BadQuery, KnownKinds, Param
+from jobarchive.reading.params import BadQuery, Named, Page
 from jobarchive.times import aware
 
 # No page is longer than this as JSON, whatever its rows hold: past it the page ends
@@ -26,34 +26,12 @@ MAX_CURSOR = 200
 
 
 @dataclasses.dataclass(frozen=True)
-class Page:
-    """One page of a list, and the cursor of the next one (None on the last page)."""
-
-    items: list[dict[str, Any]]
-    next_cursor: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        """The page as the CLI and the API answer it."""
-        return {"items": self.items, "next_cursor": self.next_cursor}
-
-
-@dataclasses.dataclass(frozen=True)
 class Order:
     """How a list is paged: by which field, which way, and the name its cursors carry."""
 
     field: str
     kind: str
     ascending: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class Listing:
-    """A list as every face offers it: the filters of its table (``params``), and a page
-    of what they select (``page(filters, limit, cursor, kinds)``, the filters keyed by
-    their ``Param.key``)."""
-
-    params: tuple[Param, ...]
-    page: Callable[[Mapping[str, Any], int | None, str | None, KnownKinds], Awaitable[Page]]
 
 
 def encode_cursor(kind: str, when: datetime.datetime | None, row_id: int) -> str:
@@ -69,7 +47,9 @@ def decode_cursor(cursor: str, kind: str) -> tuple[datetime.datetime | None, int
     Checked field by field before use: a cursor is user input (a crafted one may be
     huge, nested or of other types).
     """
-    refused = BadQuery(f"cursor: not a cursor of this list ({kind}) that this archive gave out")
+    refused = BadQuery(
+        Named("cursor"), f": not a cursor of this list ({kind}) that this archive gave out"
+    )
     if len(cursor) > MAX_CURSOR:
         raise refused
     try:

@@ -10,18 +10,20 @@ from typing import Any
 
 from tortoise.queryset import QuerySet
 
-from jobarchive.reading.queries.paging import Listing, Order, Page, ordered, paged
-from jobarchive.reading.queries.params import (
+from jobarchive.reading.params import (
     BUILTIN,
     POD_PARAMS,
     POD_STATUSES,
     BadQuery,
     KnownKinds,
+    Listing,
+    Page,
     PodQuery,
     fits,
     one_of,
     page_size,
 )
+from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import pod_json
 from jobarchive.reading.queries.source import bounded, read
 from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH
@@ -53,11 +55,6 @@ def pod_page_sql(query: PodQuery, limit: int | None = None, cursor: str | None =
 
 
 def _pod_filters(query: PodQuery) -> "QuerySet[Pod]":
-    leading = (query.namespace, query.job_uid, query.uid)
-    if query.exact_name is not None and query.namespace is None and query.uid is None:
-        raise BadQuery("exact_name: no index serves it alone; name a namespace with it")
-    if query.status is not None and all(first is None for first in leading):
-        raise BadQuery("status: no index serves it alone; name a namespace or a job with it")
     exact = {
         "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
         "job_id": fits("job_uid", query.job_uid, UID_LENGTH),
@@ -65,6 +62,12 @@ def _pod_filters(query: PodQuery) -> "QuerySet[Pod]":
         "name": fits("exact_name", query.exact_name, NAME_LENGTH),
         "pod_id": fits("uid", query.uid, UID_LENGTH),
     }
+    # After every value's check: an unknown status is told as such, not as a scan.
+    leading = (query.namespace, query.job_uid, query.uid)
+    if query.exact_name is not None and query.namespace is None and query.uid is None:
+        raise BadQuery("exact_name: no index serves it alone; name a namespace with it")
+    if query.status is not None and all(first is None for first in leading):
+        raise BadQuery("status: no index serves it alone; name a namespace or a job with it")
     found = bounded(Pod)
     return found.filter(**{field: value for field, value in exact.items() if value is not None})
 

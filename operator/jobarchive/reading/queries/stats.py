@@ -7,7 +7,7 @@ import datetime
 import math
 from typing import Any
 
-from jobarchive.reading.queries.params import DEFAULT_GROUP, STATS_GROUPS, BadQuery
+from jobarchive.reading.params import DEFAULT_GROUP, STATS_GROUPS, BadQuery, Named
 from jobarchive.reading.queries.shapes import json_or_text, seconds
 from jobarchive.reading.queries.source import Head, read, reader
 from jobarchive.rows import RESOURCES_LENGTH
@@ -46,7 +46,7 @@ async def stats(
     in seconds."""
     group = DEFAULT_GROUP if group_by is None else group_by
     if group not in STATS_GROUPS:
-        raise BadQuery(f"by: {group!r} is not one of {', '.join(STATS_GROUPS)}")
+        raise BadQuery(Named("by"), f": {group!r} is not one of {', '.join(STATS_GROUPS)}")
     connection = reader()
     dialect = dialects.of(connection)
     where, params = _window_sql(dialect, "gmt_created", since, until)

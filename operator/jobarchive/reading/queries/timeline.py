@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobarchive.cutting import clip
-from jobarchive.reading.queries.params import EARLIEST, fits
+from jobarchive.reading.params import EARLIEST, fits
 from jobarchive.reading.queries.source import Head, read, reader
 from jobarchive.rows import REMARK_LENGTH, UID_LENGTH
 from jobarchive.storage import dialects

@@ -4,12 +4,16 @@ The parameter tables are the read side's one filter vocabulary: the API parses i
 query strings by them (``reading.handling.parse``), its OpenAPI document lists them,
 the console's forms show them and the CLI's options are made from them, each with
 the one description written here. ``JobQuery`` and ``EventQuery`` hold what the
-list tables' filters parse to, field for field (a test holds them to it).
+list tables' filters parse to, field for field (a test holds them to it). A list as
+every face offers it (``Listing``) answers a ``Page``. Nothing here imports a
+database, so the CLI builds its options without one (decision 30).
 """
 
 import dataclasses
 import datetime
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from jobarchive.cutting import clip
 from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
@@ -37,26 +41,54 @@ DEFAULT_GROUP = "status"
 EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)
 LATEST = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
 MAX_TIME_TEXT = 64
+# How Kubernetes writes a uid: what a reference to a job may name instead of its name.
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Named:
+    """A parameter named in a ``BadQuery``'s message, by its ``Param.name``."""
+
+    name: str
 
 
 class BadQuery(ValueError):
-    """A query that cannot be answered as asked; the message says what to change."""
+    """A query that cannot be answered as asked; the message says what to change.
+
+    The parameters it names are kept apart from its text (``Named`` parts), so each
+    face spells them as its users type them: ``str`` as the API's query parameters,
+    ``spelled`` as another face's (the CLI's ``--flags``)."""
+
+    def __init__(self, *parts: "str | Named") -> None:
+        self.parts = parts
+        super().__init__(self.spelled(lambda name: name))
+
+    def spelled(self, spell: Callable[[str], str]) -> str:
+        """The message with each parameter named as ``spell`` writes its name."""
+        return "".join(part if isinstance(part, str) else spell(part.name) for part in self.parts)
 
 
 @dataclasses.dataclass(frozen=True)
 class Param:
     """One query parameter: its name, type (string, time, boolean, integer), meaning,
-    and the field it fills when that is not its name."""
+    the field it fills when that is not its name, and what a form calls it when its
+    name in words does not say it."""
 
     name: str
     type: str
     description: str
     field: str | None = None
+    label: str = ""
 
     @property
     def key(self) -> str:
         """The name of what the parameter fills: a query's field, a function's argument."""
         return self.field or self.name
+
+    @property
+    def title(self) -> str:
+        """What a person reads the parameter as: its label, else its name in words."""
+        return self.label or self.name.replace("_", " ").capitalize()
 
 
 PAGE = (
@@ -65,7 +97,13 @@ PAGE = (
 )
 JOB_PARAMS = (
     Param("namespace", "string", "Namespace."),
-    Param("name", "string", "Name prefix: the name starts with this.", "name_prefix"),
+    Param(
+        "name",
+        "string",
+        "Name prefix: the name starts with this.",
+        "name_prefix",
+        label="Name starts with",
+    ),
     Param("name_contains", "string", "Name substring (scans what the other filters leave)."),
     Param("kind", "string", "Kind, e.g. TFJob."),
     Param("status", "string", f"One of {', '.join(JOB_STATUSES)}."),
@@ -75,10 +113,10 @@ JOB_PARAMS = (
     Param(
         "created_since", "time", "Created at or after (RFC 3339 time or date, UTC unless stated)."
     ),
-    Param("created_until", "time", "Created before."),
+    Param("created_until", "time", "Created before.", label="Created before"),
     Param("finished_since", "time", "Finished at or after."),
-    Param("finished_until", "time", "Finished before."),
-    Param("in_cluster", "boolean", "Still in the cluster (true), or gone (false)."),
+    Param("finished_until", "time", "Finished before.", label="Finished before"),
+    Param("in_cluster", "boolean", "Still in the cluster (true), or gone (false).", label="Where"),
 )
 EVENT_PARAMS = (
     Param("namespace", "string", "The involved object's namespace."),
@@ -127,6 +165,18 @@ STATS_PARAMS = (
     Param("since", "time", "Jobs created at or after (RFC 3339 time or date)."),
     Param("until", "time", "Jobs created before."),
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """One page of a list, and the cursor of the next one (None on the last page)."""
+
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        """The page as the CLI and the API answer it."""
+        return {"items": self.items, "next_cursor": self.next_cursor}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,6 +239,16 @@ class KnownKinds:
     objects: tuple[str, ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class Listing:
+    """A list as every face offers it: the filters of its table (``params``), and a page
+    of what they select (``page(filters, limit, cursor, kinds)``, the filters keyed by
+    their ``Param.key``)."""
+
+    params: tuple[Param, ...]
+    page: Callable[[Mapping[str, Any], int | None, str | None, KnownKinds], Awaitable[Page]]
+
+
 def known_kinds(tracked: Iterable[JobKind] = BUILTIN_KINDS) -> KnownKinds:
     """The kinds of the ``tracked`` kinds (the operator's settings' ``kinds``), plain
     batch Jobs, pods and intermediate objects: given to the read side once, as it starts."""
@@ -204,7 +264,8 @@ def parse_time(value: str, name: str) -> datetime.datetime:
     """An RFC 3339 time or a date (midnight UTC); naive times are UTC. Any year and any
     offset are taken: a time outside what the database stores is clamped to its range."""
     refused = BadQuery(
-        f"{name}: {quoted(value)} is not a date or time (use 2026-11-29 or 2026-11-29T10:00:00Z)"
+        Named(name),
+        f": {quoted(value)} is not a date or time (use 2026-11-29 or 2026-11-29T10:00:00Z)",
     )
     if len(value) > MAX_TIME_TEXT:
         raise refused
@@ -227,7 +288,7 @@ def page_size(limit: int | None, default: int = DEFAULT_PAGE, most: int = MAX_PA
     if limit is None:
         return default
     if not 1 <= limit <= most:
-        raise BadQuery(f"limit: {limit} is outside 1..{most}")
+        raise BadQuery(Named("limit"), f": {limit} is outside 1..{most}")
     return limit
 
 
@@ -244,7 +305,7 @@ def one_of(name: str, value: str | None, known: Sequence[str]) -> str | None:
     for candidate in known:
         if candidate.lower() == value.lower():
             return candidate
-    raise BadQuery(f"{name}: {quoted(value)} is not one of {', '.join(known)}")
+    raise BadQuery(Named(name), f": {quoted(value)} is not one of {', '.join(known)}")
 
 
 def quoted(value: str, longest: int = 80) -> str:
@@ -257,5 +318,7 @@ def quoted(value: str, longest: int = 80) -> str:
 def fits(name: str, value: str | None, width: int) -> str | None:
     """The value if it can match a column ``width`` characters wide, else BadQuery."""
     if value is not None and len(value) > width:
-        raise BadQuery(f"{name}: {len(value)} characters, longer than any stored value ({width})")
+        raise BadQuery(
+            Named(name), f": {len(value)} characters, longer than any stored value ({width})"
+        )
     return value

@@ -1,0 +1,262 @@
+"""The OpenAPI 3.1 document of the JSON API: its routes, their parameters (from the
+parameter tables, so they cannot drift) and the shape of every answer, as JSON Schema
+(``components.schemas``): what ``queries.shapes`` writes, page by page."""
+
+from typing import Any
+
+from jobarchive.reading import queries
+from jobarchive.reading.queries import Param
+
+Schema = dict[str, Any]
+
+TEXT: Schema = {"type": "string"}
+MAYBE_TEXT: Schema = {"type": ["string", "null"]}
+NUMBER: Schema = {"type": "integer"}
+MAYBE_NUMBER: Schema = {"type": ["integer", "null"]}
+FLAG: Schema = {"type": "integer", "enum": [0, 1]}
+TIME: Schema = {"type": "string", "format": "date-time"}
+MAYBE_TIME: Schema = {"type": ["string", "null"], "format": "date-time"}
+SECONDS: Schema = {"type": ["number", "null"]}
+# A JSON column: parsed when it holds JSON, else its text as stored.
+JSON_COLUMN: Schema = {"description": "The stored JSON, or its text when it is not JSON."}
+CURSOR: Schema = {
+    "type": ["string", "null"],
+    "description": "Pass it back for the next page; null on the last.",
+}
+
+
+def _object(properties: dict[str, Schema], description: str) -> Schema:
+    """An object with exactly these fields, each always present."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+TYPES: dict[str, Schema] = {
+    "integer": NUMBER,
+    "maybe_integer": MAYBE_NUMBER,
+    "text": TEXT,
+    "maybe_text": MAYBE_TEXT,
+    "flag": FLAG,
+    "boolean": {"type": "boolean"},
+    "time": TIME,
+    "maybe_time": MAYBE_TIME,
+    "seconds": SECONDS,
+    "json": JSON_COLUMN,
+}
+
+
+def _fields(described: dict[str, str] | None = None, **names: str) -> dict[str, Schema]:
+    """Fields by their type's name in ``TYPES`` (``text="name namespace"``), some with
+    what they mean."""
+    fields = {field: TYPES[kind] for kind, line in names.items() for field in line.split()}
+    for field, description in (described or {}).items():
+        fields[field] = {**fields[field], "description": description}
+    return fields
+
+
+JOB = _fields(
+    {
+        "job_id": "The job's uid.",
+        "version": "The resourceVersion last recorded.",
+        "is_in_etcd": "1 while the job is in the cluster.",
+        "duration_seconds": "So far, while it runs.",
+    },
+    integer="id",
+    text="name namespace job_id version status kind tenant owner",
+    maybe_text="deploy_region",
+    json="resources",
+    flag="deleted is_in_etcd",
+    time="gmt_created gmt_modified",
+    maybe_time="gmt_finished gmt_job_running gmt_job_finished",
+    seconds="duration_seconds",
+)
+POD = _fields(
+    {"remark": "How it ended: reason and exit code."},
+    integer="id",
+    text="name image namespace pod_id version status job_id replica_type",
+    maybe_text="host_ip pod_ip deploy_region remark",
+    json="resources",
+    flag="is_del is_in_etcd",
+    time="gmt_created gmt_modified",
+    maybe_time="gmt_started gmt_finished",
+)
+EVENT = _fields(
+    {
+        "kind": "The involved object's kind.",
+        "job_id": "The uid of the job the Event is about.",
+    },
+    integer="id count",
+    text="event_id name kind type obj_namespace obj_name obj_uid reason message",
+    maybe_text="job_id region",
+    maybe_time="first_timestamp last_timestamp",
+)
+LOG_TAIL = _fields(
+    {
+        "truncated": "Earlier lines were not kept.",
+        "note": "Why there is no text, when not captured.",
+    },
+    integer="id restart_count",
+    maybe_integer="exit_code",
+    text="job_id namespace pod_name pod_id container container_type",
+    maybe_text="reason note log_tail",
+    boolean="captured truncated",
+    time="gmt_created",
+    maybe_time="gmt_failed",
+)
+POD_COUNTS = _object(
+    {name: NUMBER for name in ("active", "succeeded", "failed", "stopped")},
+    "A replica type's pods by how they are.",
+)
+
+
+def _ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _page(item: str) -> Schema:
+    return _object(
+        {"items": {"type": "array", "items": _ref(item)}, "next_cursor": CURSOR},
+        f"One keyset page of {item} objects.",
+    )
+
+
+SCHEMAS: dict[str, Schema] = {
+    "Job": _object(JOB, "A job as recorded, under KubeDL's field names."),
+    "Pod": _object(POD, "A pod as recorded."),
+    "Event": _object(EVENT, "A core/v1 Event as recorded."),
+    "LogTail": _object(LOG_TAIL, "The last lines of a failed container instance's log."),
+    "JobPage": _page("Job"),
+    "EventPage": _page("Event"),
+    "LogTailPage": _page("LogTail"),
+    "JobDetail": _object(
+        {
+            **JOB,
+            "pods": {
+                "type": "array",
+                "items": _object({**POD, "has_log_tail": {"type": "boolean"}}, "A pod of the job."),
+            },
+            "pods_next_cursor": CURSOR,
+            "replicas": {"type": "object", "additionalProperties": POD_COUNTS},
+            "events": {"type": "array", "items": _ref("Event")},
+            "events_next_cursor": CURSOR,
+        },
+        "One job with a page of its pods and of its Events, and its pods counted by replica type.",
+    ),
+    "Stats": _object(
+        {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "description": "One value of the grouping column (named by it: "
+                    "status, kind, ...) and its jobs.",
+                    "properties": {
+                        "jobs": NUMBER,
+                        "finished": NUMBER,
+                        "avg_duration_seconds": SECONDS,
+                        "max_duration_seconds": SECONDS,
+                    },
+                    "required": [
+                        "jobs",
+                        "finished",
+                        "avg_duration_seconds",
+                        "max_duration_seconds",
+                    ],
+                    "additionalProperties": MAYBE_TEXT,
+                    "minProperties": 5,
+                    "maxProperties": 5,
+                },
+            }
+        },
+        "Counts and durations of jobs by a column.",
+    ),
+    "Error": _object(
+        {"error": _object({"status": NUMBER, "message": TEXT}, "What went wrong.")},
+        "Every error's answer.",
+    ),
+}
+ERRORS = {
+    "400": "Bad input; the message says what to change.",
+    "401": "No bearer token, or one Kubernetes does not accept.",
+    "403": "The caller may not read the namespace, or all of them.",
+    "503": "Kubernetes could not review the caller, or every read connection stayed busy "
+    "(Retry-After says when to retry).",
+    "504": "The query outlived the timeout; the database stopped it.",
+}
+
+
+def _parameter(param: Param) -> Schema:
+    schema: Schema = {"type": param.type}
+    if param.type == "time":
+        schema = {"type": "string", "format": "date-time"}
+    return {"name": param.name, "in": "query", "description": param.description, "schema": schema}
+
+
+def _answer(description: str, schema: str) -> Schema:
+    return {"description": description, "content": {"application/json": {"schema": _ref(schema)}}}
+
+
+def _operation(
+    summary: str, answer: str, params: tuple[Param, ...], path: tuple[str, ...] = ()
+) -> Schema:
+    parameters = [
+        {"name": name, "in": "path", "required": True, "schema": TEXT} for name in path
+    ] + [_parameter(param) for param in params]
+    responses = {"200": _answer("OK", answer)}
+    responses.update({code: _answer(text, "Error") for code, text in ERRORS.items()})
+    if path:
+        responses["404"] = _answer("No such job.", "Error")
+    return {"get": {"summary": summary, "parameters": parameters, "responses": responses}}
+
+
+def document(prefix: str, description: str) -> dict[str, Any]:
+    """The OpenAPI document of the API served under ``prefix``."""
+    paths = {
+        "/jobs": _operation(
+            "Jobs, newest first, one keyset page.", "JobPage", queries.JOB_PARAMS + queries.PAGE
+        ),
+        "/jobs/{uid}": _operation(
+            "One job, a page of its pods and of its Events, and its replicas.",
+            "JobDetail",
+            queries.DETAIL_PARAMS,
+            ("uid",),
+        ),
+        "/jobs/{uid}/logs": _operation(
+            "The last lines of the job's failed containers' logs, newest failure first "
+            "(a job named logs in a namespace named like a uid: read it by uid).",
+            "LogTailPage",
+            queries.LOG_PARAMS,
+            ("uid",),
+        ),
+        "/jobs/{namespace}/{name}": _operation(
+            "Every job recorded under a name, one keyset page.",
+            "JobPage",
+            queries.PAGE,
+            ("namespace", "name"),
+        ),
+        "/events": _operation(
+            "Events, most recent first, one keyset page.",
+            "EventPage",
+            queries.EVENT_PARAMS + queries.PAGE,
+        ),
+        "/stats": _operation(
+            "Counts and durations of jobs by a column.", "Stats", queries.STATS_PARAMS
+        ),
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "jobarchive", "version": "1", "description": description},
+        "servers": [{"url": prefix}],
+        "paths": paths,
+        "components": {
+            "schemas": SCHEMAS,
+            # A Kubernetes bearer token (unless served with authentication "none").
+            "securitySchemes": {"kubernetes": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"kubernetes": []}],
+    }
