@@ -74,7 +74,7 @@ def test_a_dry_run_counts_what_it_would_do_and_changes_nothing(
     result = migrate(kubedl_url, tmp_path, "--dry-run")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert "job_info: add columns gmt_finished, api_version: 2 (dry run)" in lines
+    assert "job_info: add columns gmt_finished, api_version, queue: 3 (dry run)" in lines
     assert "job_info: merge duplicate rows of 2 uids: 3 (dry run)" in lines
     assert "replica_info: merge duplicate rows of 1 uids: 1 (dry run)" in lines
     assert "job_info: add the unique key on job_id: 1 (dry run)" in lines
@@ -169,8 +169,9 @@ def test_kubedl_0_3s_table_gets_both_finish_columns(
     )
     query(url, with_finish, T0, T0, FINISHED)
     first = migrate(url, tmp_path)
-    assert "job_info: add columns gmt_job_finished, gmt_job_running, api_version, remark: 4" in (
-        first.stdout.splitlines()
+    assert (
+        "job_info: add columns gmt_job_finished, gmt_job_running, api_version, remark, queue: 5"
+        in (first.stdout.splitlines())
     )
     assert query(url, "SELECT gmt_finished, gmt_job_finished FROM job_info") == [
         (FINISHED, FINISHED)
@@ -277,4 +278,28 @@ async def test_the_start_gives_events_from_before_their_job_column_their_job(
         ("e-gone", None),
         ("e-job", "uid-job"),
         ("e-pod", "uid-job"),
+    ]
+
+
+def test_migrating_counts_pods_requests_with_the_accelerators_the_settings_name(
+    mysql_databases: Databases, tmp_path: pathlib.Path
+) -> None:
+    url = mysql_databases.create("kubedl_gpus")
+    create_kubedl_tables(url)
+    requests = '{"limits":{"habana.ai/gaudi":"8","nvidia.com/gpu":"1"},"requests":{"cpu":"2"}}'
+    insert_kubedl_rows(
+        url,
+        [KubeDLJob("uid-a", "mnist", "1")],
+        [KubeDLPod("pod-a", "mnist-worker-0", "uid-a", "2", resources=requests)],
+    )
+    result = jobarchive(
+        "migrate",
+        cwd=tmp_path,
+        env={"JOBARCHIVE_DB_URL": url, "JOBARCHIVE_ACCELERATORS": "habana.ai/gaudi"},
+    )
+    assert result.returncode == 0, result.stderr
+    counted = "replica_info: count gpus, cpu_millis, memory_bytes from resources: 1"
+    assert counted in result.stdout.splitlines()
+    assert query(url, "SELECT gpus, cpu_millis, memory_bytes, node_name FROM replica_info") == [
+        (9, 2000, 0, None)
     ]
