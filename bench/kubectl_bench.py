@@ -68,6 +68,7 @@ def _job(index: int) -> JobRow:
         "gmt_job_running": T0 + datetime.timedelta(seconds=index, minutes=1),
         "api_version": "kubeflow.org/v1",
         "remark": None,
+        "queue": "research",
     }
 
 

@@ -168,6 +168,7 @@ class Operator:
                 pool_size=self.settings.writers + 4 + (2 if self.capture.enabled else 0),
                 encryption=self.settings.db_tls,
                 read_pool=read_pool(self.settings),
+                accelerators=self.settings.accelerators,
             )
             await self.recorder.load(await retention.stored_namespaces(self.scope))
         except schema.NotAdopted as exc:

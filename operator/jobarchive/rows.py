@@ -63,6 +63,7 @@ class JobRow(TypedDict):
     gmt_job_finished: NotRequired[datetime.datetime | None]
     api_version: str | None
     remark: str | None
+    queue: str | None
 
 
 class PodRow(TypedDict):
@@ -77,6 +78,13 @@ class PodRow(TypedDict):
     job_id: str
     replica_type: str
     resources: str
+    # The effective requests as the usage accounting counts them (decision 32): NULL
+    # in rows written before they existed whose resources could not be read, and in
+    # KubeDL's.
+    gpus: int | None
+    cpu_millis: int | None
+    memory_bytes: int | None
+    node_name: str | None
     host_ip: str | None
     pod_ip: str | None
     deploy_region: str | None

@@ -40,6 +40,7 @@ def job(uid: str = "job-1", version: str = "10", **fields: Any) -> JobRow:
         "gmt_job_running": None,
         "api_version": "kubeflow.org/v1",
         "remark": None,
+        "queue": None,
     }
     return _with(row, JobRow, fields)
 
@@ -57,6 +58,10 @@ def pod(uid: str = "pod-1", version: str = "10", **fields: Any) -> PodRow:
         "image": "img",
         "replica_type": "worker",
         "resources": "{}",
+        "gpus": 0,
+        "cpu_millis": 0,
+        "memory_bytes": 0,
+        "node_name": None,
         "host_ip": None,
         "pod_ip": None,
         "deploy_region": None,

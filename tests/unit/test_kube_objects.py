@@ -96,11 +96,18 @@ def an_event(**fields: Any) -> Event:
     return Event(**{**values, **fields})
 
 
-@given(name=TEXT, owner=TEXT, status=TEXT, finished=MAYBE_TIME, running=MAYBE_TIME)
+@given(
+    name=TEXT,
+    owner=TEXT,
+    status=TEXT,
+    finished=MAYBE_TIME,
+    running=MAYBE_TIME,
+    queue=st.none() | TEXT,
+)
 def test_an_archived_job_gives_back_the_row_it_was_made_of(
-    name: str, owner: str, status: str, finished: Any, running: Any
+    name: str, owner: str, status: str, finished: Any, running: Any, queue: Any
 ) -> None:
-    job_model = a_job(name=name, owner=owner, status=status, gmt_finished=finished)
+    job_model = a_job(name=name, owner=owner, status=status, gmt_finished=finished, queue=queue)
     job_model.gmt_job_running = running
     row = job_json(job_model, NOW)
     job = objects.archived_job(row)
@@ -117,16 +124,35 @@ def test_an_archived_job_gives_back_the_row_it_was_made_of(
         False,
         owner,
     )
+    assert job["spec"]["queue"] == queue
 
 
-@given(remark=st.none() | TEXT, host=st.none() | TEXT, tailed=st.none() | st.booleans())
-def test_an_archived_pod_gives_back_its_row(remark: Any, host: Any, tailed: Any) -> None:
-    row = pod_json(a_pod(remark=remark, host_ip=host))
+COUNT = st.none() | st.integers(min_value=0, max_value=2**63 - 1)
+
+
+@given(
+    remark=st.none() | TEXT,
+    host=st.none() | TEXT,
+    tailed=st.none() | st.booleans(),
+    node=st.none() | TEXT,
+    gpus=COUNT,
+    memory=COUNT,
+)
+def test_an_archived_pod_gives_back_its_row(
+    remark: Any, host: Any, tailed: Any, node: Any, gpus: Any, memory: Any
+) -> None:
+    row = pod_json(
+        a_pod(remark=remark, host_ip=host, node_name=node, gpus=gpus, memory_bytes=memory)
+    )
     if tailed is not None:
         row["has_log_tail"] = tailed
     pod = objects.archived_pod(row, "mnist")
     assert objects.pod_row(pod) == row
     assert (pod["spec"]["jobName"], pod["spec"]["jobUID"]) == ("mnist", row["job_id"])
+    assert (pod["spec"]["nodeName"], pod["spec"]["requested"]) == (
+        node,
+        {"gpus": gpus, "cpuMillis": None, "memoryBytes": memory},
+    )
 
 
 @given(message=TEXT, first=MAYBE_TIME, job=st.none() | TEXT)
@@ -242,6 +268,10 @@ def test_pods_and_events_tables_and_what_a_row_carries_of_its_object() -> None:
         pod["metadata"]["uid"],
     ]
     assert row["object"] == pod
+    # The node by name, and the GPUs as counted, where the row keeps them.
+    counted = objects.archived_pod(pod_json(a_pod(node_name="gpu-node-3", gpus=3)), "mnist")
+    [row] = tables.table(discovery.PODS, [counted], None, "v1", "None", NOW)["rows"]
+    assert (row["cells"][4], row["cells"][7]) == ("gpu-node-3", "3")
     event = objects.archived_event(event_json(an_event()))
     table = tables.table(discovery.EVENTS, [event], None, "v1", "None", NOW)
     [row] = table["rows"]

@@ -35,15 +35,18 @@ def tfjob(*conditions: Body, completion: str | None = None) -> Body:
     return body
 
 
-def test_a_kubeflow_job_ran_when_its_first_running_condition_was_set() -> None:
-    body = tfjob(
+def test_a_kubeflow_job_runs_from_its_running_condition_only_while_it_is_true() -> None:
+    running = tfjob(o.condition("Created"), o.condition("Running", at=T1))
+    assert running_time(running) == at(T1)
+    # The training operator rewrites the time when the condition turns False: it is
+    # then the finish, not the start (the store keeps the time seen while True).
+    done = tfjob(
         o.condition("Created"),
-        o.condition("Running", "False", at=T1),
+        o.condition("Running", "False", at=T2),
         o.condition("Succeeded", at=T2),
         completion=T2,
     )
-    # KubeDL's rule: the first Running condition, whatever its status now.
-    assert running_time(body) == at(T1)
+    assert running_time(done) is None
     assert running_time(tfjob(o.condition("Created"))) is None
 
 

@@ -2,13 +2,16 @@
 
 Over 1,000 pods of one job, converted and attributed as the recorder does while they
 wait for their commit: the objects the collector must track and the bytes kept per
-pod. The bounds are the figures reached (1 tracked object, 756 bytes per pod: the
-Waiting, its row, and the attribution's entry), with a little room.
+pod. The bounds are the figures reached (1 tracked object, 1,124 bytes per pod: the
+Waiting, its row, and the attribution's entry), with a little room. The row's 24
+columns (decision 32 added four) take a dict of 64 slots where 20 took 32: about 530
+bytes of the figure, 756 before.
 """
 
 import gc
 import tracemalloc
 
+from jobarchive.accounting import ACCELERATORS
 from jobarchive.config import load
 from jobarchive.recording import convert
 from jobarchive.recording.attribution import Attribution, Waiting
@@ -40,7 +43,7 @@ def record(pods: list[Body], attribution: Attribution) -> list[Waiting]:
     for pod in pods:
         link = convert.pod_job_link(pod, KINDS)
         assert isinstance(link, convert.OwnerLink)
-        item = pod_waiting(None, pod, link.kind.main_container, None)
+        item = pod_waiting(None, pod, link.kind.main_container, None, ACCELERATORS)
         attribution.pod_tracked(item.uid, link.job_uid)
         kept.append(item)
     return kept
@@ -60,7 +63,7 @@ def test_a_recorded_pod_keeps_one_tracked_object_and_few_bytes() -> None:
         tracemalloc.stop()
     gc.collect()
     assert (len(gc.get_objects()) - tracked) / PODS <= 1.05
-    assert current / PODS <= 800
+    assert current / PODS <= 1180
     # Nothing larger passes through on the way: no copy of the object.
-    assert peak / PODS <= 850
+    assert peak / PODS <= 1230
     assert len(kept) == PODS

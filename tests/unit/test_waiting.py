@@ -3,6 +3,7 @@ the oldest dropped first."""
 
 import tracemalloc
 
+from jobarchive.accounting import ACCELERATORS
 from jobarchive.bounded import Weighed
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.recording.attribution import Attribution, Waiting
@@ -40,7 +41,9 @@ def launcher(index: int, annotation: int = 0) -> Body:
 
 
 def waiting_pod(index: int, annotation: int = 0) -> Waiting:
-    return pod_waiting("ADDED", launcher(index, annotation), TFJOB.main_container, None)
+    return pod_waiting(
+        "ADDED", launcher(index, annotation), TFJOB.main_container, None, ACCELERATORS
+    )
 
 
 def waiting_event(index: int) -> Waiting:

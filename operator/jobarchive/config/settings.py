@@ -5,8 +5,10 @@ address, TLS and access control."""
 import dataclasses
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 
+from jobarchive.accounting import ACCELERATORS
 from jobarchive.config.api_tls import ApiTls, api_tls
 from jobarchive.config.database_tls import DbTls, db_tls
 from jobarchive.config.database_url import db_url, read_db_url, redact_url
@@ -19,6 +21,10 @@ from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_k
 API_AUTH_MODES = ("kubernetes", "none")
 # In a pod the API must be reachable through its Service, so every interface.
 DEFAULT_API_HOST = "0.0.0.0"
+# An extended resource's name: a DNS subdomain prefix, '/', a qualified name's part.
+_EXTENDED_RESOURCE = re.compile(
+    r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +43,8 @@ class Settings(Numbers):
     api_tls: ApiTls
     # Labels a plain batch Job must carry to be recorded as a job; None: none are.
     batch_job_selector: Mapping[str, str | None] | None
+    # The resources a pod's GPUs count: ``ACCELERATORS`` and JOBARCHIVE_ACCELERATORS'.
+    accelerators: frozenset[str]
 
     @property
     def db_url_redacted(self) -> str:
@@ -73,6 +81,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         region=env.get("REGION") or None,
         kinds=kinds,
         batch_job_selector=_selector(env.get("JOBARCHIVE_BATCH_JOB_SELECTOR")),
+        accelerators=_accelerators(env.get("JOBARCHIVE_ACCELERATORS")),
         api_host=_api_host(env.get("JOBARCHIVE_API_HOST")),
         api_auth=_api_auth(env.get("JOBARCHIVE_API_AUTH")),
         api_tls=api_tls(env),
@@ -94,6 +103,18 @@ def _selector(raw: str | None) -> dict[str, str | None] | None:
             )
         selector[key] = value.strip() if equals else None
     return selector
+
+
+def _accelerators(raw: str | None) -> frozenset[str]:
+    """``habana.ai/gaudi,example.com/npu``: extended resources counted as GPUs too."""
+    names = {name.strip() for name in (raw or "").split(",") if name.strip()}
+    for name in sorted(names):
+        if not _EXTENDED_RESOURCE.match(name) or name.startswith("kubernetes.io/"):
+            raise ConfigError(
+                f"JOBARCHIVE_ACCELERATORS: {name[:80]!r} is not an extended resource name "
+                "(domain/name, e.g. habana.ai/gaudi)"
+            )
+    return ACCELERATORS | names
 
 
 def _api_host(raw: str | None) -> str:

@@ -61,10 +61,14 @@ def changed_at(event_type: str | None, body: Mapping[str, Any]) -> float | None:
 
 
 def pod_waiting(
-    event_type: str | None, body: Mapping[str, Any], main_container: str | None, region: str | None
+    event_type: str | None,
+    body: Mapping[str, Any],
+    main_container: str | None,
+    region: str | None,
+    accelerators: frozenset[str],
 ) -> Waiting:
     """A pod as it is attributed and kept while it waits: its row, the job left empty."""
-    row = convert.pod_row(body, "", main_container, region)
+    row = convert.pod_row(body, "", main_container, region, accelerators)
     return Waiting(
         POD,
         row["pod_id"],
@@ -215,7 +219,7 @@ class Recorder:
         # An owner's kind names the main container; a pod linked otherwise (an MPIJob
         # launcher, a Ray head) has its own.
         main = link.kind.main_container if isinstance(link, convert.OwnerLink) else None
-        item = pod_waiting(event_type, body, main, self.settings.region)
+        item = pod_waiting(event_type, body, main, self.settings.region, self.settings.accelerators)
         job_uid, subject = await self.lookups.linked_job(pod_uid, link)
         if job_uid is None:
             self.attributor.wait(subject, item)

@@ -5,10 +5,10 @@ stopping gives up (decision 9)."""
 import asyncio
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from jobarchive.rows import Row
-from jobarchive.storage.models import TABLES, Job, Stamped
+from jobarchive.storage.models import TABLES, Job, Stamped, earliest
 from jobarchive.storage.store import is_older
 
 
@@ -136,11 +136,23 @@ def give_up(batch: Iterable[Pending]) -> None:
         settle(pending, WriterStopped())
 
 
+def _kept(row: Row, older: Row | None, columns: tuple[str, ...]) -> Row:
+    """``row``, with the earliest of its and ``older``'s value in each of ``columns``, as
+    the upsert would leave them after writing both."""
+    if older is None or not columns:
+        return row
+    merged: dict[str, Any] = dict(row)
+    for column in columns:
+        merged[column] = earliest(cast(Any, older).get(column), merged.get(column))
+    return cast(Row, merged)
+
+
 def newest_rows(
     batch: list[Pending],
 ) -> tuple[dict[Group, tuple[type[Stamped], list[Row]]], dict[Group, int]]:
-    """Per table and kind, one row per uid (the newest), sorted by uid; and per table
-    and kind, how many older versions were dropped for a newer one.
+    """Per table and kind, one row per uid (the newest, its ``earliest`` columns the
+    earliest of the versions it replaced), sorted by uid; and per table and kind, how
+    many older versions were dropped for a newer one.
 
     Groups by kind so that the store's count of stale rows is one per kind. Groups
     come in one order and rows are sorted by uid within them, and a uid's kind never
@@ -157,7 +169,7 @@ def newest_rows(
         if old is not None:
             superseded[group] = superseded.get(group, 0) + 1
         if old is None or not is_older(pending.row["version"], old["version"]):
-            rows[uid] = pending.row
+            rows[uid] = _kept(pending.row, old, TABLES[pending.model].earliest)
     ordered = sorted(by_uid, key=lambda group: (TABLES[group[0]].name, group[1]))
     groups: dict[Group, tuple[type[Stamped], list[Row]]] = {
         group: (group[0], [by_uid[group][uid] for uid in sorted(by_uid[group])])

@@ -27,6 +27,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.backends.base.config_generator import expand_db_url
 
 from jobarchive import logs
+from jobarchive.accounting import ACCELERATORS
 from jobarchive.config import DbTls, redact_url, url_secrets
 from jobarchive.storage import dialects, failures, migration, reads, schema, tls
 from jobarchive.storage.models import Job
@@ -116,9 +117,11 @@ async def open_database(
     *,
     encryption: DbTls,
     read_pool: ReadPool | None = None,
+    accelerators: frozenset[str] = ACCELERATORS,
 ) -> None:
     """Connect, and unless ``create`` is false (readers, which may lack the privilege),
-    create the tables, columns and indexes that do not exist yet.
+    create the tables, columns and indexes that do not exist yet, and upgrade the rows
+    (``migration.upgrade``: pods' requests counted with ``accelerators`` as GPUs).
 
     ``pool_size`` bounds MySQL connections; it must exceed the number of concurrent
     transactions, since Tortoise waits forever for a free connection. ``encryption``
@@ -137,7 +140,7 @@ async def open_database(
         await _announce("Reading from", reader(), read_pool.url, encryption, read_pool, now=False)
     if create:
         added = await schema.ensure_schema(connection())
-        for step in await migration.upgrade(connection(), added):
+        for step in await migration.upgrade(connection(), added, accelerators):
             logger.info("Upgraded %s", step.describe(dry_run=False))
 
 

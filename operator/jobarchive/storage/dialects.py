@@ -14,7 +14,8 @@ be evaluated by the database, row by row, against what is stored: a row whose
 stored resourceVersion is newer keeps every column. resourceVersions are compared
 as integers when both are decimal digit strings (shorter is smaller, then lexical,
 so no cast can overflow); otherwise the incoming write wins, as Kubernetes calls
-them opaque. ``gmt_created`` is written on insert only.
+them opaque. ``gmt_created`` is written on insert only, and a table's ``earliest``
+columns keep the earlier of the stored and the written time (decision 32).
 """
 
 import abc
@@ -145,10 +146,16 @@ class MySQL(Dialect):
         updated = [c for c in table.columns if c not in _INSERT_ONLY | {table.key, "version"}]
         updated.append("version")
         first, *rest = updated
+
+        def written(column: str) -> str:
+            if column in table.earliest:
+                return _earliest(q(column), f"VALUES({q(column)})", "{}")
+            return f"VALUES({q(column)})"
+
         # A stale row also bumps a counter, so the caller learns how many the guard kept.
         counted = f"(@jobarchive_stale := {stale}) AND (@jobarchive_kept := @jobarchive_kept + 1)"
-        sets = [f"{q(first)} = IF({counted}, {q(first)}, VALUES({q(first)}))"]
-        sets += [f"{q(c)} = IF(@jobarchive_stale, {q(c)}, VALUES({q(c)}))" for c in rest]
+        sets = [f"{q(first)} = IF({counted}, {q(first)}, {written(first)})"]
+        sets += [f"{q(c)} = IF(@jobarchive_stale, {q(c)}, {written(c)})" for c in rest]
         return f"{self.insert_sql(table, rows)} ON DUPLICATE KEY UPDATE {', '.join(sets)}"
 
     def insert_new_sql(self, table: Table, rows: int) -> str:
@@ -231,6 +238,16 @@ class MySQL(Dialect):
         )
 
 
+def _earliest(stored: str, written: str, comparable: str) -> str:
+    """SQL of ``models.earliest``: the earlier of two times (each made ``comparable``),
+    or the one that is not NULL."""
+    later = f"{comparable.format(written)} > {comparable.format(stored)}"
+    return (
+        f"CASE WHEN {stored} IS NULL THEN {written} "
+        f"WHEN {written} IS NULL OR {later} THEN {stored} ELSE {written} END"
+    )
+
+
 async def _execute_raw(raw: Any, sql: str, params: list[Any]) -> tuple[int, list[dict[str, Any]]]:
     """One statement on an aiomysql connection: affected rows and fetched rows."""
     async with raw.cursor(DictCursor) as cursor:
@@ -259,7 +276,14 @@ class SQLite(Dialect):
             f"(length({new}) < length({old}) OR (length({new}) = length({old}) AND {new} < {old})))"
         )
         updated = [c for c in table.columns if c not in _INSERT_ONLY and c != table.key]
-        sets = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in updated)
+
+        def written(column: str) -> str:
+            if column in table.earliest:
+                stored = f"{q(table.name)}.{q(column)}"
+                return _earliest(stored, f"excluded.{q(column)}", "julianday({})")
+            return f"excluded.{q(column)}"
+
+        sets = ", ".join(f"{q(c)} = {written(c)}" for c in updated)
         return (
             f"{self.insert_sql(table, rows)} "
             f"ON CONFLICT({q(table.key)}) DO UPDATE SET {sets} WHERE NOT {stale}"

@@ -59,6 +59,8 @@ class Stamped(Model):
     BOUNDS: ClassVar[dict[str, int]] = {}
     # JSON columns and their bounds, cut so that they stay JSON.
     JSON_BOUNDS: ClassVar[dict[str, int]] = {}
+    # Columns an upsert keeps at their earliest value (``Table.earliest``).
+    EARLIEST: ClassVar[tuple[str, ...]] = ()
 
     class Meta:
         abstract = True
@@ -132,8 +134,13 @@ class Job(Stamped):
     # the kind alone does not say what a job was; and RayJob explains its failures.
     api_version = fields.CharField(max_length=API_VERSION_LENGTH, null=True)
     remark = fields.TextField(null=True)
+    # Not in the seed (decision 32): the queue the job was submitted to, Kueue's,
+    # Volcano's or Kubeflow's; NULL in rows recorded before it existed.
+    queue = fields.CharField(max_length=NAME_LENGTH, null=True)
 
     STAMPED = ("gmt_created", "gmt_modified", "gmt_job_finished")
+    # Kept at the earliest value ever written, NULL never replacing one (decision 32).
+    EARLIEST: ClassVar[tuple[str, ...]] = ("gmt_job_running",)
     BOUNDS: ClassVar[dict[str, int]] = {"remark": REMARK_LENGTH}
     JSON_BOUNDS: ClassVar[dict[str, int]] = {"resources": RESOURCES_LENGTH}
 
@@ -157,6 +164,7 @@ class Job(Stamped):
             ("name", "gmt_created"),
             ("gmt_created",),
             ("gmt_finished",),
+            ("queue", "gmt_created"),
         )
 
 
@@ -173,6 +181,11 @@ class Pod(Stamped):
     job_id = fields.CharField(max_length=UID_LENGTH)
     replica_type = fields.CharField(max_length=LABEL_VALUE_LENGTH)
     resources = fields.TextField()
+    # Not in the seed (decision 32): the effective requests as numbers, and the node.
+    gpus = fields.IntField(null=True)
+    cpu_millis = fields.BigIntField(null=True)
+    memory_bytes = fields.BigIntField(null=True)
+    node_name = fields.CharField(max_length=NAME_LENGTH, null=True)
     host_ip = fields.CharField(max_length=IP_LENGTH, null=True)
     pod_ip = fields.CharField(max_length=IP_LENGTH, null=True)
     deploy_region = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
@@ -297,6 +310,18 @@ class Table:
     name: str
     columns: tuple[str, ...]
     key: str
+    # Columns an upsert keeps at the earliest value stored or written, a NULL written
+    # never replacing a value (``earliest``).
+    earliest: tuple[str, ...] = ()
+
+
+def earliest(
+    stored: datetime.datetime | None, written: datetime.datetime | None
+) -> datetime.datetime | None:
+    """The value an ``earliest`` column keeps: the earlier of the two, or the one known."""
+    if stored is None or written is None:
+        return written if stored is None else stored
+    return min(stored, written)
 
 
 def _table(model: type[Stamped], key: str) -> Table:
@@ -305,7 +330,7 @@ def _table(model: type[Stamped], key: str) -> Table:
         for field, column in model._meta.fields_db_projection.items()
         if field != model._meta.pk_attr
     )
-    return Table(model._meta.db_table, columns, key)
+    return Table(model._meta.db_table, columns, key, model.EARLIEST)
 
 
 TABLES: dict[type[Stamped], Table] = {

@@ -102,13 +102,15 @@ def _job_cells(job: Object, now: datetime.datetime) -> list[Any]:
 
 def _pod_cells(pod: Object, now: datetime.datetime) -> list[Any]:
     meta, spec, status = pod["metadata"], pod["spec"], pod["status"]
-    gpus = requested_gpus({"pod": {"replicas": 1, "resources": spec["resources"]}})
+    gpus = spec["requested"]["gpus"]
+    if gpus is None:
+        gpus = requested_gpus({"pod": {"replicas": 1, "resources": spec["resources"]}})
     return [
         meta["name"],
         spec["jobName"],
         spec["replicaType"],
         status["phase"],
-        spec["hostIP"],
+        spec["nodeName"] or spec["hostIP"],
         _since(meta["creationTimestamp"], now),
         spec["image"],
         _gpus(gpus),
@@ -153,10 +155,10 @@ COLUMNS: dict[str, tuple[tuple[Column, ...], Callable[[Object, datetime.datetime
             Column("Job", "The pod's job."),
             Column("Replica", "The pod's replica type."),
             Column("Status", "The pod's phase as last recorded."),
-            Column("Node", "The host's IP."),
+            Column("Node", "The node's name (its IP for pods recorded before names were)."),
             AGE,
             Column("Image", "The main container's image.", wide=True),
-            Column("GPUs", "GPUs the pod requests.", wide=True),
+            Column("GPUs", "GPUs the pod requests, every accelerator counted.", wide=True),
             Column("UID", "The pod's uid.", wide=True),
         ),
         _pod_cells,

@@ -15,9 +15,10 @@ from jobarchive.kinds import JobKind
 from jobarchive.objects import mapping, text
 from jobarchive.recording.convert.common import identity, uid
 from jobarchive.recording.convert.resources import resources_json
-from jobarchive.recording.convert.strategies import STRATEGIES
+from jobarchive.recording.convert.strategies import STRATEGIES, queue
 from jobarchive.rows import (
     API_VERSION_LENGTH,
+    NAME_LENGTH,
     REMARK_LENGTH,
     SHORT_TEXT_LENGTH,
     STATUS_LENGTH,
@@ -53,6 +54,7 @@ def job_row(obj: Mapping[str, Any], kind: JobKind, region: str | None) -> JobRow
         "gmt_finished": strategy.finished(obj, current),
         "gmt_job_running": strategy.running(obj, current),
         "remark": clip(strategy.remark(obj, current), REMARK_LENGTH),
+        "queue": clip(queue(obj, strategy), NAME_LENGTH),
     }
 
 

@@ -16,15 +16,17 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.accounting import ACCELERATORS
 from jobarchive.cutting import clip
 from jobarchive.kinds import JobKind, KindRegistry, is_intermediate
 from jobarchive.objects import controller_of, integer, mapping, sequence, text
 from jobarchive.recording.convert.common import identity, uid
-from jobarchive.recording.convert.resources import pod_resources_json
+from jobarchive.recording.convert.resources import pod_resources
 from jobarchive.rows import (
     IMAGE_LENGTH,
     IP_LENGTH,
     LABEL_VALUE_LENGTH,
+    NAME_LENGTH,
     REMARK_LENGTH,
     SHORT_TEXT_LENGTH,
     STATUS_LENGTH,
@@ -106,9 +108,14 @@ def pod_job_link(
 
 
 def pod_row(
-    pod: Mapping[str, Any], job_uid: str, main_container: str | None, region: str | None
+    pod: Mapping[str, Any],
+    job_uid: str,
+    main_container: str | None,
+    region: str | None,
+    accelerators: frozenset[str] = ACCELERATORS,
 ) -> PodRow:
-    """The ``replica_info`` row of a pod of the job ``job_uid``."""
+    """The ``replica_info`` row of a pod of the job ``job_uid``; its GPUs count the
+    ``accelerators`` (JOBARCHIVE_ACCELERATORS) beside ``nvidia.com/gpu`` and ``amd.com/gpu``."""
     meta = mapping(pod.get("metadata"))
     spec = mapping(pod.get("spec"))
     status = mapping(pod.get("status"))
@@ -120,6 +127,7 @@ def pod_row(
     main_status = next((s for s in statuses if main_name and s.get("name") == main_name), {})
     phase = text(status.get("phase")) or PENDING
     base = identity(pod)
+    resources, counted = pod_resources(spec, accelerators)
     return {
         "pod_id": uid(pod),
         "name": base["name"],
@@ -130,7 +138,11 @@ def pod_row(
         "status": clip(phase, STATUS_LENGTH),
         "image": clip(text(main_spec.get("image")) or "", IMAGE_LENGTH),
         "replica_type": clip(_replica_type(labels), LABEL_VALUE_LENGTH) or "",
-        "resources": pod_resources_json(spec),
+        "resources": resources,
+        "gpus": counted.gpus,
+        "cpu_millis": counted.cpu_millis,
+        "memory_bytes": counted.memory_bytes,
+        "node_name": clip(text(spec.get("nodeName")), NAME_LENGTH),
         "host_ip": clip(text(status.get("hostIP")), IP_LENGTH),
         "pod_ip": clip(text(status.get("podIP")), IP_LENGTH),
         "deploy_region": clip(region, SHORT_TEXT_LENGTH),

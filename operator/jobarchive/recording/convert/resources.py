@@ -11,6 +11,7 @@ set, wins for the resources it names. Quantities are printed canonically.
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.accounting import Requested, requested
 from jobarchive.bounded import Lru
 from jobarchive.cutting import compact, fit_json
 from jobarchive.objects import mapping, sequence
@@ -22,26 +23,35 @@ Amounts = dict[str, Quantity]
 # A key longer than this (a spec nobody writes by hand) is not cached.
 REMEMBERED_SPECS = 1024
 KEY_LENGTH = 4096
-_remembered: Lru[str, str] = Lru(REMEMBERED_SPECS)
+_remembered: Lru[str, tuple[str, Requested]] = Lru(REMEMBERED_SPECS)
+
+
+def effective_amounts(pod_spec: Mapping[str, Any]) -> dict[str, Amounts]:
+    """``{"requests": {...}, "limits": {...}}`` of a pod spec, as quantities."""
+    containers = [mapping(c) for c in sequence(pod_spec.get("containers"))]
+    init_containers = [mapping(c) for c in sequence(pod_spec.get("initContainers"))]
+    pod_level = mapping(pod_spec.get("resources"))
+    result: dict[str, Amounts] = {}
+    for which in ("requests", "limits"):
+        amounts = _effective(which, containers, init_containers)
+        amounts.update(_amounts(mapping(pod_level.get(which))))
+        result[which] = amounts
+    return result
 
 
 def effective_resources(pod_spec: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     """``{"requests": {...}, "limits": {...}}`` of a pod spec, canonical quantities."""
-    containers = [mapping(c) for c in sequence(pod_spec.get("containers"))]
-    init_containers = [mapping(c) for c in sequence(pod_spec.get("initContainers"))]
-    pod_level = mapping(pod_spec.get("resources"))
-    result: dict[str, dict[str, str]] = {}
-    for which in ("requests", "limits"):
-        amounts = _effective(which, containers, init_containers)
-        amounts.update(_amounts(mapping(pod_level.get(which))))
-        result[which] = {name: str(amounts[name]) for name in sorted(amounts)}
-    return result
+    return _printed(effective_amounts(pod_spec))
 
 
-def pod_resources_json(pod_spec: Mapping[str, Any]) -> str:
-    """``resources_json(effective_resources(pod_spec))``, remembered for recent specs.
+def pod_resources(
+    pod_spec: Mapping[str, Any], accelerators: frozenset[str]
+) -> tuple[str, Requested]:
+    """``resources_json(effective_resources(pod_spec))`` and the effective requests as
+    ``accounting.requested`` counts them, remembered for recent specs.
 
-    The key is the ``repr`` of every field ``effective_resources`` reads: JSON values
+    The key is the ``repr`` of every field ``effective_resources`` reads (and the
+    accelerators counted): JSON values
     print faithfully (``1``, ``1.0``, ``True`` and ``"1"`` apart), so equal keys mean
     equal inputs. A cache hit costs about a tenth of the parsing and printing.
     """
@@ -53,11 +63,13 @@ def pod_resources_json(pod_spec: Mapping[str, Any]) -> str:
                 for c in sequence(pod_spec.get("initContainers"))
             ],
             pod_spec.get("resources"),
+            sorted(accelerators),
         )
     )
     cached = _remembered.get(key)
     if cached is None:
-        cached = resources_json(effective_resources(pod_spec))
+        amounts = effective_amounts(pod_spec)
+        cached = (resources_json(_printed(amounts)), requested(amounts["requests"], accelerators))
         if len(key) <= KEY_LENGTH:
             _remembered.put(key, cached)
     return cached
@@ -67,6 +79,13 @@ def resources_json(value: object) -> str:
     """Serialize a resources structure compactly and deterministically, within its
     column's bound (``cutting.fit_json``: a hostile spec of thousands of names)."""
     return fit_json(compact(value), RESOURCES_LENGTH)
+
+
+def _printed(amounts: Mapping[str, Amounts]) -> dict[str, dict[str, str]]:
+    return {
+        which: {name: str(values[name]) for name in sorted(values)}
+        for which, values in amounts.items()
+    }
 
 
 def _effective(

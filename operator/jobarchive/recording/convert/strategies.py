@@ -4,8 +4,8 @@ Kubeflow v1 and KubeDL kinds share one shape (conditions, ``*ReplicaSpecs``); th
 others each have their own, read from their controllers' Go sources (Trainer v2.3,
 KubeRay v1.7, Volcano 1.15). A strategy is three pure functions of the object:
 the normalized status, when it finished, and its roles as the seed's
-``{"<role>": {"replicas": N, "resources": {...}}}``; plus a remark for the kinds
-that explain a failure in their status.
+``{"<role>": {"replicas": N, "resources": {...}}}``; plus when it first ran, a remark
+for the kinds that explain a failure in their status, and the queue their spec names.
 """
 
 import dataclasses
@@ -33,6 +33,17 @@ class Strategy:
     # When the job first ran (KubeDL's gmt_job_running); None where its kind says not.
     running: Callable[[Object, str], datetime.datetime | None] = lambda obj, status: None
     remark: Callable[[Object, str], str | None] = lambda obj, status: None
+    # The queue its own spec names; Kueue's label, read for every kind, comes first.
+    queue: Callable[[Object], str | None] = lambda obj: None
+
+
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def queue(obj: Object, strategy: Strategy) -> str | None:
+    """The job's queue: Kueue's label, else the one its kind's spec names (decision 32)."""
+    labels = mapping(mapping(obj.get("metadata")).get("labels"))
+    return text(labels.get(KUEUE_QUEUE_LABEL)) or strategy.queue(obj)
 
 
 def _conditions(obj: Object) -> list[Mapping[str, Any]]:
@@ -104,12 +115,17 @@ def kubeflow_finished(obj: Object, status: str) -> datetime.datetime | None:
 
 
 def kubeflow_running(obj: Object, status: str) -> datetime.datetime | None:
-    """When the first ``Running`` condition was set, whatever its status now: KubeDL's
-    own rule for ``gmt_job_running``, so both writers agree on it."""
-    for condition in _conditions(obj):
-        if condition.get("type") == "Running":
-            return timestamp(condition.get("lastTransitionTime"))
-    return None
+    """When the ``Running`` condition turned True, while it is True: the training
+    operator rewrites its time when it turns False, and the upsert keeps the earliest
+    time written (decision 32)."""
+    running = _true(_conditions(obj), "Running")
+    return timestamp(running.get("lastTransitionTime")) if running else None
+
+
+def kubeflow_queue(obj: Object) -> str | None:
+    """``runPolicy.schedulingPolicy.queue`` (a gang scheduler's queue)."""
+    policy = mapping(mapping(mapping(obj.get("spec")).get("runPolicy")).get("schedulingPolicy"))
+    return text(policy.get("queue"))
 
 
 def kubeflow_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
@@ -274,6 +290,11 @@ def volcano_running(obj: Object, status: str) -> datetime.datetime | None:
     return None
 
 
+def volcano_queue(obj: Object) -> str | None:
+    """``spec.queue``."""
+    return text(mapping(obj.get("spec")).get("queue"))
+
+
 def volcano_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
     """One role per task, by its name, with its replicas and template."""
     tasks = [mapping(task) for task in sequence(mapping(obj.get("spec")).get("tasks"))]
@@ -318,10 +339,18 @@ def batch_roles(obj: Object, kind: JobKind) -> dict[str, Any]:
 
 
 STRATEGIES: dict[str, Strategy] = {
-    "kubeflow": Strategy(kubeflow_status, kubeflow_finished, kubeflow_roles, kubeflow_running),
+    "kubeflow": Strategy(
+        kubeflow_status,
+        kubeflow_finished,
+        kubeflow_roles,
+        kubeflow_running,
+        queue=kubeflow_queue,
+    ),
     # A TrainJob's status holds no time at which it started running.
     "trainjob": Strategy(trainjob_status, trainjob_finished, trainjob_roles),
     "rayjob": Strategy(rayjob_status, rayjob_finished, rayjob_roles, rayjob_running, rayjob_remark),
-    "volcano": Strategy(volcano_status, volcano_finished, volcano_roles, volcano_running),
+    "volcano": Strategy(
+        volcano_status, volcano_finished, volcano_roles, volcano_running, queue=volcano_queue
+    ),
     "batch": Strategy(batch_status, batch_finished, batch_roles, batch_running),
 }

@@ -12,7 +12,8 @@ and this module brings it to jobarchive's schema, in steps:
    NULL columns filled from the older rows, newest first;
 3. fill NULLs where jobarchive's schema says NOT NULL (``''``, the flag defaults, the
    row's other timestamp);
-4. fill ``gmt_finished`` from ``gmt_job_finished`` and the reverse;
+4. fill ``gmt_finished`` from ``gmt_job_finished`` and the reverse; count pods'
+   requests from their resources, clear running times not before the finish;
 5. convert the text to utf8mb4, and widen the columns narrower than jobarchive's
    (never narrowing one) and make NOT NULL what should be;
 6. cut free text and JSON stored past their bounds (``trimming``);
@@ -27,28 +28,38 @@ from collections.abc import Sequence
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.accounting import ACCELERATORS
 from jobarchive.storage import introspection, schema
 from jobarchive.storage.migration.columns import Columns
+from jobarchive.storage.migration.counting import Counting
 from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
 from jobarchive.storage.migration.merging import Merging
 from jobarchive.storage.migration.steps import BATCH, Report, Step
 from jobarchive.storage.migration.trimming import Trimming
-from jobarchive.storage.models import TABLES, Event, Job, Stamped
+from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
 
 __all__ = ["Migration", "Report", "Step", "upgrade"]
 
 
-async def upgrade(conn: BaseDBAsyncClient, added: Sequence[str]) -> list[Step]:
+async def upgrade(
+    conn: BaseDBAsyncClient, added: Sequence[str], accelerators: frozenset[str] = ACCELERATORS
+) -> list[Step]:
     """At every start, after the missing columns are added (``added``, as
-    ``table.column``): what an earlier jobarchive's rows lack for KubeDL's readers.
+    ``table.column``): what an earlier jobarchive's rows lack for KubeDL's readers
+    and for the usage accounting.
 
     A column still nullable where the schema now says NOT NULL (``owner`` and
     ``tenant`` were) gets its NULLs filled and its rule tightened; a finish column
     just added is filled from the other; Events from before ``event_info.job_id``
-    get their job. Only the schema and an index range are read to find out, so a
-    start with nothing to do scans no table.
+    get their job; pods' requests just added are counted (``accelerators`` as GPUs),
+    and the count goes on at the next start if a start was stopped during it; with
+    ``job_info.queue`` (added by the version that keeps a job's running time right)
+    running times not before their finish are cleared. Only the schema, an index range
+    and one row by the primary key are read to find out, so a start with nothing to do
+    scans no table.
     """
     filling, columns = Filling(conn, BATCH), Columns(conn, BATCH)
+    counting = Counting(conn, BATCH, accelerators)
     steps: list[Step] = []
     for model in TABLES:
         declared = await introspection.of(conn).column_types(conn, model._meta.db_table)
@@ -62,6 +73,10 @@ async def upgrade(conn: BaseDBAsyncClient, added: Sequence[str]) -> list[Step]:
             steps += await columns.types(model, dry_run=False)
     if any(f"{Job._meta.db_table}.{column}" in added for column in FINISH_COLUMNS):
         steps += await filling.finish_times(Job, dry_run=False)
+    if f"{Pod._meta.db_table}.gpus" in added or await counting.requests_left(Pod):
+        steps += await counting.pod_requests(Pod, dry_run=False)
+    if f"{Job._meta.db_table}.queue" in added:
+        steps += await filling.running_times(Job, dry_run=False)
     # Cheap when there is nothing to do: NULL job_ids are a range of their index.
     steps += await filling.event_jobs(Event, dry_run=False)
     return steps
@@ -70,10 +85,16 @@ async def upgrade(conn: BaseDBAsyncClient, added: Sequence[str]) -> list[Step]:
 class Migration:
     """The steps that bring one database to jobarchive's schema; see the module docstring."""
 
-    def __init__(self, conn: BaseDBAsyncClient, batch: int = BATCH) -> None:
+    def __init__(
+        self,
+        conn: BaseDBAsyncClient,
+        batch: int = BATCH,
+        accelerators: frozenset[str] = ACCELERATORS,
+    ) -> None:
         self.conn = conn
         self.merging = Merging(conn, batch)
         self.filling = Filling(conn, batch)
+        self.counting = Counting(conn, batch, accelerators)
         self.columns = Columns(conn, batch)
         self.trimming = Trimming(conn, batch)
 
@@ -94,6 +115,8 @@ class Migration:
                 self.filling.nulls,
                 self.filling.finish_times,
                 self.filling.event_jobs,
+                self.counting.pod_requests,
+                self.filling.running_times,
                 self.columns.types,
                 self._trimmed,
                 self.columns.unique_key,

@@ -1,6 +1,7 @@
 """Filling what rows lack for jobarchive's schema and KubeDL's readers: NULLs where the
 schema says NOT NULL (``''``, the flag defaults, the row's other timestamp), each
-finish time from the other, the job of Events recorded before they had one."""
+finish time from the other, the job of Events recorded before they had one; and a
+job's running time that is not before its finish cleared (decision 32)."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -32,7 +33,8 @@ def default_sql(name: str, field: fields.Field[Any], dialect: Dialect) -> str:
 
 class Filling(Part):
     """Filling what rows lack: NULLs where the schema says NOT NULL, each finish time
-    from the other, the job of Events recorded before ``event_info.job_id`` existed."""
+    from the other, the job of Events recorded before ``event_info.job_id`` existed,
+    jobs' running times."""
 
     async def nulls(
         self, model: type[Stamped], dry_run: bool, only: Sequence[str] | None = None
@@ -142,4 +144,23 @@ class Filling(Part):
             [Step(table, "fill job_id of Events recorded before it existed", count)]
             if count
             else []
+        )
+
+    async def running_times(self, model: type[Stamped], dry_run: bool) -> list[Step]:
+        """Clear a job's running time where it is not before its finish: what recording
+        the Running condition's time whatever its status left for every finished
+        Kubeflow job (the time it turned False). Its pods' first start stands for it."""
+        existing = await self.schema.columns(self.conn, model._meta.db_table)
+        if model is not Job or not existing.issuperset({"gmt_job_running", "gmt_finished"}):
+            return []
+        quote = self.dialect.quote
+        running, finished = quote("gmt_job_running"), quote("gmt_finished")
+        return await self._fill(
+            Job._meta.db_table,
+            "gmt_job_running",
+            "clear gmt_job_running where it is not before gmt_finished",
+            f"{running} IS NOT NULL AND {finished} IS NOT NULL AND "
+            f"{self.dialect.seconds_between(running, finished)} <= 0",
+            "NULL",
+            dry_run,
         )
