@@ -2,22 +2,10 @@
 group, queue waits per queue (p50, a line to p95), the costliest failure reasons; made
 from the roll-up's rows (``reading.queries.rollups``)."""
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from jobarchive.reading.console.charts import (
-    BOTTOM,
-    DAY_CHART_HEIGHT,
-    LEFT,
-    RIGHT,
-    TOP,
-    WIDTH,
-    BarChart,
-    Label,
-    bar_chart,
-    nice_ceiling,
-)
+from jobarchive.reading.console.charts import BarChart, DayChart, bar_chart, stack
 from jobarchive.times import duration
 
 # Groups drawn in their own colour (``series-N``), the costliest; the rest as one.
@@ -26,37 +14,14 @@ OTHERS = "(others)"
 REASONS = 10
 
 
-@dataclasses.dataclass(frozen=True)
-class Block:
-    """One group's part of one day's column."""
-
-    x: float
-    y: float
-    width: float
-    height: float
-    series: int
-    title: str
-
-
-@dataclasses.dataclass(frozen=True)
-class StackChart:
-    """Columns per UTC day, stacked by group; ``groups`` in the legend's order."""
-
-    width: int
-    height: int
-    blocks: list[Block]
-    x_labels: list[Label]
-    y_labels: list[Label]
-    groups: list[str]
-    total: float
-
-
 def _named(value: Any) -> str:
     return "(none)" if value in (None, "") else str(value)
 
 
-def gpu_days(rows: Sequence[dict[str, Any]], group: str, days: Sequence[str]) -> StackChart:
-    """GPU-hours per day stacked by ``group`` from the roll-up's rows by day."""
+def gpu_days(rows: Sequence[dict[str, Any]], group: str, days: Sequence[str]) -> DayChart:
+    """GPU-hours per day stacked by ``group`` from the roll-up's rows by day: a day chart
+    whose segments' ``status`` is the group's colour (0 the costliest, ``SERIES`` the
+    rest), and whose legend (``statuses``) names the groups."""
     totals: dict[str, float] = {}
     for row in rows:
         totals[_named(row[group])] = totals.get(_named(row[group]), 0.0) + row["gpu_hours"]
@@ -69,43 +34,12 @@ def gpu_days(rows: Sequence[dict[str, Any]], group: str, days: Sequence[str]) ->
         if row["period"] in hours:
             per = hours[row["period"]]
             per[series] = per.get(series, 0.0) + row["gpu_hours"]
-    highest = nice_ceiling(max((sum(h.values()) for h in hours.values()), default=0))
-    plot = DAY_CHART_HEIGHT - TOP - BOTTOM
-    column = (WIDTH - LEFT - RIGHT) / max(len(days), 1)
-    gap = min(column * 0.15, 3.0)
-    blocks = []
-    for index, day in enumerate(days):
-        base = float(DAY_CHART_HEIGHT - BOTTOM)
-        for colour, name in enumerate(shown):
-            value = hours[day].get(name, 0.0)
-            if value <= 0:
-                continue
-            height = value / highest * plot
-            base -= height
-            blocks.append(
-                Block(
-                    round(LEFT + index * column + gap / 2, 1),
-                    round(base, 1),
-                    round(column - gap, 1),
-                    round(height, 1),
-                    colour,
-                    f"{day}: {name} {value:g} GPU-h",
-                )
-            )
-    step = max(1, -(-len(days) // 12))
-    x_labels = [
-        Label(round(LEFT + (i + 0.5) * column, 1), DAY_CHART_HEIGHT - 8, day[5:])
-        for i, day in enumerate(days)
-        if i % step == 0
-    ]
-    y_labels = [
-        Label(
-            LEFT - 6, round(DAY_CHART_HEIGHT - BOTTOM - share * plot + 4, 1), f"{share * highest:g}"
-        )
-        for share in (0.0, 0.5, 1.0)
-    ]
-    total = round(sum(totals.values()), 3)
-    return StackChart(WIDTH, DAY_CHART_HEIGHT, blocks, x_labels, y_labels, shown, total)
+    return stack(
+        hours,
+        shown,
+        [str(colour) for colour in range(len(shown))],
+        lambda day, name, value: f"{day}: {name} {round(value, 3):g} GPU-h",
+    )
 
 
 def queue_waits(rows: Sequence[dict[str, Any]]) -> BarChart:
