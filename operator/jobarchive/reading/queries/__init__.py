@@ -24,6 +24,8 @@ from jobarchive.reading.params import (
     POD_PARAMS,
     POD_STATUSES,
     STATS_PARAMS,
+    USAGE_GROUPS,
+    USAGE_PARAMS,
     BadQuery,
     EventQuery,
     Identity,
@@ -68,6 +70,7 @@ from jobarchive.reading.queries.pods import (
     newest_pod,
     pod_page_sql,
 )
+from jobarchive.reading.queries.rollups import rollup
 from jobarchive.reading.queries.stats import (
     GPU_SCAN,
     failure_reasons,
@@ -88,6 +91,7 @@ from jobarchive.reading.queries.timeline import (
     job_timeline,
     timeline_pods_sql,
 )
+from jobarchive.reading.queries.usage import JobUsage, job_usage
 
 __all__ = [
     "BUILTIN",
@@ -115,10 +119,13 @@ __all__ = [
     "TIMELINE_EVENTS",
     "TIMELINE_PODS",
     "TIMELINE_POD_FIELDS",
+    "USAGE_GROUPS",
+    "USAGE_PARAMS",
     "BadQuery",
     "EventQuery",
     "Identity",
     "JobQuery",
+    "JobUsage",
     "KnownKinds",
     "Listing",
     "Page",
@@ -140,6 +147,7 @@ __all__ = [
     "job_namespaces_sql",
     "job_page_sql",
     "job_timeline",
+    "job_usage",
     "jobs_per_day",
     "known_kinds",
     "list_events",
@@ -157,6 +165,7 @@ __all__ = [
     "pod_page_sql",
     "pods_with_log_tails",
     "quoted",
+    "rollup",
     "stats",
     "timeline_pods_sql",
 ]

@@ -1,0 +1,226 @@
+"""Usage rolled up by a job's column over a window, per UTC period when asked: jobs,
+outcomes, GPU- and CPU-hours of their pods cut to each period, queue waits, the
+costliest failure reasons. Three statements whatever the archive's size; the pods'
+hours are summed by the database (decision 33)."""
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+from jobarchive.reading import usage
+from jobarchive.reading.params import BadQuery, Named, fits, one_of
+from jobarchive.reading.queries.source import reader
+from jobarchive.rows import NAMESPACE_LENGTH
+from jobarchive.storage import dialects
+
+# A failed pod's reason: the head of its remark (``OOMKilled (exit code 137)``).
+HEAD = "CASE WHEN INSTR({0}, ': ') > 0 THEN SUBSTR({0}, 1, INSTR({0}, ': ') - 1) ELSE {0} END"
+REASON_BATCH = 500
+
+
+def _period_sql(
+    cut: Sequence[usage.Period], since: datetime.datetime, every: str | None, term: str
+) -> str:
+    """The index of the period that holds ``term`` (seconds from ``since``; clamped to the
+    periods by ``usage.spread``): days and weeks divided, months a CASE over their starts.
+    Integers computed here, no user text."""
+    if len(cut) == 1:
+        return "0"
+    if every in ("day", "week"):
+        length = 86400 if every == "day" else 7 * 86400
+        offset = int((since - usage.calendar_start(since, every)).total_seconds())
+        return f"FLOOR(({term} + {offset}) / {length})"
+    starts = [int((p.start - since).total_seconds()) for p in cut[1:]]
+    branches = " ".join(f"WHEN {term} < {start} THEN {n}" for n, start in enumerate(starts))
+    return f"CASE {branches} ELSE {len(starts)} END"
+
+
+class _Window:
+    """The SQL a roll-up's statements share: times as seconds from the window's start,
+    the jobs whose life overlaps it, of a namespace when named."""
+
+    def __init__(
+        self,
+        group: str,
+        since: datetime.datetime,
+        until: datetime.datetime,
+        namespace: str | None,
+        every: str | None,
+    ) -> None:
+        self.connection = reader()
+        self.dialect = dialects.of(self.connection)
+        self.group, self.since, self.until = group, since, until
+        self.now = min(datetime.datetime.now(datetime.UTC), until)
+        self.params: list[Any] = []
+        self.namespace = namespace
+        self.every = every
+
+    def value(self, value: str) -> str:
+        """A placeholder for user text, its value kept in the statement's order."""
+        self.params.append(value)
+        return self.dialect.placeholder
+
+    @staticmethod
+    def time(moment: datetime.datetime) -> str:
+        """A time as an SQL literal, written as the drivers write a parameter: times are
+        inlined (they hold digits only), so that the placeholders' order never depends
+        on the order a dialect writes its arguments in."""
+        naive = moment.astimezone(datetime.UTC).replace(tzinfo=None)
+        return f"'{naive.isoformat(' ')}'"
+
+    def rel(self, column: str) -> str:
+        """``column``'s time as seconds from the window's start."""
+        return self.dialect.seconds_between(self.time(self.since), column)
+
+    def jobs_where(self) -> str:
+        where = (
+            f"j.gmt_created < {self.time(self.until)} "
+            f"AND (j.gmt_finished IS NULL OR j.gmt_finished >= {self.time(self.since)})"
+        )
+        if self.namespace is not None:
+            where += f" AND j.namespace = {self.value(self.namespace)}"
+        return where
+
+    async def rows(self, sql: str) -> list[dict[str, Any]]:
+        params, self.params = self.params, []
+        _, rows = await self.connection.execute_query(sql, params)
+        return list(rows)
+
+
+async def _pod_hours(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
+    """Per group, the periods a pod's time begins and ends in (``n0``, ``n1``), the
+    failed job (``job``, else ''): the sums ``usage.spread`` cuts into periods. One pass
+    over the pods, never a pod per period."""
+    start = w.rel(w.dialect.later("p.gmt_started", w.time(w.since)))
+    ending = w.dialect.earlier(f"COALESCE(p.gmt_finished, {w.time(w.now)})", w.time(w.until))
+    pods = (
+        f"SELECT j.{w.group} AS grp, CASE WHEN j.status = 'Failed' THEN j.job_id ELSE '' "
+        f"END AS job, COALESCE(p.gpus, 0) AS g, COALESCE(p.cpu_millis, 0) AS c, "
+        f"{start} AS a, {w.rel(ending)} AS b "
+        "FROM job_info j JOIN replica_info p ON p.job_id = j.job_id "
+        f"WHERE {w.jobs_where()} AND p.gmt_started IS NOT NULL "
+        f"AND p.gmt_started < {w.time(w.until)} "
+        f"AND (p.gmt_finished IS NULL OR p.gmt_finished > {w.time(w.since)})"
+    )
+    n0, n1 = _period_sql(cut, w.since, w.every, "u.a"), _period_sql(cut, w.since, w.every, "u.b")
+    sql = (
+        f"SELECT u.grp AS grp, u.job AS job, {n0} AS n0, {n1} AS n1, SUM(u.g) AS g, "
+        "SUM(u.g * u.a) AS ga, SUM(u.g * u.b) AS gb, SUM(u.c) AS c, SUM(u.c * u.a) AS ca, "
+        f"SUM(u.c * u.b) AS cb FROM ({pods}) u GROUP BY u.grp, u.job, n0, n1"
+    )
+    return await w.rows(sql)
+
+
+async def _job_counts(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
+    """Per group, the periods a job's life (in the window) begins and ends in, and its
+    outcome when it finished in the window: the jobs count in each period between, and
+    as Succeeded or Failed in the one they finished in."""
+    created = w.rel(w.dialect.later("j.gmt_created", w.time(w.since)))
+    ended = w.rel(w.dialect.earlier(f"COALESCE(j.gmt_finished, {w.time(w.now)})", w.time(w.until)))
+    outcome = (
+        f"CASE WHEN j.gmt_finished < {w.time(w.until)} AND j.status IN ('Succeeded', 'Failed') "
+        "THEN j.status ELSE '' END"
+    )
+    jobs = (
+        f"SELECT j.{w.group} AS grp, {outcome} AS outcome, {created} AS c, {ended} AS f "
+        f"FROM job_info j WHERE {w.jobs_where()}"
+    )
+    n0, n1 = _period_sql(cut, w.since, w.every, "u.c"), _period_sql(cut, w.since, w.every, "u.f")
+    sql = (
+        f"SELECT u.grp AS grp, u.outcome AS outcome, {n0} AS n0, {n1} AS n1, COUNT(*) AS jobs "
+        f"FROM ({jobs}) u GROUP BY u.grp, u.outcome, n0, n1"
+    )
+    return await w.rows(sql)
+
+
+async def _waits(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
+    """The queue waits that ended in the window: each job first running in it, the
+    period it began running in, and after how long."""
+    running = _period_sql(cut, w.since, w.every, w.rel("j.gmt_job_running"))
+    sql = (
+        f"SELECT j.{w.group} AS grp, {running} AS n, "
+        f"{w.dialect.seconds_between('j.gmt_created', 'j.gmt_job_running')} AS wait "
+        f"FROM job_info j WHERE j.gmt_job_running >= {w.time(w.since)} "
+        f"AND j.gmt_job_running < {w.time(w.until)}"
+    )
+    if w.namespace is not None:
+        sql += f" AND j.namespace = {w.value(w.namespace)}"
+    return await w.rows(sql)
+
+
+async def _reasons(w: _Window, jobs: list[str]) -> dict[str, str]:
+    """Why each failed job failed: its first failed pod's reason, else its own remark's
+    head, else ``unknown``."""
+    found: dict[str, str] = {}
+    for start in range(0, len(jobs), REASON_BATCH):
+        chunk = jobs[start : start + REASON_BATCH]
+        marks = ", ".join(w.value(uid) for uid in chunk)
+        sql = (
+            f"SELECT j.job_id AS job, {HEAD.format('j.remark')} AS own, {HEAD.format('p.remark')} "
+            "AS pod, p.gmt_finished AS finished FROM job_info j LEFT JOIN replica_info p "
+            "ON p.job_id = j.job_id AND p.status = 'Failed' "
+            f"WHERE j.job_id IN ({marks}) ORDER BY j.job_id, p.gmt_finished"
+        )
+        for row in await w.rows(sql):
+            if row["job"] not in found or found[row["job"]] == "unknown":
+                found[row["job"]] = row["pod"] or found.get(row["job"]) or row["own"] or "unknown"
+    return found
+
+
+async def rollup(
+    group_by: str | None = None,
+    every: str | None = None,
+    namespace: str | None = None,
+    since: datetime.datetime | None = None,
+    until: datetime.datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The usage rows of [since, until) by ``group_by``, per ``every`` period when asked
+    for (``usage.columns`` names them); BadQuery for input that cannot be answered."""
+    group = usage.group_of(group_by)
+    period = one_of("every", every, usage.EVERY)
+    start, end = usage.window(since, until)
+    try:
+        cut = usage.periods(start, end, period)
+    except ValueError as exc:
+        raise BadQuery(Named("every"), f": {exc}; narrow the window") from None
+    w = _Window(group, start, end, fits("namespace", namespace, NAMESPACE_LENGTH), period)
+    hours = await _pod_hours(w, cut)
+    counts = await _job_counts(w, cut)
+    waits = await _waits(w, cut)
+    failed = sorted({row["job"] for row in hours if row["job"]})
+    reasons = await _reasons(w, failed)
+    return _rows(group, period, cut, start, hours, counts, waits, reasons)
+
+
+def _rows(
+    group: str,
+    every: str | None,
+    cut: Sequence[usage.Period],
+    since: datetime.datetime,
+    hours: list[dict[str, Any]],
+    counts: list[dict[str, Any]],
+    waits: list[dict[str, Any]],
+    reasons: dict[str, str],
+) -> list[dict[str, Any]]:
+    table: dict[tuple[Any, int], dict[str, Any]] = {}
+    bounds = [((p.start - since).total_seconds(), (p.end - since).total_seconds()) for p in cut]
+
+    def row(grp: Any, n: Any) -> dict[str, Any]:
+        return table.setdefault((grp, usage.clamp(n, len(cut))), usage.empty_row())
+
+    for found in counts:
+        first, last = usage.clamp(found["n0"], len(cut)), usage.clamp(found["n1"], len(cut))
+        for n in range(first, last + 1):
+            row(found["grp"], n)["jobs"] += int(found["jobs"])
+        if found["outcome"]:
+            row(found["grp"], found["n1"])[found["outcome"].lower()] += int(found["jobs"])
+    for found in hours:
+        for n, gpu_s, cpu_ms in usage.spread(found, bounds):
+            usage.add_hours(row(found["grp"], n), found["job"], gpu_s, cpu_ms, reasons)
+    for found in waits:
+        row(found["grp"], found["n"])["waits"].append(round(float(found["wait"]), 1))
+    ordered = sorted(table.items(), key=lambda item: (item[0][1], -item[1]["gpu_s"]))
+    return [
+        usage.finished_row(group, grp, cut[n].label if every else None, one)
+        for (grp, n), one in ordered
+    ]
