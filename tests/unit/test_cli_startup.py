@@ -9,7 +9,16 @@ import sys
 
 import pytest
 
-HEAVY = ("tortoise", "aiohttp", "kubernetes_asyncio", "jinja2", "aiomysql", "aiosqlite", "rich")
+HEAVY = (
+    "tortoise",
+    "aiohttp",
+    "kubernetes_asyncio",
+    "jinja2",
+    "aiomysql",
+    "aiosqlite",
+    "rich",
+    "pyarrow",
+)
 # Runs the console script's entry point with the given arguments, then names every
 # heavy package the process imported, whatever the command's exit status.
 PROGRAM = f"""
@@ -21,7 +30,7 @@ from jobarchive.cli import main
 sys.argv = ["jobarchive", *sys.argv[1:]]
 main()
 """
-COMMANDS = ["jobs", "job", "logs", "events", "stats", "serve", "prune", "migrate"]
+COMMANDS = ["jobs", "job", "logs", "events", "stats", "export", "serve", "prune", "migrate"]
 
 
 def imported(*args: str, **variables: str) -> tuple[subprocess.CompletedProcess[str], str]:
