@@ -218,3 +218,14 @@ def test_one_export_at_a_time_writes_a_folder(tmp_path):
     with layout.locked(tmp_path), pytest.raises(layout.Busy):
         export(Stub([usage("a", at(1, 1))]), tmp_path)
     assert not list(tmp_path.glob("date=*"))
+
+
+def test_readme_states_the_schema_written():
+    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("### Exports for BI", 1)[1].split("\n### ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| `")]
+    stated = [
+        tuple(cell.strip().strip("`") for cell in line.strip("|").split(" | ")) for line in table
+    ]
+    assert stated == [(column.name, column.type, column.meaning) for column in columns.COLUMNS]
+    assert [field.name for field in SCHEMA] == [name for name, _, _ in stated]
