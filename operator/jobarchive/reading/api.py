@@ -198,7 +198,7 @@ class Api:
 
     async def _stats(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, STATS_PARAMS)
-        await caller.require("list", None, "/stats", "name a namespace in /jobs or /events")
+        await caller.require("list", values.get("namespace"), "/stats", "name a namespace")
         return {"items": await self.reads.within(lambda: queries.stats(**values))}
 
 

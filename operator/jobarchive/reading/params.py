@@ -37,6 +37,8 @@ LOG_TAILS_PAGE = 20
 LOG_TAILS_MAX = 100
 STATS_GROUPS = ("status", "kind", "owner", "namespace", "tenant")
 DEFAULT_GROUP = "status"
+# What usage rolls up by: a job's columns, and ``cluster``, which has none yet.
+USAGE_GROUPS = ("namespace", "owner", "tenant", "queue", "kind", "cluster")
 # What a DATETIME column can hold; a bound beyond it means "no bound" and is clamped.
 EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)
 LATEST = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
@@ -162,8 +164,21 @@ STATS_PARAMS = (
         f"One of {', '.join(STATS_GROUPS)} (default {DEFAULT_GROUP}).",
         "group_by",
     ),
+    Param("namespace", "string", "Only this namespace's jobs."),
     Param("since", "time", "Jobs created at or after (RFC 3339 time or date)."),
     Param("until", "time", "Jobs created before."),
+)
+USAGE_PARAMS = (
+    Param(
+        "by",
+        "string",
+        f"One of {', '.join(USAGE_GROUPS)} (default {USAGE_GROUPS[0]}).",
+        "group_by",
+    ),
+    Param("every", "string", "day, week or month: a row per group and UTC period."),
+    Param("namespace", "string", "Only this namespace's jobs."),
+    Param("since", "time", "The window's start, UTC (default 30 days before its end)."),
+    Param("until", "time", "The window's end, UTC (default now)."),
 )
 
 

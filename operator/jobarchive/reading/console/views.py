@@ -37,7 +37,7 @@ from jobarchive.reading.queries import (
 
 # The filters the list's form shows first; the others of JOB_PARAMS fold away.
 MAIN_FILTERS = ("namespace", "name", "kind", "status", "owner", "created_since", "created_until")
-STATS_WINDOW = tuple(param for param in STATS_PARAMS if param.name != "by")
+STATS_WINDOW = tuple(param for param in STATS_PARAMS if param.name not in ("by", "namespace"))
 UID = Param("uid", "string", "The job's uid.")
 DEFAULT_DAYS = 30
 LONGEST_DAYS = 366

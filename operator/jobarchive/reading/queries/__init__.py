@@ -24,6 +24,7 @@ from jobarchive.reading.params import (
     POD_PARAMS,
     POD_STATUSES,
     STATS_PARAMS,
+    USAGE_PARAMS,
     BadQuery,
     EventQuery,
     Identity,
@@ -68,6 +69,7 @@ from jobarchive.reading.queries.pods import (
     newest_pod,
     pod_page_sql,
 )
+from jobarchive.reading.queries.rollups import rollup
 from jobarchive.reading.queries.stats import (
     GPU_SCAN,
     failure_reasons,
@@ -89,6 +91,7 @@ from jobarchive.reading.queries.timeline import (
     job_timeline,
     timeline_pods_sql,
 )
+from jobarchive.reading.queries.usage import JobUsage, job_usage
 
 __all__ = [
     "BUILTIN",
@@ -116,10 +119,12 @@ __all__ = [
     "TIMELINE_EVENTS",
     "TIMELINE_PODS",
     "TIMELINE_POD_FIELDS",
+    "USAGE_PARAMS",
     "BadQuery",
     "EventQuery",
     "Identity",
     "JobQuery",
+    "JobUsage",
     "KnownKinds",
     "Listing",
     "Page",
@@ -141,6 +146,7 @@ __all__ = [
     "job_namespaces_sql",
     "job_page_sql",
     "job_timeline",
+    "job_usage",
     "jobs_per_day",
     "known_kinds",
     "list_events",
@@ -159,6 +165,7 @@ __all__ = [
     "pods_with_log_tails",
     "quoted",
     "requested_gpus",
+    "rollup",
     "stats",
     "timeline_pods_sql",
 ]

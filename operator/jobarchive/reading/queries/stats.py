@@ -7,10 +7,10 @@ import datetime
 import math
 from typing import Any
 
-from jobarchive.reading.params import DEFAULT_GROUP, STATS_GROUPS, BadQuery, Named
+from jobarchive.reading.params import DEFAULT_GROUP, STATS_GROUPS, BadQuery, Named, fits
 from jobarchive.reading.queries.shapes import json_or_text, seconds
 from jobarchive.reading.queries.source import Head, read, reader
-from jobarchive.rows import RESOURCES_LENGTH
+from jobarchive.rows import NAMESPACE_LENGTH, RESOURCES_LENGTH
 from jobarchive.storage import dialects
 from jobarchive.storage.models import Job
 
@@ -40,16 +40,20 @@ async def stats(
     group_by: str | None = None,
     since: datetime.datetime | None = None,
     until: datetime.datetime | None = None,
+    namespace: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Jobs created in [since, until) counted by a column (``DEFAULT_GROUP`` when none),
-    with how long the finished ones took: count, finished, average and longest duration
-    in seconds."""
+    """Jobs created in [since, until) (of one namespace when named) counted by a column
+    (``DEFAULT_GROUP`` when none), with how long the finished ones took: count, finished,
+    average and longest duration in seconds."""
     group = DEFAULT_GROUP if group_by is None else group_by
     if group not in STATS_GROUPS:
         raise BadQuery(Named("by"), f": {group!r} is not one of {', '.join(STATS_GROUPS)}")
     connection = reader()
     dialect = dialects.of(connection)
     where, params = _window_sql(dialect, "gmt_created", since, until)
+    if namespace is not None:
+        where.append(f"namespace = {dialect.placeholder}")
+        params.append(fits("namespace", namespace, NAMESPACE_LENGTH))
     duration = dialect.seconds_between("gmt_created", "gmt_finished")
     sql = (
         f"SELECT {group} AS grp, COUNT(*) AS jobs, COUNT(gmt_finished) AS finished, "

@@ -3,7 +3,43 @@ and per replica type), how long it waited and ran, how it ended (decision 33).""
 
 import dataclasses
 import datetime
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from tortoise.expressions import Q
+
+from jobarchive.reading.params import EARLIEST, LATEST, fits
+from jobarchive.reading.queries.shapes import seconds
+from jobarchive.reading.queries.source import Head, read
+from jobarchive.reading.usage import overlap
+from jobarchive.rows import NAMESPACE_LENGTH
+from jobarchive.storage.models import Job, Pod
+from jobarchive.times import aware
+
+# Enough of a remark for its head (``OOMKilled (exit code 137)``).
+REASON_LENGTH = 200
+JOB_FIELDS = (
+    "job_id",
+    "name",
+    "namespace",
+    "owner",
+    "tenant",
+    "queue",
+    "kind",
+    "status",
+    "gmt_created",
+    "gmt_job_running",
+    "gmt_finished",
+)
+POD_FIELDS = (
+    "job_id",
+    "replica_type",
+    "gpus",
+    "cpu_millis",
+    "status",
+    "gmt_started",
+    "gmt_finished",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +80,102 @@ async def job_usage(
     namespace: str | None = None,
     batch: int = 1000,
 ) -> AsyncIterator[list[JobUsage]]:
-    """The jobs whose life (creation to finish, or now) overlaps [since, until), oldest
-    created first, ``batch`` at a time, each with its usage facts."""
-    del since, until, namespace, batch
-    for _ in ():
-        yield []
+    """The jobs whose life (creation to finish, or now) overlaps [since, until), in the
+    order they were recorded, ``batch`` at a time, each with its usage facts: one
+    statement for the jobs of a batch, one for their pods."""
+    jobs = (
+        read(Job)
+        .filter(gmt_created__lt=until)
+        .filter(Q(gmt_finished__isnull=True) | Q(gmt_finished__gte=since))
+    )
+    if namespace is not None:
+        jobs = jobs.filter(namespace=fits("namespace", namespace, NAMESPACE_LENGTH))
+    last = 0
+    while True:
+        found = (
+            await jobs.filter(id__gt=last)
+            .order_by("id")
+            .limit(batch)
+            .annotate(head=Head("remark", REASON_LENGTH))
+            .values("id", "head", *JOB_FIELDS)
+        )
+        if not found:
+            return
+        last = found[-1]["id"]
+        pods = (
+            await read(Pod)
+            .filter(job_id__in=[job["job_id"] for job in found])
+            .annotate(head=Head("remark", REASON_LENGTH))
+            .values("head", *POD_FIELDS)
+        )
+        now = datetime.datetime.now(datetime.UTC)
+        of: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            of.setdefault(pod["job_id"], []).append(pod)
+        yield [facts(job, of.get(job["job_id"], []), since, until, now) for job in found]
+        if len(found) < batch:
+            return
+
+
+def _reason(remark: str | None) -> str | None:
+    return remark.split(": ", 1)[0] if remark else None
+
+
+def facts(
+    job: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    since: datetime.datetime,
+    until: datetime.datetime,
+    now: datetime.datetime,
+) -> JobUsage:
+    """A job's usage facts from its row and its pods' (pure): hours cut to [since,
+    until) and whole, waits from its creation, its reason when it failed."""
+    created: datetime.datetime = job["gmt_created"].replace(tzinfo=datetime.UTC)
+    finished = aware(job["gmt_finished"])
+    starts = [aware(pod["gmt_started"]) for pod in pods]
+    ran = [start for start in starts if start is not None]
+    started = aware(job["gmt_job_running"]) or min(ran, default=None)
+    gpu, cpu, whole, whole_cpu = 0.0, 0.0, 0.0, 0.0
+    by_type: dict[str, float] = {}
+    for pod, start in zip(pods, starts, strict=True):
+        end = aware(pod["gmt_finished"]) or now
+        inside = overlap(start, end, since, until)
+        life = overlap(start, end, EARLIEST, LATEST)
+        gpus, cores = pod["gpus"] or 0, (pod["cpu_millis"] or 0) / 1000
+        gpu, cpu = gpu + gpus * inside, cpu + cores * inside
+        whole, whole_cpu = whole + gpus * life, whole_cpu + cores * life
+        by_type[pod["replica_type"]] = by_type.get(pod["replica_type"], 0.0) + gpus * inside
+    failed = sorted(
+        (aware(pod["gmt_finished"]) or now, _reason(pod["head"]) or "")
+        for pod in pods
+        if pod["status"] == "Failed"
+    )
+    reason = next((why for _, why in failed if why), None) or _reason(job["head"])
+    gang = max(ran) if pods and len(ran) == len(pods) else None
+    return JobUsage(
+        job_uid=job["job_id"],
+        name=job["name"],
+        namespace=job["namespace"],
+        owner=job["owner"],
+        tenant=job["tenant"],
+        queue=job["queue"],
+        kind=job["kind"],
+        status=job["status"],
+        reason=reason if job["status"] == "Failed" else None,
+        created=created,
+        started=started,
+        finished=finished,
+        queue_wait_s=seconds(created, started),
+        gang_wait_s=seconds(created, gang),
+        run_s=seconds(started, finished or now) if started else None,
+        gpu_hours=_hours(gpu),
+        cpu_hours=_hours(cpu),
+        all_gpu_hours=_hours(whole),
+        all_cpu_hours=_hours(whole_cpu),
+        replicas=len(pods),
+        gpu_hours_by_type=tuple((kind, _hours(value)) for kind, value in sorted(by_type.items())),
+    )
+
+
+def _hours(seconds_: float) -> float:
+    return round(seconds_ / 3600, 3)

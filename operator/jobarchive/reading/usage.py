@@ -1,0 +1,179 @@
+"""Usage's arithmetic, without a database: a window cut into UTC periods, a pod's time
+cut to a window, percentiles, and the roll-up's rows as columns and CSV (decision 33)."""
+
+import bisect
+import csv
+import dataclasses
+import datetime
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+EVERY = ("day", "week", "month")
+# The most periods one answer may hold: a year by day, a decade by week or month.
+MAX_PERIODS = 530
+# How many failure reasons a row names, the costliest first.
+TOP_REASONS = 3
+COUNTS = ("jobs", "succeeded", "failed")
+FIGURES = ("gpu_hours", "failed_gpu_hours", "cpu_hours", "queue_wait_p50_s", "queue_wait_p95_s")
+REASONS = "top_failure_reasons"
+
+
+@dataclasses.dataclass(frozen=True)
+class Period:
+    """A part of a window: its label (the calendar period's first day, ``2026-11`` for a
+    month), and where it starts and ends within the window (UTC)."""
+
+    label: str
+    start: datetime.datetime
+    end: datetime.datetime
+
+
+def _calendar_start(moment: datetime.datetime, every: str) -> datetime.datetime:
+    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    if every == "week":
+        return day - datetime.timedelta(days=day.weekday())
+    if every == "month":
+        return day.replace(day=1)
+    return day
+
+
+def _next(start: datetime.datetime, every: str) -> datetime.datetime:
+    if every == "month":
+        if start.month == 12:
+            return start.replace(year=start.year + 1, month=1)
+        return start.replace(month=start.month + 1)
+    return start + datetime.timedelta(days=7 if every == "week" else 1)
+
+
+def _label(start: datetime.datetime, every: str) -> str:
+    return start.strftime("%Y-%m" if every == "month" else "%Y-%m-%d")
+
+
+def periods(since: datetime.datetime, until: datetime.datetime, every: str | None) -> list[Period]:
+    """The window [since, until) as one period (labelled by its start), or cut at UTC
+    midnights, Mondays or firsts of the month; ValueError past ``MAX_PERIODS``."""
+    since, until = since.astimezone(datetime.UTC), until.astimezone(datetime.UTC)
+    if every is None:
+        return [Period(since.isoformat().replace("+00:00", "Z"), since, until)]
+    cut: list[Period] = []
+    start = _calendar_start(since, every)
+    while start < until:
+        if len(cut) == MAX_PERIODS:
+            raise ValueError(f"more than {MAX_PERIODS} periods of a {every}")
+        end = _next(start, every)
+        cut.append(Period(_label(start, every), max(start, since), min(end, until)))
+        start = end
+    return cut
+
+
+def overlap(
+    start: datetime.datetime | None,
+    end: datetime.datetime | None,
+    since: datetime.datetime,
+    until: datetime.datetime,
+) -> float:
+    """The seconds of [start, end) inside [since, until): nothing for a pod that never
+    started; ``end`` is the finish, or now while it runs."""
+    if start is None or end is None:
+        return 0.0
+    return max(0.0, (min(end, until) - max(start, since)).total_seconds())
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """The nearest-rank percentile of ``values`` (sorted or not); None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def period_of(starts: Sequence[float], moment: float) -> int:
+    """The index of the period (by their starts, ascending) that holds ``moment``."""
+    return max(0, bisect.bisect_right(starts, moment) - 1)
+
+
+def empty_row() -> dict[str, Any]:
+    """A group's figures before any is added: counts, seconds, waits, reasons."""
+    return {
+        **dict.fromkeys(COUNTS, 0),
+        "gpu_s": 0.0,
+        "failed_gpu_s": 0.0,
+        "cpu_ms": 0.0,
+        "waits": [],
+        "reasons": {},
+    }
+
+
+def add_hours(row: dict[str, Any], found: Mapping[str, Any], reasons: Mapping[str, str]) -> None:
+    """Add a pod sum to a group's row: ``gpu_s``, ``cpu_ms``, and for a failed job
+    (``job`` set) its GPU-seconds again as failed, under the job's reason."""
+    gpu_s, cpu_ms = float(found["gpu_s"] or 0), float(found["cpu_ms"] or 0)
+    row["gpu_s"] += gpu_s
+    row["cpu_ms"] += cpu_ms
+    if found["job"]:
+        row["failed_gpu_s"] += gpu_s
+        cost = row["reasons"].setdefault(reasons.get(found["job"], "unknown"), [0.0, set()])
+        cost[0] += gpu_s
+        cost[1].add(found["job"])
+
+
+def _hours(seconds: float) -> float:
+    return round(seconds / 3600, 3)
+
+
+def finished_row(
+    group: str, value: Any, period: str | None, row: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A group's row as answered, under ``columns``' names."""
+    costliest = sorted(row["reasons"].items(), key=lambda item: (-item[1][0], item[0]))
+    return {
+        group: value,
+        **({"period": period} if period is not None else {}),
+        **{name: row[name] for name in COUNTS},
+        "gpu_hours": _hours(row["gpu_s"]),
+        "failed_gpu_hours": _hours(row["failed_gpu_s"]),
+        "cpu_hours": _hours(row["cpu_ms"] / 1000),
+        "queue_wait_p50_s": percentile(row["waits"], 0.5),
+        "queue_wait_p95_s": percentile(row["waits"], 0.95),
+        REASONS: [
+            {"reason": reason, "gpu_hours": _hours(seconds), "jobs": len(jobs)}
+            for reason, (seconds, jobs) in costliest[:TOP_REASONS]
+        ],
+    }
+
+
+def columns(group: str, every: str | None) -> tuple[str, ...]:
+    """The columns of a roll-up's rows: the group under its dimension's name, the
+    period when asked for, the counts, the figures, the costliest reasons."""
+    return (group, *(("period",) if every else ()), *COUNTS, *FIGURES, REASONS)
+
+
+def reasons_text(reasons: Iterable[Mapping[str, Any]]) -> str:
+    """The costliest failure reasons in one CSV cell: ``reason=GPU-hours`` joined by ``; ``."""
+    return "; ".join(f"{reason['reason']}={reason['gpu_hours']}" for reason in reasons)
+
+
+def to_csv(rows: Iterable[Mapping[str, Any]], names: Sequence[str]) -> str:
+    """The rows as CSV with a header line; the reasons as ``reasons_text``, a missing
+    figure as an empty cell, text a spreadsheet would take for a formula quoted with ``'``."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(names)
+    for row in rows:
+        writer.writerow(
+            _cell(reasons_text(row[name]) if name == REASONS else row.get(name)) for name in names
+        )
+    return out.getvalue()
+
+
+# A cell a spreadsheet would run as a formula: stored text may begin so.
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA):
+        return "'" + value
+    return "" if value is None else value

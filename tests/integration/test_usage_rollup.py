@@ -1,0 +1,162 @@
+"""Usage rolled up on both databases over rows whose figures are computed by hand: a
+pod's time cut at the window's and the days' edges, a pod that never started, a failed
+job's GPU-hours under its reason, a running job counted to the window's end."""
+
+import datetime
+from typing import Any
+
+import pytest
+
+from jobarchive.reading.queries import BadQuery, rollup
+from jobarchive.reading.queries.usage import job_usage
+from jobarchive.storage.models import Job, Pod
+from jobarchive.storage.store import Store
+from tests.support import rows
+
+
+def at(day: int, hour: int, minute: int = 0) -> datetime.datetime:
+    return datetime.datetime(2026, 11, day, hour, minute, tzinfo=datetime.UTC)
+
+
+SINCE, UNTIL = at(20, 0), at(22, 0)
+OOM = "OOMKilled (exit code 137): the container used more memory than its limit"
+
+
+@pytest.fixture
+async def archive(database: str) -> None:
+    jobs = [
+        # A: two workers, 2 GPUs for 2 h and 1 GPU for 1 h: 5 GPU-hours, 9 CPU-hours.
+        rows.job(
+            "a",
+            name="a",
+            namespace="team-a",
+            owner="alice",
+            queue="research",
+            status="Succeeded",
+            gmt_created=at(20, 10),
+            gmt_job_running=at(20, 10, 5),
+            gmt_finished=at(20, 12, 5),
+        ),
+        # B: across midnight, 4 GPUs from 22:10 to 02:00, failed; its second pod never ran.
+        rows.job(
+            "b",
+            name="b",
+            namespace="team-a",
+            owner="bob",
+            queue="research",
+            status="Failed",
+            gmt_created=at(20, 22),
+            gmt_job_running=at(20, 22, 10),
+            gmt_finished=at(21, 2),
+        ),
+        # C: running since 09:00 on 8 GPUs: counted to the window's end.
+        rows.job(
+            "c",
+            name="c",
+            namespace="team-b",
+            owner="carol",
+            gmt_created=at(21, 9),
+            gmt_job_running=at(21, 9),
+        ),
+    ]
+    pods = [
+        rows.pod(
+            "a0",
+            job_id="a",
+            namespace="team-a",
+            gpus=2,
+            cpu_millis=4000,
+            gmt_started=at(20, 10, 5),
+            gmt_finished=at(20, 12, 5),
+            status="Succeeded",
+        ),
+        rows.pod(
+            "a1",
+            job_id="a",
+            namespace="team-a",
+            gpus=1,
+            cpu_millis=1000,
+            replica_type="ps",
+            gmt_started=at(20, 11, 5),
+            gmt_finished=at(20, 12, 5),
+            status="Succeeded",
+        ),
+        rows.pod(
+            "b0",
+            job_id="b",
+            namespace="team-a",
+            gpus=4,
+            gmt_started=at(20, 22, 10),
+            gmt_finished=at(21, 2),
+            status="Failed",
+            remark=OOM,
+        ),
+        rows.pod("b1", job_id="b", namespace="team-a", gpus=4, status="Pending"),
+        rows.pod("c0", job_id="c", namespace="team-b", gpus=8, gmt_started=at(21, 9)),
+    ]
+    await Store().upsert(Job, jobs)
+    await Store().upsert(Pod, pods)
+
+
+def by(rows_: list[dict[str, Any]], key: str) -> dict[Any, dict[str, Any]]:
+    return {tuple(row[k] for k in key.split(",")): row for row in rows_}
+
+
+async def test_a_window_rolled_up_by_namespace(archive: None) -> None:
+    found = by(await rollup("namespace", since=SINCE, until=UNTIL), "namespace")
+    a, b = found[("team-a",)], found[("team-b",)]
+    assert (a["jobs"], a["succeeded"], a["failed"]) == (2, 1, 1)
+    assert (a["gpu_hours"], a["failed_gpu_hours"], a["cpu_hours"]) == (20.333, 15.333, 9.0)
+    assert (a["queue_wait_p50_s"], a["queue_wait_p95_s"]) == (300, 600)
+    assert a["top_failure_reasons"] == [
+        {"reason": "OOMKilled (exit code 137)", "gpu_hours": 15.333, "jobs": 1}
+    ]
+    assert (b["jobs"], b["gpu_hours"], b["queue_wait_p50_s"]) == (1, 120.0, 0)
+
+
+async def test_a_job_across_midnight_counts_in_both_days(archive: None) -> None:
+    found = by(await rollup("queue", "day", since=SINCE, until=UNTIL), "queue,period")
+    first, second = found[("research", "2026-11-20")], found[("research", "2026-11-21")]
+    assert (first["jobs"], first["succeeded"], first["failed"]) == (2, 1, 0)
+    assert (first["gpu_hours"], first["failed_gpu_hours"]) == (12.333, 7.333)
+    assert (second["jobs"], second["failed"], second["gpu_hours"]) == (1, 1, 8.0)
+    assert second["queue_wait_p50_s"] is None
+    assert found[(None, "2026-11-21")]["gpu_hours"] == 120.0
+
+
+async def test_one_namespace_only(archive: None) -> None:
+    found = await rollup("owner", namespace="team-b", since=SINCE, until=UNTIL)
+    assert [(row["owner"], row["gpu_hours"]) for row in found] == [("carol", 120.0)]
+
+
+async def test_per_job_facts(archive: None) -> None:
+    found = {job.job_uid: job async for batch in job_usage(SINCE, UNTIL, batch=2) for job in batch}
+    assert sorted(found) == ["a", "b", "c"]
+    a, b = found["a"], found["b"]
+    assert (a.gpu_hours, a.cpu_hours, a.queue_wait_s, a.gang_wait_s) == (5.0, 9.0, 300, 3900)
+    assert dict(a.gpu_hours_by_type) == {"worker": 4.0, "ps": 1.0}
+    assert (a.run_s, a.replicas, a.started) == (7200, 2, at(20, 10, 5))
+    assert (b.status, b.reason, b.gpu_hours, b.gang_wait_s) == (
+        "Failed",
+        "OOMKilled (exit code 137)",
+        15.333,
+        None,
+    )
+    day = {job.job_uid: job async for batch in job_usage(at(21, 0), UNTIL) for job in batch}
+    assert (day["b"].gpu_hours, day["b"].all_gpu_hours) == (8.0, 15.333)
+
+
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        ({"group_by": "cluster"}, "issue 28"),
+        ({"group_by": "pod"}, "not one of"),
+        ({"every": "hour"}, "not one of"),
+        ({"since": UNTIL, "until": SINCE}, "before"),
+        ({"every": "day", "since": at(1, 0).replace(year=2000)}, "periods"),
+        ({"namespace": "x" * 300}, "longer"),
+    ],
+)
+async def test_bad_input_is_refused(database: str, asked: dict[str, Any], said: str) -> None:
+    with pytest.raises(BadQuery, match=said):
+        await rollup(**{"until": UNTIL, **asked})
