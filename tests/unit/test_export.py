@@ -10,7 +10,6 @@ import pathlib
 from collections.abc import AsyncIterator, Sequence
 
 import pyarrow.csv as pa_csv
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
@@ -18,6 +17,7 @@ from jobarchive.exporting import columns, layout, run
 from jobarchive.exporting.files import SCHEMA
 from jobarchive.exporting.run import Window
 from jobarchive.reading.queries.usage import JobUsage
+from tests.support.exports import read_export
 
 UTC = datetime.UTC
 NOW = datetime.datetime(2026, 11, 10, 12, tzinfo=UTC)
@@ -70,8 +70,9 @@ class Stub:
         self.closed = False
 
     async def __call__(
-        self, since: datetime.datetime, until: datetime.datetime
+        self, since: datetime.datetime, until: datetime.datetime, now: datetime.datetime
     ) -> AsyncIterator[list[JobUsage]]:
+        assert now == NOW
         self.asked.append((since, until))
         try:
             for start in range(0, len(self.rows), self.batch):
@@ -89,12 +90,8 @@ def export(stub: Stub, root: pathlib.Path, window: Window = NOVEMBER, **options)
 
 
 def hive(root: pathlib.Path, format: str = "parquet") -> list[dict]:
-    """The folder read as BI tools read it: a dataset partitioned Hive-style."""
-    # A CSV file has no types: the reader is given the schema, as a BI tool's load is.
-    typed = pa_csv.ConvertOptions(column_types={field.name: field.type for field in SCHEMA})
-    chosen = ds.CsvFileFormat(convert_options=typed) if format == "csv" else format
-    dataset = ds.dataset(root, format=chosen, partitioning="hive")
-    return sorted(dataset.to_table().to_pylist(), key=lambda row: row["job_uid"])
+    """The folder's rows, by job uid."""
+    return [row for _, row in sorted(read_export(root, format).items())]
 
 
 def test_each_job_is_a_row_of_its_creation_day_read_back_with_pyarrow(tmp_path):
@@ -108,8 +105,7 @@ def test_each_job_is_a_row_of_its_creation_day_read_back_with_pyarrow(tmp_path):
     stub = Stub(rows)
     done = export(stub, tmp_path)
     assert done.written == NOVEMBER.days() and done.rows == 3 and done.kept == []
-    # The stream is asked from the window's start to now: a job's whole life's hours.
-    assert stub.asked == [(at(1), NOW)] and stub.closed
+    assert stub.asked == [(at(1), at(4))] and stub.closed
     first = pq.read_table(tmp_path / "date=2026-11-01" / "part-0.parquet")
     assert first.schema.names == list(columns.NAMES)
     assert str(first.schema.field("created").type) == "timestamp[us, tz=UTC]"
@@ -157,7 +153,7 @@ def test_a_stopped_run_leaves_whole_days_and_is_resumed(tmp_path):
     resumed = Stub(rows)
     done = export(resumed, tmp_path, resume=True)
     assert done.kept == NOVEMBER.days()[:1] and done.written == NOVEMBER.days()[1:]
-    assert resumed.asked == [(at(2), NOW)]
+    assert resumed.asked == [(at(2), at(4))]
     assert [row["job_uid"] for row in hive(tmp_path)] == ["a", "b", "c", "d"]
     # Everything written: a resumed run writes nothing more.
     assert export(Stub(rows), tmp_path, resume=True).written == []

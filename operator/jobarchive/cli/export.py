@@ -100,14 +100,14 @@ def _run(
             raise
         raise click.ClickException(MISSING) from None
     from jobarchive.cli import session
-    from jobarchive.reading.queries.usage import job_usage
+    from jobarchive.reading.queries.created import created_usage
 
     def written(day: datetime.date, rows: int) -> None:
         click.echo(f"{folder / f'date={day}'}: {rows:,} jobs", err=True)
 
     def work(_: object) -> "Awaitable[run.Exported]":
         return run.export(
-            job_usage, folder, run.Window(since, until), format_, resume, written=written
+            created_usage, folder, run.Window(since, until), format_, resume, written=written
         )
 
     started = time.perf_counter()

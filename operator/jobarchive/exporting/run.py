@@ -1,6 +1,6 @@
 """One export: the usage rows of a window streamed in batches, each job's row in its
 creation day's file, a day replaced as a whole once the stream has passed it (decision
-34). The stream is given (``Stream``): the read side's ``job_usage``, or a test's."""
+34). The stream is given (``Stream``): the read side's ``created_usage``, or a test's."""
 
 import contextlib
 import dataclasses
@@ -17,7 +17,10 @@ from jobarchive.reading.queries.usage import JobUsage
 # beside one batch of the stream.
 ROW_GROUP = 10_000
 DAY = datetime.timedelta(days=1)
-Stream = Callable[[datetime.datetime, datetime.datetime], AsyncIterator[Sequence[JobUsage]]]
+# (since, until, now): the jobs created in [since, until), their hours counted to now.
+Stream = Callable[
+    [datetime.datetime, datetime.datetime, datetime.datetime], AsyncIterator[Sequence[JobUsage]]
+]
 
 
 class OutOfOrder(Exception):
@@ -74,9 +77,7 @@ async def export(
     exported_at = now or datetime.datetime.now(datetime.UTC)
     with layout.locked(root):
         partitions = _Days(root, format, days, result, written, row_group)
-        # The window asked of the stream ends now, so that the hours of a job created
-        # in the window are its whole life's (to now while it runs).
-        rows = stream(midnight(days[0]), exported_at)
+        rows = stream(midnight(days[0]), midnight(window.until), exported_at)
         try:
             try:
                 await partitions.take(rows, exported_at)
@@ -113,8 +114,8 @@ class _Days:
     async def take(
         self, rows: AsyncIterator[Sequence[JobUsage]], exported_at: datetime.datetime
     ) -> None:
-        """Each row of the stream into its day's file, until a job created after the
-        window (the stream is oldest created first)."""
+        """Each row of the stream into its day's file (the stream is oldest created
+        first), none of a day before or after the window."""
         async for batch in rows:
             for usage in batch:
                 day = columns.day_of(usage)
