@@ -14,6 +14,8 @@ from jobarchive.exporting import layout
 from jobarchive.reading.params import BadQuery, parse_time
 
 FORMATS = click.Choice(layout.FORMATS)
+# A window of days: the first, and the day after the last.
+Days = tuple[datetime.date, datetime.date]
 MISSING = "jobarchive export needs pyarrow: pip install 'jobarchive[export]'"
 
 
@@ -79,18 +81,12 @@ def export(
         raise click.UsageError(
             f"--until {until} is after tomorrow: a day is exported once it has begun"
         )
-    _run(db_url, since, until, folder, format_, resume)
+    _run(db_url, (since, until), folder, format_, resume)
 
 
-def _run(
-    db_url: str | None,
-    since: datetime.date,
-    until: datetime.date,
-    folder: pathlib.Path,
-    format_: str,
-    resume: bool,
-) -> None:
-    """The export on the read side, a line per day written, then what it wrote."""
+def _run(db_url: str | None, days: Days, folder: pathlib.Path, format_: str, resume: bool) -> None:
+    """The export of ``days`` (since, until) on the read side: a line per day written,
+    then what it wrote."""
     # Imported here, when it runs: --help imports neither a database nor pyarrow
     # (decision 30), and pyarrow is an extra.
     try:
@@ -107,7 +103,7 @@ def _run(
 
     def work(_: object) -> "Awaitable[run.Exported]":
         return run.export(
-            created_usage, folder, run.Window(since, until), format_, resume, written=written
+            created_usage, folder, run.Window(*days), format_, resume, written=written
         )
 
     started = time.perf_counter()
