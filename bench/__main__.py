@@ -14,6 +14,7 @@ from bench import (
     cli_bench,
     console_bench,
     e2e_bench,
+    export_bench,
     kubectl_bench,
     query_bench,
     reads_bench,
@@ -22,6 +23,9 @@ from bench import (
 )
 from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
+
+
+BENCHES = ["store", "e2e", "queries", "reads", "console", "kubectl", "cli", "export", "scale"]
 
 
 def line(label: str, value: str, note: str = "") -> None:
@@ -98,6 +102,14 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
                 line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}")
             help_p50 = started["jobarchive --help"][0]
             results.append(ratio("jobarchive --help p50, s", help_p50, 0.5, False))
+        if "export" in args.only:
+            url = databases.create("jobarchive_bench_export")
+            pods = args.export_jobs * args.export_pods
+            print(f"Export: {args.export_jobs:,} jobs, {pods:,} pods; a month and a quarter")
+            for name, (value, note) in (
+                await export_bench.run(url, args.export_jobs, args.export_pods)
+            ).items():
+                line(name, f"{value:,.2f}", note)
         if "scale" in args.only:
             results.append(await scale_bench.run(databases, line, args, server_pid))
     finally:
@@ -111,8 +123,28 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         nargs="+",
-        default=["store", "e2e", "queries", "reads", "console", "kubectl", "cli", "scale"],
-        choices=["store", "e2e", "queries", "reads", "console", "kubectl", "cli", "scale"],
+        default=[
+            "store",
+            "e2e",
+            "queries",
+            "reads",
+            "console",
+            "kubectl",
+            "cli",
+            "export",
+            "scale",
+        ],
+        choices=[
+            "store",
+            "e2e",
+            "queries",
+            "reads",
+            "console",
+            "kubectl",
+            "cli",
+            "export",
+            "scale",
+        ],
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
@@ -146,6 +178,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=DEFAULTS.api_concurrency,
         help="JOBARCHIVE_API_CONCURRENCY",
     )
+    parser.add_argument("--export-jobs", type=int, default=100_000, help="jobs archived")
+    parser.add_argument("--export-pods", type=int, default=10, help="pods (and Events) per job")
     parser.add_argument("--scale-pods", type=int, default=100_000, help="pods (and Events)")
     parser.add_argument("--scale-jobs", type=int, default=5000, help="jobs the pods spread over")
     parser.add_argument(
