@@ -20,12 +20,23 @@ from bench import (
     reads_bench,
     scale_bench,
     store_bench,
+    usage_bench,
 )
 from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
 
-
-BENCHES = ["store", "e2e", "queries", "reads", "console", "kubectl", "cli", "export", "scale"]
+BENCHES = [
+    "store",
+    "e2e",
+    "queries",
+    "usage",
+    "reads",
+    "console",
+    "kubectl",
+    "cli",
+    "export",
+    "scale",
+]
 
 
 def line(label: str, value: str, note: str = "") -> None:
@@ -71,6 +82,15 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             cursor = timings["jobs: deep page by cursor"][0]
             offset = timings["baseline: deep page by OFFSET"][0]
             line("deep page: OFFSET p50 / cursor p50", f"{offset / cursor:.1f}x")
+        if "usage" in args.only:
+            url = databases.create("jobarchive_bench_usage")
+            pods = args.usage_jobs * args.usage_pods
+            print(f"Usage: a month of {args.usage_jobs:,} jobs and {pods:,} pods; p50 / p99 ms")
+            timings = await usage_bench.run(url, args.usage_jobs, args.usage_pods)
+            for name, (p50, p99) in timings.items():
+                line(name, f"{p50:,.0f}" if p99 == 0 else f"{p50:.1f} / {p99:.1f}")
+            month = timings["usage: a month by namespace"][0] / 1000
+            results.append(ratio("usage of a month p50, s", month, 1.0, higher_is_better=False))
         if "reads" in args.only:
             results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
         if "console" in args.only:
@@ -123,28 +143,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         nargs="+",
-        default=[
-            "store",
-            "e2e",
-            "queries",
-            "reads",
-            "console",
-            "kubectl",
-            "cli",
-            "export",
-            "scale",
-        ],
-        choices=[
-            "store",
-            "e2e",
-            "queries",
-            "reads",
-            "console",
-            "kubectl",
-            "cli",
-            "export",
-            "scale",
-        ],
+        default=BENCHES,
+        choices=BENCHES,
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
@@ -163,6 +163,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--query-jobs", type=int, default=100_000)
     parser.add_argument("--query-pods", type=int, default=10, help="pods (and Events) per job")
+    parser.add_argument("--usage-jobs", type=int, default=100_000, help="jobs of the month")
+    parser.add_argument("--usage-pods", type=int, default=10, help="pods per job")
     parser.add_argument(
         "--kubectl-jobs", type=int, default=100_000, help="jobs of the namespace kubectl pages"
     )

@@ -23,11 +23,11 @@ REPEAT = 60
 Query = Callable[[random.Random], Awaitable[Any]]
 
 
-async def measure(query: Query, seed: int = 1) -> tuple[float, float]:
+async def measure(query: Query, seed: int = 1, repeat: int = REPEAT) -> tuple[float, float]:
     rng = random.Random(seed)
     await query(rng)  # warm the buffer pool for this access path
     samples = []
-    for _ in range(REPEAT):
+    for _ in range(repeat):
         started = time.perf_counter()
         await query(rng)
         samples.append(time.perf_counter() - started)

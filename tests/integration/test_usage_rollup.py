@@ -2,16 +2,22 @@
 pod's time cut at the window's and the days' edges, a pod that never started, a failed
 job's GPU-hours under its reason, a running job counted to the window's end."""
 
+import asyncio
 import datetime
+import json
+import pathlib
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
+from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import BadQuery, rollup
 from jobarchive.reading.queries.usage import job_usage
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
+from tests.support.small_archive import run
 
 
 def at(day: int, hour: int, minute: int = 0) -> datetime.datetime:
@@ -160,3 +166,47 @@ async def test_per_job_facts(archive: None) -> None:
 async def test_bad_input_is_refused(database: str, asked: dict[str, Any], said: str) -> None:
     with pytest.raises(BadQuery, match=said):
         await rollup(**{"until": UNTIL, **asked})
+
+
+async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: str) -> None:
+    window = {"since": "2026-11-20", "until": "2026-11-22T00:00:00Z"}
+    expected = await rollup("queue", "day", since=SINCE, until=UNTIL)
+    flags = [f"--{name}={value}" for name, value in window.items()]
+    ran = await asyncio.to_thread(
+        run, db_url, "usage", "--by", "queue", "--every", "day", *flags, "-o", "json"
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"items": expected}
+    query = "&".join(f"{name}={value}" for name, value in window.items())
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).app())) as client:
+        answer = await client.get(f"{api.PREFIX}/usage?by=queue&every=day&{query}")
+        assert answer.status == 200 and await answer.json() == {"items": expected}
+        csv = await client.get(
+            f"{api.PREFIX}/usage?by=queue&every=day&{query}", headers={"Accept": "text/csv"}
+        )
+        assert csv.headers["Content-Type"].startswith("text/csv")
+        lines = (await csv.text()).splitlines()
+        assert lines[0] == ",".join(usage.columns("queue", "day"))
+        assert "research,2026-11-20,2,1,0,12.333,7.333,9.0,300.0,600.0," in lines[1]
+        bad = await client.get(f"{api.PREFIX}/usage?by=cluster")
+        assert bad.status == 400 and "issue 28" in (await bad.json())["error"]["message"]
+    table = await asyncio.to_thread(run, db_url, "usage", *flags)
+    assert "usage by namespace (times in UTC)" in table.stdout and "team-a" in table.stdout
+    as_csv = await asyncio.to_thread(run, db_url, "usage", "--by", "owner", *flags, "-o", "csv")
+    assert as_csv.stdout.splitlines()[0] == ",".join(usage.columns("owner", None))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--by", "cluster"],
+        ["--by", "pod"],
+        ["--every", "hour"],
+        ["--since", "2026-11-22", "--until", "2026-11-20"],
+        ["--since", "yesterday"],
+    ],
+)
+def test_the_cli_refuses_bad_input_in_one_line(args: list[str], tmp_path: pathlib.Path) -> None:
+    ran = run(f"sqlite://{tmp_path / 'none.sqlite3'}", "usage", *args)
+    assert ran.returncode == 2, ran.stderr
+    assert len(ran.stderr.strip().splitlines()[-1:]) == 1 and "Error" in ran.stderr

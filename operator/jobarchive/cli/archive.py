@@ -37,7 +37,7 @@ class Where:
         if self.kubeconfig is not None and self.kubeconfig.given:
             raise BadSetting(
                 "--kubeconfig and --context are for the read commands (jobs, job, logs, "
-                "events, stats): this one works on the database"
+                "events, stats, usage): this one works on the database"
             )
         return self.db_url
 
@@ -68,3 +68,6 @@ class Archive(Protocol):
 
     def stats(self, **window: Any) -> list[dict[str, Any]]:
         """Jobs counted by a column, with their durations."""
+
+    def usage(self, **window: Any) -> list[dict[str, Any]]:
+        """Usage rolled up by a column over a window (``reading.usage.columns``)."""

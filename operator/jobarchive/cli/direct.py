@@ -45,6 +45,10 @@ class Direct:
         """Jobs counted by a column, with their durations."""
         return session.reading(self.db_url, lambda _: queries.stats(**window))
 
+    def usage(self, **window: Any) -> list[dict[str, Any]]:
+        """Usage rolled up by a column over a window."""
+        return session.reading(self.db_url, lambda _: queries.rollup(**window))
+
     def _found(self, reference: str, read: Callable[[str], Awaitable[T | None]]) -> Found[T]:
         """The jobs ``reference`` names and, when it names one, what ``read`` finds of it,
         in one session."""

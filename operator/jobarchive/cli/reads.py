@@ -1,4 +1,4 @@
-"""The commands that read: ``jobs``, ``job``, ``logs``, ``events`` and ``stats``, each
+"""The commands that read: ``jobs``, ``job``, ``logs``, ``events``, ``stats`` and ``usage``, each
 the read side's use case with the API's parameters as options, asked of the archive
 (``archive.Archive``) and printed (``rendering``)."""
 
@@ -119,4 +119,22 @@ def stats(where: Where, /, output: str, **window: Any) -> None:
     rendering.print_stats(rows, window["group_by"] or params.DEFAULT_GROUP, output)
 
 
-COMMANDS = (jobs, job, logs, events, stats)
+@click.command()
+@options(params.USAGE_PARAMS)
+@click.option("--output", "-o", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.pass_obj
+def usage(where: Where, /, output: str, **window: Any) -> None:
+    """GPU- and CPU-hours, jobs, outcomes, queue waits and the costliest failure reasons
+    by namespace, owner, tenant, queue or kind over a window of UTC time (the last 30
+    days by default), per day, week or month with --every."""
+    # Checked before any database or client is opened: bad input is one line, exit 2.
+    from jobarchive.reading import usage as arithmetic
+
+    group = arithmetic.group_of(window["group_by"])
+    arithmetic.window(window["since"], window["until"])
+    params.one_of("every", window["every"], arithmetic.EVERY)
+    rows = archive(where).usage(**window)
+    rendering.print_usage(rows, arithmetic.columns(group, window["every"]), output)
+
+
+COMMANDS = (jobs, job, logs, events, stats, usage)

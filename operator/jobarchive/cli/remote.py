@@ -138,6 +138,18 @@ class Remote:
 
         return self._run(counted)
 
+    def usage(self, **window: Any) -> list[dict[str, Any]]:
+        """Usage rolled up by a column over a window, in the namespace given or all."""
+        namespace = window.get("namespace")
+        query = _query([p for p in params.USAGE_PARAMS if p.name != "namespace"], window)
+
+        async def rolled(api: Api) -> list[dict[str, Any]]:
+            found = await api.get(f"{_in(namespace)}/usage", query, _scope(namespace))
+            items: list[dict[str, Any]] = found["items"]
+            return items
+
+        return self._run(rolled)
+
     def _run(self, work: Callable[[Api], Awaitable[T]]) -> T:
         location, source = self._kubeconfig()
 

@@ -233,3 +233,30 @@ def print_stats(rows: list[dict[str, Any]], group: str, output: str) -> None:
     ]
     headers = (Column(group, 0), *(Column(header, 1) for header in STATS_COLUMNS))
     table(f"jobs by {group}", headers, counted)
+
+
+def print_usage(rows: list[dict[str, Any]], names: Sequence[str], output: str) -> None:
+    """Usage rows under ``names`` (``reading.usage.columns``): a table, JSON or CSV."""
+    if output == "json":
+        print_json({"items": rows})
+        return
+    from jobarchive.reading import usage
+
+    if output == "csv":
+        for line in usage.to_csv(rows, names).splitlines():
+            echo(line)
+        return
+    cells = [
+        [
+            usage.reasons_text(row[name]) if name == usage.REASONS else _figure(row.get(name))
+            for name in names
+        ]
+        for row in rows
+    ]
+    shown = [name.replace("_", " ").removesuffix(" s") for name in names]
+    headers = [Column(name, 0 if index == 0 else index + 1) for index, name in enumerate(shown)]
+    table(f"usage by {names[0]} (times in UTC)", headers, cells)
+
+
+def _figure(value: Any) -> str:
+    return "-" if value is None else str(value)

@@ -59,6 +59,7 @@ from jobarchive.reading.queries import (
     LOG_PARAMS,
     PAGE,
     STATS_PARAMS,
+    USAGE_PARAMS,
     KnownKinds,
     Param,
 )
@@ -136,6 +137,7 @@ class Api:
             "/jobs/{namespace}/{name}": self._named,
             "/events": self._events,
             "/stats": self._stats,
+            "/usage": self._usage,
             "/openapi.json": _openapi,
         }
         for path, handler in routes.items():
@@ -198,8 +200,11 @@ class Api:
 
     async def _stats(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, STATS_PARAMS)
-        await caller.require("list", values.get("namespace"), "/stats", "name a namespace")
+        await caller.require("list", values.get("namespace"), "/stats")
         return {"items": await self.reads.within(lambda: queries.stats(**values))}
+
+    async def _usage(self, request: web.Request, caller: Caller) -> Any:
+        return await self.reads.usage(request, caller, parse(request.query, USAGE_PARAMS))
 
 
 def openapi() -> dict[str, Any]:

@@ -25,7 +25,7 @@ from multidict import MultiMapping
 
 from jobarchive.config import DEFAULTS
 from jobarchive.logs import shown
-from jobarchive.reading import auth, gate, queries, requestheader
+from jobarchive.reading import auth, gate, queries, requestheader, usage
 from jobarchive.reading.frontproxy import FrontProxy
 from jobarchive.reading.gate import Gate
 from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
@@ -297,6 +297,19 @@ class Reads:
         await caller.require("list", values.get("namespace"), what)
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
         return await self.within(lambda: listing.page(values, limit, cursor, self.kinds))
+
+    async def usage(
+        self, request: web.Request, caller: Caller, values: Mapping[str, Any]
+    ) -> web.Response:
+        """Usage rolled up as parsed into ``values``, once the caller may list the namespace
+        named (or all of them): ``{"items": [...]}``, or CSV when the request accepts
+        ``text/csv`` (decision 33)."""
+        await caller.require("list", values.get("namespace"), "usage over all namespaces")
+        rows = await self.within(lambda: queries.rollup(**values))
+        if "text/csv" not in request.headers.get("Accept", ""):
+            return web.json_response({"items": rows})
+        names = usage.columns(usage.group_of(values.get("group_by")), values.get("every"))
+        return web.Response(text=usage.to_csv(rows, names), content_type="text/csv")
 
     def refusal(self, request: web.Request, exc: Exception) -> Refusal:
         """What a request that raised ``exc`` is answered; a bug is logged, in one line."""

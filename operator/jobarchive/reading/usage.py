@@ -10,7 +10,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from jobarchive.reading.params import USAGE_GROUPS, BadQuery, Named, one_of
+
 EVERY = ("day", "week", "month")
+DEFAULT_DAYS = 30
 # The most periods one answer may hold: a year by day, a decade by week or month.
 MAX_PERIODS = 530
 # How many failure reasons a row names, the costliest first.
@@ -49,6 +52,27 @@ def _next(start: datetime.datetime, every: str) -> datetime.datetime:
 
 def _label(start: datetime.datetime, every: str) -> str:
     return start.strftime("%Y-%m" if every == "month" else "%Y-%m-%d")
+
+
+def group_of(group_by: str | None) -> str:
+    """The dimension asked for (``namespace`` when none); BadQuery for an unknown one,
+    and for ``cluster``, which no column holds yet."""
+    group = one_of("by", group_by, USAGE_GROUPS) or USAGE_GROUPS[0]
+    if group == "cluster":
+        raise BadQuery(Named("by"), ": cluster has no column yet (it comes with issue 28)")
+    return group
+
+
+def window(
+    since: datetime.datetime | None, until: datetime.datetime | None
+) -> tuple[datetime.datetime, datetime.datetime]:
+    """The window asked for: until now, from ``DEFAULT_DAYS`` before its end by default;
+    BadQuery when it ends before it starts."""
+    end = until or datetime.datetime.now(datetime.UTC)
+    start = since or end - datetime.timedelta(days=DEFAULT_DAYS)
+    if start >= end:
+        raise BadQuery(Named("since"), " must be before ", Named("until"))
+    return start, end
 
 
 def periods(since: datetime.datetime, until: datetime.datetime, every: str | None) -> list[Period]:

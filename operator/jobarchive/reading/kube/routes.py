@@ -19,7 +19,7 @@ from jobarchive.reading import auth, queries
 from jobarchive.reading.handling import Caller, NotFound, Reads, parse
 from jobarchive.reading.kube import discovery, objects, selectors, status, tables
 from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
-from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, PodQuery
+from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, Param, PodQuery
 
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Parameters every Kubernetes client may send a list; those not named in ``_listed``
@@ -98,6 +98,9 @@ class Kube:
         app.router.add_get(f"{namespaced}/{discovery.JOBS.plural}/{{name}}/log", log)
         app.router.add_get(f"{PREFIX}/stats", self._guarded("stats", self._stats))
         app.router.add_get(f"{namespaced}/stats", self._guarded("stats", self._stats))
+        # Usage is a statistic: reviewed as ``stats``, so the readers' roles cover it.
+        app.router.add_get(f"{PREFIX}/usage", self._guarded("stats", self._usage))
+        app.router.add_get(f"{namespaced}/usage", self._guarded("stats", self._usage))
 
     def _guarded(
         self, resource: str, handler: Callable[[web.Request, Caller], Awaitable[web.Response]]
@@ -183,18 +186,31 @@ class Kube:
         return web.json_response(page.as_json())
 
     async def _stats(self, request: web.Request, caller: Caller) -> web.Response:
-        values = parse(_without(request.query, COMMON_PARAMS), queries.STATS_PARAMS)
-        if "namespace" in request.match_info:
-            raise BadQuery(f"statistics are not served per namespace yet: GET {PREFIX}/stats")
-        await caller.require("list", None, "statistics", "ask for a cluster-wide grant")
+        values = _in_path(request, queries.STATS_PARAMS)
+        await caller.require("list", values["namespace"], "statistics", INSTEAD)
         return web.json_response(
             {"items": await self.reads.within(lambda: queries.stats(**values))}
         )
+
+    async def _usage(self, request: web.Request, caller: Caller) -> web.Response:
+        return await self.reads.usage(request, caller, _in_path(request, queries.USAGE_PARAMS))
 
     async def _pods(self, rows: Sequence[Row]) -> list[objects.Object]:
         uids = [row["job_id"] for row in rows]
         names = await self.reads.within(lambda: queries.job_names(uids))
         return [objects.archived_pod(row, names.get(row["job_id"])) for row in rows]
+
+
+INSTEAD = f"ask in a namespace ({PREFIX}/namespaces/NAMESPACE/...) or for a cluster-wide grant"
+
+
+def _in_path(request: web.Request, table: tuple[Param, ...]) -> dict[str, Any]:
+    """A statistic's parameters, its namespace the path's (None: all of them), not the
+    query's."""
+    values = parse(
+        _without(request.query, COMMON_PARAMS), tuple(p for p in table if p.name != "namespace")
+    )
+    return {**values, "namespace": request.match_info.get("namespace")}
 
 
 async def _jobs(rows: Sequence[Row]) -> list[objects.Object]:

@@ -8,12 +8,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobarchive.reading import usage
-from jobarchive.reading.params import USAGE_GROUPS, BadQuery, Named, fits, one_of
+from jobarchive.reading.params import BadQuery, Named, fits, one_of
 from jobarchive.reading.queries.source import reader
 from jobarchive.rows import NAMESPACE_LENGTH
 from jobarchive.storage import dialects
 
-DEFAULT_DAYS = 30
 # A failed pod's reason: the head of its remark (``OOMKilled (exit code 137)``).
 HEAD = "CASE WHEN INSTR({0}, ': ') > 0 THEN SUBSTR({0}, 1, INSTR({0}, ': ') - 1) ELSE {0} END"
 REASON_BATCH = 500
@@ -161,27 +160,6 @@ async def _reasons(w: _Window, jobs: list[str]) -> dict[str, str]:
     return found
 
 
-def check_group(group_by: str | None) -> str:
-    """The dimension asked for (``namespace`` when none); BadQuery for an unknown one,
-    and for ``cluster``, which no column holds yet."""
-    group = one_of("by", group_by, USAGE_GROUPS) or USAGE_GROUPS[0]
-    if group == "cluster":
-        raise BadQuery(Named("by"), ": cluster has no column yet (it comes with issue 28)")
-    return group
-
-
-def window(
-    since: datetime.datetime | None, until: datetime.datetime | None
-) -> tuple[datetime.datetime, datetime.datetime]:
-    """The window asked for: until now, from ``DEFAULT_DAYS`` before its end by default;
-    BadQuery when it ends before it starts."""
-    end = until or datetime.datetime.now(datetime.UTC)
-    start = since or end - datetime.timedelta(days=DEFAULT_DAYS)
-    if start >= end:
-        raise BadQuery(Named("since"), " must be before ", Named("until"))
-    return start, end
-
-
 async def rollup(
     group_by: str | None = None,
     every: str | None = None,
@@ -191,9 +169,9 @@ async def rollup(
 ) -> list[dict[str, Any]]:
     """The usage rows of [since, until) by ``group_by``, per ``every`` period when asked
     for (``usage.columns`` names them); BadQuery for input that cannot be answered."""
-    group = check_group(group_by)
+    group = usage.group_of(group_by)
     period = one_of("every", every, usage.EVERY)
-    start, end = window(since, until)
+    start, end = usage.window(since, until)
     try:
         cut = usage.periods(start, end, period)
     except ValueError as exc:

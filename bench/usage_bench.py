@@ -1,0 +1,109 @@
+"""Usage over a month (decision 33): an archive whose month holds ``jobs`` jobs and
+``jobs x pods`` pods of 0-8 GPUs, queued, run and finished through the month, rolled up
+by namespace, by queue per day and by owner per week, beside ``jobarchive jobs``'s
+first page, in the same run; and the per-job facts of the month streamed (jobs/s)."""
+
+import datetime
+import random
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from bench.query_bench import measure
+from jobarchive.config import DbTls
+from jobarchive.reading import queries
+from jobarchive.reading.queries import JobQuery
+from jobarchive.rows import Row
+from jobarchive.storage import database as db
+from jobarchive.storage.models import Event, Job, Pod, Stamped
+from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.store import Store
+from testbed import bulk
+
+MONTH = datetime.datetime(2026, 10, 1, tzinfo=datetime.UTC)
+UNTIL = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
+QUEUES = ("research", "production", "batch", None)
+GPUS = (0, 1, 1, 2, 4, 8)
+CHUNK = 2000
+
+
+def _month(jobs: int, pods_per_job: int) -> Iterator[tuple[type[Stamped], Row]]:
+    """``testbed.bulk``'s archive moved into one month, with the usage facts filled: each
+    job waits 0-30 minutes, then its pods run 10 minutes to a day, some never start."""
+    rng = random.Random(11)
+    spread = (UNTIL - MONTH).total_seconds()
+    job: dict[str, Any] = {}
+    for model, row in bulk.archive(jobs, pods_per_job):
+        if model is Event:
+            continue
+        fields: dict[str, Any] = dict(row)
+        if model is Job:
+            created = MONTH + datetime.timedelta(seconds=rng.randrange(int(spread)))
+            running = created + datetime.timedelta(seconds=rng.randrange(1800))
+            ran = datetime.timedelta(seconds=rng.randrange(600, 86400))
+            done = fields["gmt_finished"] is not None
+            fields.update(
+                gmt_created=created,
+                gmt_job_running=running,
+                gmt_finished=running + ran if done else None,
+                queue=rng.choice(QUEUES),
+            )
+            job = fields
+        else:
+            started = None if rng.random() < 0.02 else job["gmt_job_running"]
+            fields.update(
+                gmt_created=job["gmt_created"],
+                gmt_started=started,
+                gmt_finished=job["gmt_finished"] if started else None,
+                gpus=rng.choice(GPUS),
+                cpu_millis=4000,
+            )
+        yield model, fields  # type: ignore[misc]
+
+
+async def _fill(jobs: int, pods_per_job: int) -> None:
+    store = Store()
+    pending: dict[type[Stamped], list[Row]] = {Job: [], Pod: []}
+    for model, row in _month(jobs, pods_per_job):
+        rows = pending[model]
+        rows.append(row)
+        if len(rows) >= CHUNK:
+            await store.upsert(model, rows)
+            rows.clear()
+    for model, rows in pending.items():
+        await store.upsert(model, rows)
+
+
+async def _streamed() -> float:
+    started, count = time.perf_counter(), 0
+    async for batch in queries.job_usage(MONTH, UNTIL):
+        count += len(batch)
+    return count / (time.perf_counter() - started)
+
+
+async def run(url: str, jobs: int, pods_per_job: int) -> dict[str, tuple[float, float]]:
+    """Fill a database, then time each question; name -> (p50 ms, p99 ms); the per-job
+    facts' rate as (jobs/s, 0)."""
+    await db.open_database(url, encryption=DbTls(), read_pool=ReadPool(url))
+    try:
+        started = time.perf_counter()
+        await _fill(jobs, pods_per_job)
+        await db.connection().execute_script("ANALYZE TABLE job_info, replica_info")
+        print(f"  (filled in {time.perf_counter() - started:.0f} s)", flush=True)
+        cases = {
+            "jobarchive jobs: newest page (baseline)": lambda rng: queries.list_jobs(JobQuery()),
+            "usage: a month by namespace": lambda rng: queries.rollup(
+                "namespace", since=MONTH, until=UNTIL
+            ),
+            "usage: a month by queue, every day": lambda rng: queries.rollup(
+                "queue", "day", since=MONTH, until=UNTIL
+            ),
+            "usage: a month of one namespace by owner": lambda rng: queries.rollup(
+                "owner", namespace=f"team-{rng.randrange(60)}", since=MONTH, until=UNTIL
+            ),
+        }
+        timings = {name: await measure(query, repeat=5) for name, query in cases.items()}
+        timings["usage: per-job facts of the month, jobs/s"] = (await _streamed(), 0.0)
+        return timings
+    finally:
+        await db.close_database()
