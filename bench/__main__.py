@@ -124,10 +124,10 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             results.append(ratio("jobarchive --help p50, s", help_p50, 0.5, False))
         if "export" in args.only:
             url = databases.create("jobarchive_bench_export")
-            pods = args.export_jobs * args.export_pods
-            print(f"Export: {args.export_jobs:,} jobs, {pods:,} pods; a month and a quarter")
+            pods = args.usage_jobs * args.usage_pods
+            print(f"Export: a month of {args.usage_jobs:,} jobs and {pods:,} pods, and a day")
             for name, (value, note) in (
-                await export_bench.run(url, args.export_jobs, args.export_pods)
+                await export_bench.run(url, args.usage_jobs, args.usage_pods)
             ).items():
                 line(name, f"{value:,.2f}", note)
         if "scale" in args.only:
@@ -180,8 +180,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=DEFAULTS.api_concurrency,
         help="JOBARCHIVE_API_CONCURRENCY",
     )
-    parser.add_argument("--export-jobs", type=int, default=100_000, help="jobs archived")
-    parser.add_argument("--export-pods", type=int, default=10, help="pods (and Events) per job")
     parser.add_argument("--scale-pods", type=int, default=100_000, help="pods (and Events)")
     parser.add_argument("--scale-jobs", type=int, default=5000, help="jobs the pods spread over")
     parser.add_argument(
