@@ -4,6 +4,7 @@ dataset, the same numbers as the usage every face reads (``queries.usage``), a d
 exported again replaced, CSV too; and bad input refused in one line, exit status 2."""
 
 import datetime
+import json
 import pathlib
 import subprocess
 
@@ -141,6 +142,12 @@ async def test_the_export_holds_each_job_of_the_window_with_usages_numbers(recor
         for field in ("queue_wait_s", "gang_wait_s", "reason", "replicas", "started", "status"):
             assert found[uid][field] == getattr(facts, field), field
     assert usage["c"].all_gpu_hours == pytest.approx(c["gpu_hours"], abs=0.01)
+    # And as `jobarchive usage` counts them: team-a's jobs ran inside the window.
+    window = ("--since", "2026-11-20", "--until", "2026-11-22")
+    rolled = run(recorded, "usage", "--by", "namespace", *window, "-o", "json")
+    [team_a] = [row for row in json.loads(rolled.stdout)["items"] if row["namespace"] == "team-a"]
+    assert (team_a["jobs"], team_a["gpu_hours"]) == (2, a["gpu_hours"] + b["gpu_hours"])
+    assert team_a["cpu_hours"] == a["cpu_hours"] + b["cpu_hours"]
 
 
 async def test_a_day_exported_again_is_replaced_and_csv_too(recorded, tmp_path):
@@ -188,7 +195,7 @@ def test_with_a_kubeconfig_it_says_it_reads_the_database(tmp_path):
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "Error: --kubeconfig and --context are for the read commands (jobs, job, logs, "
-        "events, stats): this one works on the database"
+        "events, stats, usage): this one works on the database"
     ]
 
 
