@@ -20,7 +20,7 @@ from testbed.cluster import Cluster, Reviews
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.console import keep_log_tail
 from tests.support.history import History
-from tests.support.kube import Ran, Server, kube_archive, serving, tls_front, write_kubeconfig
+from tests.support.kube import Ran, Server, kube_archive, serving, write_kubeconfig
 
 pytestmark = pytest.mark.e2e
 ALICE, BOB = "alice-token", "bob-token"
@@ -47,11 +47,8 @@ async def server(
     reviews.user(BOB, "bob")
     reviews.grant("group:ml-team-a", "team-a")
     reviews.grant("user:bob")
-    async with (
-        serving(tmp_path, archive, cluster.url) as plain,
-        tls_front(tmp_path, plain) as front,
-    ):
-        yield front
+    async with serving(tmp_path, archive, cluster.url) as served:
+        yield served
 
 
 async def jobarchive(*args: str, **variables: str) -> Ran:

@@ -20,7 +20,7 @@ from testbed.cluster import Cluster, Reviews
 from testbed.ports import free_port
 from tests.support.console import crawl, keep_log_tail, oom_killed_job
 from tests.support.history import History
-from tests.support.kube import kubectl_binary, serving, tls_front, write_kubeconfig
+from tests.support.kube import kubectl_binary, serving, write_kubeconfig
 from tests.support.waiting import answering
 
 pytestmark = pytest.mark.e2e
@@ -59,9 +59,8 @@ async def test_kubectl_proxy_opens_the_console_as_the_kubeconfigs_user(
     reviews.grant("user:carol", "team-a")
     reviews.grant("user:carol", "team-c")
     async with (
-        serving(tmp_path, archive, cluster.url) as plain,
-        tls_front(tmp_path, plain) as front,
-        kubectl_proxy(write_kubeconfig(tmp_path / "kubeconfig", front, CAROL)) as origin,
+        serving(tmp_path, archive, cluster.url) as served,
+        kubectl_proxy(write_kubeconfig(tmp_path / "kubeconfig", served, CAROL)) as origin,
         aiohttp.ClientSession() as session,
     ):
         console = f"{origin}{mounts.PATH}/"

@@ -27,7 +27,7 @@ async def test_discovery_answers_at_once_with_the_database_away_and_reads_503(
     nowhere = f"mysql://root@127.0.0.1:{free_port()}/jobarchive"
     async with (
         serving(tmp_path, nowhere, cluster.url) as server,
-        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=server.context())) as session,
     ):
         for path, accept, kind in (
             (discovery.PREFIX, "application/json", "APIResourceList"),

@@ -2,9 +2,8 @@
 callers reviewed by kmock's emulated API server: discovery, get in a namespace and in
 all, the category, wide, JSON and YAML output, pages of two, describe with the pods
 and Events of the archive, field selectors, and 401, 403 and 404 as kubectl prints them.
-
-kubectl sends no bearer token to a server of plain HTTP, so it reaches the archive over
-HTTPS (``tls_front``, a certificate made in the test)."""
+kubectl reaches serve over serve's own HTTPS (a CA made in the test), as it sends a
+bearer token over HTTPS only."""
 
 import pathlib
 from collections.abc import AsyncIterator, Callable
@@ -24,7 +23,6 @@ from tests.support.kube import (
     Server,
     kube_archive,
     serving,
-    tls_front,
     write_kubeconfig,
 )
 
@@ -49,11 +47,8 @@ async def server(
     reviews.user(BOB, "bob")
     reviews.grant("group:ml-team-a", "team-a")
     reviews.grant("user:bob")
-    async with (
-        serving(tmp_path, archive, cluster.url) as plain,
-        tls_front(tmp_path, plain) as front,
-    ):
-        yield front
+    async with serving(tmp_path, archive, cluster.url) as served:
+        yield served
 
 
 @pytest.fixture

@@ -63,6 +63,11 @@ async def test_every_routes_answer_is_the_shape_the_document_says(
         "/jobs/{namespace}/{name}": ["/jobs/{namespace}/{name}"],
         "/events": ["/events", "/events?namespace={namespace}&type=Warning&limit=1"],
         "/stats": [f"/stats?by={by}" for by in ("status", "kind", "owner", "namespace", "tenant")],
+        "/usage": [
+            f"/usage?by={by}&since=2000-01-01{every}"
+            for by in ("namespace", "owner", "queue")
+            for every in ("", "&every=month")
+        ],
     }
     assert set(asked) == set(DOCUMENT["paths"])
     for route, paths in asked.items():

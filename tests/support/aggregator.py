@@ -2,10 +2,8 @@
 ConfigMap published on the emulated API server, a real ``jobarchive serve`` over HTTPS,
 and a client that presents the front proxy's certificate (or none)."""
 
-import asyncio
 import contextlib
 import json
-import os
 import pathlib
 import ssl
 from collections.abc import AsyncIterator, Mapping
@@ -16,9 +14,8 @@ import aiohttp
 from jobarchive.reading.frontproxy import CONFIGMAP
 from testbed.cluster import ACCESS_REVIEWS, Cluster, Resource
 from testbed.operator import write_kubeconfig
-from testbed.ports import free_port
-from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.pki import Authority, Issued
+from tests.support.serve import serve_process
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 PROXY_NAME = "front-proxy-client"
@@ -55,33 +52,10 @@ async def served_https(
     configuration read every second; its base URL."""
     kubeconfig = folder / "serve-kubeconfig"
     write_kubeconfig(kubeconfig, api_server)
-    port = free_port()
-    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
-    env = {
-        **inherited,
-        "JOBARCHIVE_DB_URL": db_url,
-        "KUBECONFIG": str(kubeconfig),
-        "JOBARCHIVE_REQUESTHEADER_REFRESH": "1",
-    }
     tls = ("--tls-cert-file", str(serving.cert), "--tls-private-key-file", str(serving.key))
-    with (folder / "serve.log").open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            str(JOBARCHIVE),
-            "serve",
-            "--port",
-            str(port),
-            *tls,
-            *args,
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    try:
-        yield f"https://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        await process.wait()
-        print((folder / "serve.log").read_text())
+    env = {"KUBECONFIG": str(kubeconfig), "JOBARCHIVE_REQUESTHEADER_REFRESH": "1"}
+    async with serve_process(db_url, folder / "serve.log", *tls, *args, **env) as running:
+        yield f"https://127.0.0.1:{running.port}"
 
 
 Headers = Mapping[str, str] | list[tuple[str, str]]

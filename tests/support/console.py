@@ -6,7 +6,6 @@ console served as a process, and crawled by its links."""
 import asyncio
 import contextlib
 import datetime
-import os
 import pathlib
 import re
 import urllib.parse
@@ -20,9 +19,8 @@ from jobarchive.logtails.text import tail
 from jobarchive.logtails.triggers import Failure
 from testbed import objects as o
 from testbed.objects import Body
-from testbed.ports import free_port
-from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.history import SPECS, History
+from tests.support.serve import serve_process
 from tests.support.waiting import answering
 
 IMAGE = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
@@ -120,30 +118,10 @@ async def large_job(history: History, pods: int, name: str = "llama-pretrain") -
 async def serving_console(db_url: str, workdir: pathlib.Path) -> AsyncIterator[str]:
     """A real ``jobarchive serve --auth none`` on ``db_url``; its origin (scheme, host,
     port), once the console answers."""
-    port = free_port()
-    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
-    env = {**inherited, "JOBARCHIVE_DB_URL": db_url}
-    log_path = workdir / "serve.log"
-    with log_path.open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            str(JOBARCHIVE),
-            "serve",
-            "--auth",
-            "none",
-            "--port",
-            str(port),
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    origin = f"http://127.0.0.1:{port}"
-    try:
+    async with serve_process(db_url, workdir / "serve.log", "--auth", "none") as running:
+        origin = f"http://127.0.0.1:{running.port}"
         await answering(origin + "/")
         yield origin
-    finally:
-        process.terminate()
-        await process.wait()
-        print(log_path.read_text())
 
 
 async def keep_log_tail(

@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -14,7 +15,42 @@ from jobarchive.reading.api import PREFIX
 from jobarchive.reading.queries import MAX_PAGE
 from testbed.ports import free_port
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
-from tests.support.waiting import eventually
+from tests.support.waiting import answering
+
+
+@dataclasses.dataclass(frozen=True)
+class Running:
+    """A ``jobarchive serve`` process and the port it was told to listen on."""
+
+    process: asyncio.subprocess.Process
+    port: int
+
+
+@contextlib.asynccontextmanager
+async def serve_process(
+    db_url: str, log_path: pathlib.Path, *args: str, **env: str
+) -> AsyncIterator[Running]:
+    """A real ``jobarchive serve`` on ``db_url`` on a free port, ``args`` added to its
+    command line and ``env`` to the environment it inherits (without the database
+    variables of this one), its output appended to ``log_path``; stopped by SIGTERM at
+    the end, its log's tail printed for a failing test's report."""
+    port = free_port()
+    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
+    with log_path.open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            str(JOBARCHIVE),
+            *("serve", "--port", str(port), *args),
+            env={**inherited, "JOBARCHIVE_DB_URL": db_url, **env},
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        yield Running(process, port)
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
+        print(log_path.read_text()[-5000:])
 
 
 @contextlib.asynccontextmanager
@@ -22,39 +58,14 @@ async def jobarchive_serve(
     db_url: str, log_path: pathlib.Path, concurrency: int
 ) -> AsyncIterator[tuple[str, int]]:
     """A real ``jobarchive serve --auth none`` on the archive, ``concurrency`` queries at
-    once: its API's base URL and pid."""
-    port = free_port()
-    inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
-    env = {
-        **inherited,
-        "JOBARCHIVE_DB_URL": db_url,
-        "JOBARCHIVE_API_CONCURRENCY": str(concurrency),
-    }
-    with log_path.open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            str(JOBARCHIVE),
-            *("serve", "--auth", "none", "--port", str(port)),
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    base = f"http://127.0.0.1:{port}{PREFIX}"
-
-    async def answers() -> bool:
-        try:
-            async with aiohttp.ClientSession() as session:
-                return (await get(session, f"{base}/openapi.json"))[0] == 200
-        except aiohttp.ClientConnectionError:
-            return False
-
-    try:
-        await eventually(answers, within=30)
-        yield base, process.pid
-    finally:
-        if process.returncode is None:
-            process.terminate()
-        await process.wait()
-        print(log_path.read_text()[-5000:])
+    once: its API's base URL and pid, once it answers."""
+    serving = serve_process(
+        db_url, log_path, "--auth", "none", JOBARCHIVE_API_CONCURRENCY=str(concurrency)
+    )
+    async with serving as running:
+        base = f"http://127.0.0.1:{running.port}{PREFIX}"
+        await answering(f"{base}/openapi.json")
+        yield base, running.process.pid
 
 
 async def get(

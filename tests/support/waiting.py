@@ -2,6 +2,7 @@
 
 import asyncio
 import datetime
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -30,13 +31,22 @@ async def eventually(
         await asyncio.sleep(interval)
 
 
-async def answering(url: str, status: int | None = 200, within: float = 30.0) -> None:
+async def answering(
+    url: str,
+    status: int | None = 200,
+    within: float = 30.0,
+    context: ssl.SSLContext | None = None,
+) -> None:
     """Wait until a GET of ``url`` is answered (``status``, or any when None): a server
-    started as a process is listening."""
+    started as a process is listening. Over HTTPS, ``context`` verifies the server."""
 
     async def answers() -> bool:
+        connector = aiohttp.TCPConnector(ssl=context or True)
         try:
-            async with aiohttp.ClientSession() as session, session.get(url) as reply:
+            async with (
+                aiohttp.ClientSession(connector=connector) as session,
+                session.get(url) as reply,
+            ):
                 return status is None or reply.status == status
         except aiohttp.ClientConnectionError:
             return False

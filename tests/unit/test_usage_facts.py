@@ -204,3 +204,19 @@ async def test_two_versions_in_one_batch_keep_the_first_running_time() -> None:
     # An older version after a newer one is dropped whole, as the database's guard drops it.
     groups, _ = newest_rows([Pending(Job, row, done()) for row in reversed(life)])
     assert groups[(Job, "TFJob")][1][0].get("gmt_job_running") is None
+
+
+def test_a_tenants_queue_and_node_are_cut_to_their_columns_and_garbage_is_none() -> None:
+    body = o.fixture("volcano-job.yaml")
+    body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "q" * 100_000}
+    cut = queue(body)
+    assert cut is not None and len(cut) == 253 and cut.startswith("qqq")
+    body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": {"a": 1}}
+    body["spec"]["queue"] = ["default"]
+    assert queue(body) is None
+    for node in (["n"], 7, None, ""):
+        assert pod_row(pod({"nodeName": node}), "job", None, None)["node_name"] is None
+    long_node = pod_row(pod({"nodeName": "n" * 10_000}), "job", None, None)["node_name"]
+    assert long_node is not None and len(long_node) == 253
+    body["spec"]["queue"] = ""
+    assert queue(body) is None

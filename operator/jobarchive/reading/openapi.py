@@ -17,6 +17,7 @@ FLAG: Schema = {"type": "integer", "enum": [0, 1]}
 TIME: Schema = {"type": "string", "format": "date-time"}
 MAYBE_TIME: Schema = {"type": ["string", "null"], "format": "date-time"}
 SECONDS: Schema = {"type": ["number", "null"]}
+HOURS: Schema = {"type": "number"}
 # A JSON column: parsed when it holds JSON, else its text as stored.
 JSON_COLUMN: Schema = {"description": "The stored JSON, or its text when it is not JSON."}
 CURSOR: Schema = {
@@ -65,10 +66,11 @@ JOB = _fields(
         "version": "The resourceVersion last recorded.",
         "is_in_etcd": "1 while the job is in the cluster.",
         "duration_seconds": "So far, while it runs.",
+        "queue": "The queue it was submitted to (Kueue's, Volcano's or Kubeflow's).",
     },
     integer="id",
     text="name namespace job_id version status kind tenant owner",
-    maybe_text="deploy_region",
+    maybe_text="deploy_region queue",
     json="resources",
     flag="deleted is_in_etcd",
     time="gmt_created gmt_modified",
@@ -76,10 +78,14 @@ JOB = _fields(
     seconds="duration_seconds",
 )
 POD = _fields(
-    {"remark": "How it ended: reason and exit code."},
+    {
+        "remark": "How it ended: reason and exit code.",
+        "gpus": "The accelerators it requested, as the scheduler counts them.",
+    },
     integer="id",
+    maybe_integer="gpus cpu_millis memory_bytes",
     text="name image namespace pod_id version status job_id replica_type",
-    maybe_text="host_ip pod_ip deploy_region remark",
+    maybe_text="host_ip pod_ip deploy_region remark node_name",
     json="resources",
     flag="is_del is_in_etcd",
     time="gmt_created gmt_modified",
@@ -175,6 +181,34 @@ SCHEMAS: dict[str, Schema] = {
         },
         "Counts and durations of jobs by a column.",
     ),
+    "Usage": _object(
+        {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "description": "One group (named by its dimension: namespace, owner, "
+                    "...) and, with every, its UTC period (period: YYYY-MM-DD, or YYYY-MM); "
+                    "as text/csv when asked for by Accept, the reasons as reason=hours; ...",
+                    "properties": {
+                        **{name: NUMBER for name in ("jobs", "succeeded", "failed")},
+                        **{name: HOURS for name in ("gpu_hours", "failed_gpu_hours", "cpu_hours")},
+                        "queue_wait_p50_s": SECONDS,
+                        "queue_wait_p95_s": SECONDS,
+                        "top_failure_reasons": {
+                            "type": "array",
+                            "items": _object(
+                                {"reason": TEXT, "gpu_hours": HOURS, "jobs": NUMBER},
+                                "A failure reason and the failed jobs' GPU-hours it cost.",
+                            ),
+                        },
+                    },
+                    "additionalProperties": MAYBE_TEXT,
+                },
+            }
+        },
+        "Usage rolled up by a job's column over a window of UTC time (decision 33).",
+    ),
     "Error": _object(
         {"error": _object({"status": NUMBER, "message": TEXT}, "What went wrong.")},
         "Every error's answer.",
@@ -246,6 +280,13 @@ def document(prefix: str, description: str) -> dict[str, Any]:
         ),
         "/stats": _operation(
             "Counts and durations of jobs by a column.", "Stats", queries.STATS_PARAMS
+        ),
+        "/usage": _operation(
+            "GPU- and CPU-hours, jobs, outcomes, queue waits and the costliest failure "
+            "reasons by a job's column over a window, per UTC period when asked; CSV with "
+            "Accept: text/csv.",
+            "Usage",
+            queries.USAGE_PARAMS,
         ),
     }
     return {

@@ -33,7 +33,8 @@ class Period:
     end: datetime.datetime
 
 
-def _calendar_start(moment: datetime.datetime, every: str) -> datetime.datetime:
+def calendar_start(moment: datetime.datetime, every: str) -> datetime.datetime:
+    """The start of the UTC day, week (Monday) or month that holds ``moment``."""
     day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
     if every == "week":
         return day - datetime.timedelta(days=day.weekday())
@@ -82,7 +83,7 @@ def periods(since: datetime.datetime, until: datetime.datetime, every: str | Non
     if every is None:
         return [Period(since.isoformat().replace("+00:00", "Z"), since, until)]
     cut: list[Period] = []
-    start = _calendar_start(since, every)
+    start = calendar_start(since, every)
     while start < until:
         if len(cut) == MAX_PERIODS:
             raise ValueError(f"more than {MAX_PERIODS} periods of a {every}")
@@ -131,17 +132,46 @@ def empty_row() -> dict[str, Any]:
     }
 
 
-def add_hours(row: dict[str, Any], found: Mapping[str, Any], reasons: Mapping[str, str]) -> None:
-    """Add a pod sum to a group's row: ``gpu_s``, ``cpu_ms``, and for a failed job
+def clamp(index: Any, periods: int) -> int:
+    """A period's index as the database computed it, within the periods there are."""
+    return min(max(int(index), 0), periods - 1)
+
+
+def spread(
+    sums: Mapping[str, Any], bounds: Sequence[tuple[float, float]]
+) -> list[tuple[int, float, float]]:
+    """Pods' time cut into periods from sums over pods that begin in period ``n0`` and
+    end in ``n1`` (times ``a``, ``b`` as seconds from the window's start, already cut to
+    it): ``g`` = sum of GPUs, ``ga``/``gb`` = sums of GPUs x a / x b, and the same of
+    CPU millicores (``c``, ``ca``, ``cb``). A period between gets its whole length times
+    the sum; the first, from ``a`` to its end; the last, from its start to ``b``. So no
+    pod is read once per period. Returns (period, GPU-seconds, CPU-millicore-seconds)."""
+    first, last = clamp(sums["n0"], len(bounds)), clamp(sums["n1"], len(bounds))
+    g, c = float(sums["g"] or 0), float(sums["c"] or 0)
+    ga, gb = float(sums["ga"] or 0), float(sums["gb"] or 0)
+    ca, cb = float(sums["ca"] or 0), float(sums["cb"] or 0)
+    if first == last:
+        return [(first, gb - ga, cb - ca)]
+    parts = [(first, bounds[first][1] * g - ga, bounds[first][1] * c - ca)]
+    for n in range(first + 1, last):
+        length = bounds[n][1] - bounds[n][0]
+        parts.append((n, length * g, length * c))
+    parts.append((last, gb - bounds[last][0] * g, cb - bounds[last][0] * c))
+    return parts
+
+
+def add_hours(
+    row: dict[str, Any], job: str, gpu_s: float, cpu_ms: float, reasons: Mapping[str, str]
+) -> None:
+    """Add pods' seconds to a group's row: ``gpu_s``, ``cpu_ms``, and for a failed job
     (``job`` set) its GPU-seconds again as failed, under the job's reason."""
-    gpu_s, cpu_ms = float(found["gpu_s"] or 0), float(found["cpu_ms"] or 0)
     row["gpu_s"] += gpu_s
     row["cpu_ms"] += cpu_ms
-    if found["job"]:
+    if job:
         row["failed_gpu_s"] += gpu_s
-        cost = row["reasons"].setdefault(reasons.get(found["job"], "unknown"), [0.0, set()])
+        cost = row["reasons"].setdefault(reasons.get(job, "unknown"), [0.0, set()])
         cost[0] += gpu_s
-        cost[1].add(found["job"])
+        cost[1].add(job)
 
 
 def _hours(seconds: float) -> float:

@@ -94,6 +94,14 @@ class Dialect(abc.ABC):
         """An SQL expression: the seconds from column ``start`` to column ``end``."""
 
     @abc.abstractmethod
+    def later(self, first: str, second: str) -> str:
+        """An SQL expression: the later of two times (``earlier`` the earlier)."""
+
+    @abc.abstractmethod
+    def earlier(self, first: str, second: str) -> str:
+        """An SQL expression: the earlier of two times."""
+
+    @abc.abstractmethod
     def bounded(self, sql: str, seconds: float) -> str:
         """A SELECT carrying a time limit the database stops it at, ``seconds`` after it
         starts (other statements unchanged); unchanged where the engine has no limit."""
@@ -222,6 +230,14 @@ class MySQL(Dialect):
         """TIMESTAMPDIFF in whole seconds."""
         return f"TIMESTAMPDIFF(SECOND, {start}, {end})"
 
+    def later(self, first: str, second: str) -> str:
+        """GREATEST."""
+        return f"GREATEST({first}, {second})"
+
+    def earlier(self, first: str, second: str) -> str:
+        """LEAST."""
+        return f"LEAST({first}, {second})"
+
     def bounded(self, sql: str, seconds: float) -> str:
         """Both servers' limits, each hidden from the other, so that no server needs
         telling apart: MariaDB's ``SET STATEMENT max_statement_time=<seconds> FOR``
@@ -317,6 +333,14 @@ class SQLite(Dialect):
     def seconds_between(self, start: str, end: str) -> str:
         """The difference of Julian days, in (fractional) seconds."""
         return f"(julianday({end}) - julianday({start})) * 86400.0"
+
+    def later(self, first: str, second: str) -> str:
+        """The scalar MAX, comparing the stored text (ISO times compare as times)."""
+        return f"MAX({first}, {second})"
+
+    def earlier(self, first: str, second: str) -> str:
+        """The scalar MIN."""
+        return f"MIN({first}, {second})"
 
     def bounded(self, sql: str, seconds: float) -> str:
         """Unchanged: SQLite has no limit of its own; ``storage.reads`` interrupts a

@@ -201,9 +201,6 @@ class Kube:
         return [objects.archived_pod(row, names.get(row["job_id"])) for row in rows]
 
 
-INSTEAD = f"ask in a namespace ({PREFIX}/namespaces/NAMESPACE/...) or for a cluster-wide grant"
-
-
 def _in_path(request: web.Request, table: tuple[Param, ...]) -> dict[str, Any]:
     """A statistic's parameters, its namespace the path's (None: all of them), not the
     query's."""

@@ -18,22 +18,21 @@ HEAD = "CASE WHEN INSTR({0}, ': ') > 0 THEN SUBSTR({0}, 1, INSTR({0}, ': ') - 1)
 REASON_BATCH = 500
 
 
-def _periods_sql(cut: Sequence[usage.Period], since: datetime.datetime) -> str:
-    """The periods as a derived table of integers (seconds from ``since``): no user text."""
-    parts = [
-        f"SELECT {n} AS n, {int((p.start - since).total_seconds())} AS s, "
-        f"{int((p.end - since).total_seconds())} AS e"
-        for n, p in enumerate(cut)
-    ]
-    return "(" + " UNION ALL ".join(parts) + ")"
-
-
-def _least(a: str, b: str) -> str:
-    return f"(CASE WHEN {a} < {b} THEN {a} ELSE {b} END)"
-
-
-def _greatest(a: str, b: str) -> str:
-    return f"(CASE WHEN {a} > {b} THEN {a} ELSE {b} END)"
+def _period_sql(
+    cut: Sequence[usage.Period], since: datetime.datetime, every: str | None, term: str
+) -> str:
+    """The index of the period that holds ``term`` (seconds from ``since``; clamped to the
+    periods by ``usage.spread``): days and weeks divided, months a CASE over their starts.
+    Integers computed here, no user text."""
+    if len(cut) == 1:
+        return "0"
+    if every in ("day", "week"):
+        length = 86400 if every == "day" else 7 * 86400
+        offset = int((since - usage.calendar_start(since, every)).total_seconds())
+        return f"FLOOR(({term} + {offset}) / {length})"
+    starts = [int((p.start - since).total_seconds()) for p in cut[1:]]
+    branches = " ".join(f"WHEN {term} < {start} THEN {n}" for n, start in enumerate(starts))
+    return f"CASE {branches} ELSE {len(starts)} END"
 
 
 class _Window:
@@ -46,6 +45,7 @@ class _Window:
         since: datetime.datetime,
         until: datetime.datetime,
         namespace: str | None,
+        every: str | None,
     ) -> None:
         self.connection = reader()
         self.dialect = dialects.of(self.connection)
@@ -53,6 +53,7 @@ class _Window:
         self.now = min(datetime.datetime.now(datetime.UTC), until)
         self.params: list[Any] = []
         self.namespace = namespace
+        self.every = every
 
     def value(self, value: str) -> str:
         """A placeholder for user text, its value kept in the statement's order."""
@@ -86,52 +87,58 @@ class _Window:
         return list(rows)
 
 
-async def _pod_hours(w: _Window, periods: str) -> list[dict[str, Any]]:
-    """Per group and period, the pods' GPU- and CPU-seconds: the failed jobs' one row
-    each (``job`` set), the others' one row together."""
-    start = w.rel("p.gmt_started")
-    end = w.rel(f"COALESCE(p.gmt_finished, {w.time(w.now)})")
+async def _pod_hours(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
+    """Per group, the periods a pod's time begins and ends in (``n0``, ``n1``), the
+    failed job (``job``, else ''): the sums ``usage.spread`` cuts into periods. One pass
+    over the pods, never a pod per period."""
+    start = w.rel(w.dialect.later("p.gmt_started", w.time(w.since)))
+    ending = w.dialect.earlier(f"COALESCE(p.gmt_finished, {w.time(w.now)})", w.time(w.until))
     pods = (
         f"SELECT j.{w.group} AS grp, CASE WHEN j.status = 'Failed' THEN j.job_id ELSE '' "
-        f"END AS job, COALESCE(p.gpus, 0) AS gpus, COALESCE(p.cpu_millis, 0) AS cpu, "
-        f"{start} AS a, {end} AS b FROM job_info j JOIN replica_info p ON p.job_id = j.job_id "
+        f"END AS job, COALESCE(p.gpus, 0) AS g, COALESCE(p.cpu_millis, 0) AS c, "
+        f"{start} AS a, {w.rel(ending)} AS b "
+        "FROM job_info j JOIN replica_info p ON p.job_id = j.job_id "
         f"WHERE {w.jobs_where()} AND p.gmt_started IS NOT NULL "
         f"AND p.gmt_started < {w.time(w.until)} "
         f"AND (p.gmt_finished IS NULL OR p.gmt_finished > {w.time(w.since)})"
     )
-    seconds = f"({_least('u.b', 'per.e')} - {_greatest('u.a', 'per.s')})"
+    n0, n1 = _period_sql(cut, w.since, w.every, "u.a"), _period_sql(cut, w.since, w.every, "u.b")
     sql = (
-        f"SELECT u.grp AS grp, per.n AS n, u.job AS job, SUM(u.gpus * {seconds}) AS gpu_s, "
-        f"SUM(u.cpu * {seconds}) AS cpu_ms FROM ({pods}) u JOIN {periods} per "
-        "ON u.a < per.e AND u.b > per.s GROUP BY u.grp, per.n, u.job"
+        f"SELECT u.grp AS grp, u.job AS job, {n0} AS n0, {n1} AS n1, SUM(u.g) AS g, "
+        "SUM(u.g * u.a) AS ga, SUM(u.g * u.b) AS gb, SUM(u.c) AS c, SUM(u.c * u.a) AS ca, "
+        f"SUM(u.c * u.b) AS cb FROM ({pods}) u GROUP BY u.grp, u.job, n0, n1"
     )
     return await w.rows(sql)
 
 
-async def _job_counts(w: _Window, periods: str) -> list[dict[str, Any]]:
-    """Per group and period, the jobs whose life overlaps it, and those that finished in
-    it as Succeeded or Failed."""
-    created, ended = w.rel("j.gmt_created"), w.rel(f"COALESCE(j.gmt_finished, {w.time(w.now)})")
+async def _job_counts(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
+    """Per group, the periods a job's life (in the window) begins and ends in, and its
+    outcome when it finished in the window: the jobs count in each period between, and
+    as Succeeded or Failed in the one they finished in."""
+    created = w.rel(w.dialect.later("j.gmt_created", w.time(w.since)))
+    ended = w.rel(w.dialect.earlier(f"COALESCE(j.gmt_finished, {w.time(w.now)})", w.time(w.until)))
+    outcome = (
+        f"CASE WHEN j.gmt_finished < {w.time(w.until)} AND j.status IN ('Succeeded', 'Failed') "
+        "THEN j.status ELSE '' END"
+    )
     jobs = (
-        f"SELECT j.{w.group} AS grp, j.status AS status, {created} AS c, {ended} AS f, "
-        f"j.gmt_finished IS NOT NULL AS done FROM job_info j WHERE {w.jobs_where()}"
+        f"SELECT j.{w.group} AS grp, {outcome} AS outcome, {created} AS c, {ended} AS f "
+        f"FROM job_info j WHERE {w.jobs_where()}"
     )
-    ended_in = "u.done AND u.f >= per.s AND u.f < per.e"
+    n0, n1 = _period_sql(cut, w.since, w.every, "u.c"), _period_sql(cut, w.since, w.every, "u.f")
     sql = (
-        "SELECT u.grp AS grp, per.n AS n, COUNT(*) AS jobs, "
-        f"SUM(CASE WHEN u.status = 'Succeeded' AND {ended_in} THEN 1 ELSE 0 END) AS succeeded, "
-        f"SUM(CASE WHEN u.status = 'Failed' AND {ended_in} THEN 1 ELSE 0 END) AS failed "
-        f"FROM ({jobs}) u JOIN {periods} per ON u.c < per.e AND (u.f > per.s OR u.c >= per.s) "
-        "GROUP BY u.grp, per.n"
+        f"SELECT u.grp AS grp, u.outcome AS outcome, {n0} AS n0, {n1} AS n1, COUNT(*) AS jobs "
+        f"FROM ({jobs}) u GROUP BY u.grp, u.outcome, n0, n1"
     )
     return await w.rows(sql)
 
 
-async def _waits(w: _Window) -> list[dict[str, Any]]:
-    """The queue waits that ended in the window: each job first running in it, when and
-    after how long."""
+async def _waits(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
+    """The queue waits that ended in the window: each job first running in it, the
+    period it began running in, and after how long."""
+    running = _period_sql(cut, w.since, w.every, w.rel("j.gmt_job_running"))
     sql = (
-        f"SELECT j.{w.group} AS grp, {w.rel('j.gmt_job_running')} AS r, "
+        f"SELECT j.{w.group} AS grp, {running} AS n, "
         f"{w.dialect.seconds_between('j.gmt_created', 'j.gmt_job_running')} AS wait "
         f"FROM job_info j WHERE j.gmt_job_running >= {w.time(w.since)} "
         f"AND j.gmt_job_running < {w.time(w.until)}"
@@ -176,11 +183,10 @@ async def rollup(
         cut = usage.periods(start, end, period)
     except ValueError as exc:
         raise BadQuery(Named("every"), f": {exc}; narrow the window") from None
-    w = _Window(group, start, end, fits("namespace", namespace, NAMESPACE_LENGTH))
-    periods = _periods_sql(cut, start)
-    hours = await _pod_hours(w, periods)
-    counts = await _job_counts(w, periods)
-    waits = await _waits(w)
+    w = _Window(group, start, end, fits("namespace", namespace, NAMESPACE_LENGTH), period)
+    hours = await _pod_hours(w, cut)
+    counts = await _job_counts(w, cut)
+    waits = await _waits(w, cut)
     failed = sorted({row["job"] for row in hours if row["job"]})
     reasons = await _reasons(w, failed)
     return _rows(group, period, cut, start, hours, counts, waits, reasons)
@@ -197,20 +203,22 @@ def _rows(
     reasons: dict[str, str],
 ) -> list[dict[str, Any]]:
     table: dict[tuple[Any, int], dict[str, Any]] = {}
+    bounds = [((p.start - since).total_seconds(), (p.end - since).total_seconds()) for p in cut]
 
-    def row(grp: Any, n: int) -> dict[str, Any]:
-        return table.setdefault((grp, int(n)), usage.empty_row())
+    def row(grp: Any, n: Any) -> dict[str, Any]:
+        return table.setdefault((grp, usage.clamp(n, len(cut))), usage.empty_row())
 
     for found in counts:
-        one = row(found["grp"], found["n"])
-        for name in usage.COUNTS:
-            one[name] = int(found[name] or 0)
+        first, last = usage.clamp(found["n0"], len(cut)), usage.clamp(found["n1"], len(cut))
+        for n in range(first, last + 1):
+            row(found["grp"], n)["jobs"] += int(found["jobs"])
+        if found["outcome"]:
+            row(found["grp"], found["n1"])[found["outcome"].lower()] += int(found["jobs"])
     for found in hours:
-        usage.add_hours(row(found["grp"], found["n"]), found, reasons)
-    starts = [int((p.start - since).total_seconds()) for p in cut]
+        for n, gpu_s, cpu_ms in usage.spread(found, bounds):
+            usage.add_hours(row(found["grp"], n), found["job"], gpu_s, cpu_ms, reasons)
     for found in waits:
-        n = usage.period_of(starts, float(found["r"]))
-        row(found["grp"], n)["waits"].append(round(float(found["wait"]), 1))
+        row(found["grp"], found["n"])["waits"].append(round(float(found["wait"]), 1))
     ordered = sorted(table.items(), key=lambda item: (item[0][1], -item[1]["gpu_s"]))
     return [
         usage.finished_row(group, grp, cut[n].label if every else None, one)

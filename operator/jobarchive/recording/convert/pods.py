@@ -142,7 +142,7 @@ def pod_row(
         "gpus": counted.gpus,
         "cpu_millis": counted.cpu_millis,
         "memory_bytes": counted.memory_bytes,
-        "node_name": clip(text(spec.get("nodeName")), NAME_LENGTH),
+        "node_name": clip(text(spec.get("nodeName")) or None, NAME_LENGTH),
         "host_ip": clip(text(status.get("hostIP")), IP_LENGTH),
         "pod_ip": clip(text(status.get("podIP")), IP_LENGTH),
         "deploy_region": clip(region, SHORT_TEXT_LENGTH),

@@ -43,7 +43,7 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 def queue(obj: Object, strategy: Strategy) -> str | None:
     """The job's queue: Kueue's label, else the one its kind's spec names (decision 32)."""
     labels = mapping(mapping(obj.get("metadata")).get("labels"))
-    return text(labels.get(KUEUE_QUEUE_LABEL)) or strategy.queue(obj)
+    return text(labels.get(KUEUE_QUEUE_LABEL)) or strategy.queue(obj) or None
 
 
 def _conditions(obj: Object) -> list[Mapping[str, Any]]:
