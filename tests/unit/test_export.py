@@ -4,6 +4,7 @@ replaced and not duplicated, a stopped run leaving whole days and resumed, CSV t
 the stream read as it is written, not held."""
 
 import asyncio
+import csv
 import datetime
 import json
 import pathlib
@@ -225,3 +226,20 @@ def test_readme_states_the_schema_written():
     ]
     assert stated == [(column.name, column.type, column.meaning) for column in columns.COLUMNS]
     assert [field.name for field in SCHEMA] == [name for name, _, _ in stated]
+
+
+def test_tenant_text_cannot_forge_csv_rows_or_columns(tmp_path):
+    # An owner and a reason are a tenant's text: quotes, commas and line breaks in them
+    # stay inside their cells, whichever CSV reader loads the file.
+    forged = 'alice",1,2\n"forged-uid","x'
+    reason = "OOMKilled\r\nforged,row"
+    export(
+        Stub([usage("a", at(1, 1), owner=forged, reason=reason, status="Failed")]),
+        tmp_path,
+        format="csv",
+    )
+    [row] = hive(tmp_path, "csv")
+    assert (row["owner"], row["reason"]) == (forged, reason)
+    with open(tmp_path / "date=2026-11-01" / "part-0.csv", newline="") as file:
+        header, *records = list(csv.reader(file))
+    assert len(records) == 1 and records[0][header.index("owner")] == forged
