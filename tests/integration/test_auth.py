@@ -316,3 +316,27 @@ async def test_serving_without_authentication_beyond_loopback_is_warned_of(
 def api_client(url: str) -> client.ApiClient:
     """A client of the API server at ``url``, for an access control the test configures."""
     return client.ApiClient(client.Configuration(host=url))
+
+
+async def test_a_namespace_reader_gets_usage_and_statistics_of_that_namespace_only(
+    kubernetes: Client,
+) -> None:
+    window = "since=2000-01-01&until=2100-01-01"
+    mine = await get(kubernetes, f"/usage?by=namespace&namespace=team-a&{window}", ALICE)
+    assert {row["namespace"] for row in mine["items"]} == {"team-a"}
+    counted = await get(kubernetes, "/stats?by=namespace&namespace=team-a", ALICE)
+    assert {row["namespace"] for row in counted["items"]} == {"team-a"}
+    other = await get(kubernetes, f"/usage?namespace=team-b&{window}", ALICE, 403)
+    assert "in namespace 'team-b'" in other["error"]["message"]
+    await get(kubernetes, "/stats?namespace=team-b", ALICE, 403)
+    everything = await get(kubernetes, f"/usage?by=namespace&{window}", ALICE, 403)
+    assert everything["error"]["message"].startswith("usage over all namespaces covers")
+    # As CSV too: the refusal comes before any row is read.
+    response = await kubernetes.get(
+        f"{api.PREFIX}/usage?by=namespace",
+        headers={"Authorization": f"Bearer {ALICE}", "Accept": "text/csv"},
+    )
+    assert response.status == 403
+    wide = await get(kubernetes, f"/usage?by=namespace&{window}", BOB)
+    assert {row["namespace"] for row in wide["items"]} == {"team-a", "team-b"}
+    await get(kubernetes, f"/usage?namespace=team-a&{window}", CAROL, 403)

@@ -259,6 +259,14 @@ async def test_who_may_read_what_each_review_with_the_urls_attributes(
     await get(client, f"{TEAM_A}/archivedpods", CAROL, 403)
     await get(client, f"{TEAM_A}/archivedjobs/{uids['first']}/log", CAROL, 404)
     await get(client, f"{PREFIX}/stats", CAROL, 403)
+    # Statistics and usage per namespace, for its reader; over all, for a cluster reader.
+    own = await get(client, f"{TEAM_A}/stats?by=namespace", ALICE)
+    assert [row["namespace"] for row in own["items"]] == ["team-a"]
+    used = await get(client, f"{TEAM_A}/usage?by=namespace&since=2000-01-01", ALICE)
+    assert [row["namespace"] for row in used["items"]] == ["team-a"]
+    await get(client, f"{TEAM_A}/usage?namespace=team-b", ALICE, 400)
+    await get(client, f"{PREFIX}/usage", ALICE, 403)
+    await get(client, f"{TEAM_A}/usage", CAROL, 403)
     asked = {
         (a["verb"], a["group"], a["resource"], a.get("subresource", ""), a.get("namespace", ""))
         for a in reviews.asked
@@ -270,6 +278,7 @@ async def test_who_may_read_what_each_review_with_the_urls_attributes(
         ("get", "archive.jobarchive.io", "archivedjobs", "log", "team-b"),
         ("list", "archive.jobarchive.io", "archivedpods", "", "team-a"),
         ("list", "archive.jobarchive.io", "stats", "", ""),
+        ("list", "archive.jobarchive.io", "stats", "", "team-a"),
     } <= asked
     assert all(a["group"] == "archive.jobarchive.io" for a in reviews.asked)
 

