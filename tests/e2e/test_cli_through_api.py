@@ -161,6 +161,14 @@ async def test_a_cluster_reader_reads_every_namespace_job_logs_and_stats(
     assert "attempt 2" in tails and tails.splitlines()[-1].startswith("Showing 2 log tails")
     assert '"jobs": ' in await modes.same(BOB, "stats", "--by", "owner", "-o", "json")
     await modes.same(BOB, "stats")
+    window = ("--since", "2020-01-01", "--until", "2030-01-01")
+    assert '"gpu_hours": ' in await modes.same(BOB, "usage", *window, "-o", "json")
+    await modes.same(BOB, "usage", "--by", "owner", "--every", "month", *window, "-o", "csv")
+    # A team's reader has its own namespace's statistics and usage.
+    own = await modes.api(ALICE, "usage", "-n", "team-a", *window, "-o", "json")
+    assert own.code == 0, own.err
+    assert {row["namespace"] for row in own.json()["items"]} == {"team-a"}
+    assert (await modes.api(ALICE, "stats", "-n", "team-a")).code == 0
 
 
 async def test_the_kubeconfig_named_on_the_command_line_with_its_context(
@@ -196,6 +204,9 @@ async def test_the_kubeconfig_named_on_the_command_line_with_its_context(
         (ALICE, ["jobs"], 1, "403 Forbidden in all namespaces: "),
         (ALICE, ["jobs", "-n", "team-b"], 1, "403 Forbidden in namespace team-b: "),
         (ALICE, ["stats"], 1, "403 Forbidden in all namespaces: "),
+        (ALICE, ["usage"], 1, "403 Forbidden in all namespaces: "),
+        (ALICE, ["usage", "-n", "team-b"], 1, "403 Forbidden in namespace team-b: "),
+        (BOB, ["usage", "--by", "cluster"], 2, "--by: cluster has no column yet"),
         ("made-up", ["jobs", "-n", "team-a"], 1, "401 Unauthorized: the credentials of "),
         (ALICE, ["events", "-n", "team-a", "--type", "Bogus"], 2, "--type: 'Bogus' is not one"),
         (BOB, ["jobs", "--name-contains", "x"], 2, "--name-contains: no index serves it"),

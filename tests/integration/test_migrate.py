@@ -279,3 +279,27 @@ async def test_the_start_gives_events_from_before_their_job_column_their_job(
         ("e-job", "uid-job"),
         ("e-pod", "uid-job"),
     ]
+
+
+def test_migrating_counts_pods_requests_with_the_accelerators_the_settings_name(
+    mysql_databases: Databases, tmp_path: pathlib.Path
+) -> None:
+    url = mysql_databases.create("kubedl_gpus")
+    create_kubedl_tables(url)
+    requests = '{"limits":{"habana.ai/gaudi":"8","nvidia.com/gpu":"1"},"requests":{"cpu":"2"}}'
+    insert_kubedl_rows(
+        url,
+        [KubeDLJob("uid-a", "mnist", "1")],
+        [KubeDLPod("pod-a", "mnist-worker-0", "uid-a", "2", resources=requests)],
+    )
+    result = jobarchive(
+        "migrate",
+        cwd=tmp_path,
+        env={"JOBARCHIVE_DB_URL": url, "JOBARCHIVE_ACCELERATORS": "habana.ai/gaudi"},
+    )
+    assert result.returncode == 0, result.stderr
+    counted = "replica_info: count gpus, cpu_millis, memory_bytes from resources: 1"
+    assert counted in result.stdout.splitlines()
+    assert query(url, "SELECT gpus, cpu_millis, memory_bytes, node_name FROM replica_info") == [
+        (9, 2000, 0, None)
+    ]

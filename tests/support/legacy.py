@@ -84,11 +84,12 @@ class KubeDLPod:
     job_uid: str
     version: str
     status: str = "Running"
+    resources: str = '{"requests":{"cpu":"1"}}'
 
     def values(self) -> tuple[Any, ...]:
         return (
             self.name, "kubedl", self.uid, self.version, self.status, "tf-mnist:1.0",
-            self.job_uid, "worker", '{"requests":{"cpu":"1"}}', "10.0.0.1", "172.16.0.9",
+            self.job_uid, "worker", self.resources, "10.0.0.1", "172.16.0.9",
             None, 0, 1, None, T0, T0, T0, None,
         )  # fmt: skip
 

@@ -59,8 +59,13 @@ def migrate(where: Where, dry_run: bool) -> None:
     def report(step: migration.Step) -> None:
         rendering.echo(step.describe(dry_run))
 
+    # Pods' GPUs are counted as the operator counts them (decision 32).
+    accelerators = session.settings_of(where.database()).accelerators
+
     async def work() -> list[migration.Step]:
-        return await migration.Migration(db.connection()).run(dry_run, report)
+        return await migration.Migration(db.connection(), accelerators=accelerators).run(
+            dry_run, report
+        )
 
     steps = session.writing(where.database(), work, adopted=False)
     if not steps:

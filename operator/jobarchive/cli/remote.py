@@ -129,26 +129,26 @@ class Remote:
         return self._run(lambda api: _found(api, reference, read))
 
     def stats(self, **window: Any) -> list[dict[str, Any]]:
-        """Jobs counted by a column, with their durations."""
-
-        async def counted(api: Api) -> list[dict[str, Any]]:
-            found = await api.get("/stats", _query(params.STATS_PARAMS, window), _scope(None))
-            items: list[dict[str, Any]] = found["items"]
-            return items
-
-        return self._run(counted)
+        """Jobs counted by a column, with their durations, in the namespace given or all."""
+        return self._statistic("stats", params.STATS_PARAMS, window)
 
     def usage(self, **window: Any) -> list[dict[str, Any]]:
         """Usage rolled up by a column over a window, in the namespace given or all."""
-        namespace = window.get("namespace")
-        query = _query([p for p in params.USAGE_PARAMS if p.name != "namespace"], window)
+        return self._statistic("usage", params.USAGE_PARAMS, window)
 
-        async def rolled(api: Api) -> list[dict[str, Any]]:
-            found = await api.get(f"{_in(namespace)}/usage", query, _scope(namespace))
+    def _statistic(
+        self, path: str, table: Sequence[Param], window: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        """A statistic's rows, asked of its namespace's path (the root's for all)."""
+        namespace = window.get("namespace")
+        query = _query([p for p in table if p.name != "namespace"], window)
+
+        async def rows(api: Api) -> list[dict[str, Any]]:
+            found = await api.get(f"{_in(namespace)}/{path}", query, _scope(namespace))
             items: list[dict[str, Any]] = found["items"]
             return items
 
-        return self._run(rolled)
+        return self._run(rows)
 
     def _run(self, work: Callable[[Api], Awaitable[T]]) -> T:
         location, source = self._kubeconfig()
