@@ -14,6 +14,7 @@ from bench import (
     cli_bench,
     console_bench,
     e2e_bench,
+    export_bench,
     kubectl_bench,
     query_bench,
     reads_bench,
@@ -23,6 +24,19 @@ from bench import (
 )
 from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
+
+BENCHES = [
+    "store",
+    "e2e",
+    "queries",
+    "usage",
+    "reads",
+    "console",
+    "kubectl",
+    "cli",
+    "export",
+    "scale",
+]
 
 
 def line(label: str, value: str, note: str = "") -> None:
@@ -108,6 +122,14 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
                 line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}")
             help_p50 = started["jobarchive --help"][0]
             results.append(ratio("jobarchive --help p50, s", help_p50, 0.5, False))
+        if "export" in args.only:
+            url = databases.create("jobarchive_bench_export")
+            pods = args.usage_jobs * args.usage_pods
+            print(f"Export: a month of {args.usage_jobs:,} jobs and {pods:,} pods, and a day")
+            for name, (value, note) in (
+                await export_bench.run(url, args.usage_jobs, args.usage_pods)
+            ).items():
+                line(name, f"{value:,.2f}", note)
         if "scale" in args.only:
             results.append(await scale_bench.run(databases, line, args, server_pid))
     finally:
@@ -121,8 +143,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         nargs="+",
-        default=["store", "e2e", "queries", "usage", "reads", "console", "kubectl", "cli", "scale"],
-        choices=["store", "e2e", "queries", "usage", "reads", "console", "kubectl", "cli", "scale"],
+        default=BENCHES,
+        choices=BENCHES,
     )
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)

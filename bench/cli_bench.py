@@ -17,7 +17,7 @@ REPEAT = 15
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 
 
-def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     """p50 and p99 seconds of ``command`` from start to exit, after one warm-up run."""
     samples = []
     for _ in range(REPEAT + 1):
@@ -35,8 +35,8 @@ async def run() -> dict[str, tuple[float, float]]:
         await db.close_database()
         env = {**os.environ, "JOBARCHIVE_DB_URL": url}
         return {
-            "python -c pass (baseline)": _timed([sys.executable, "-c", "pass"], env),
-            "jobarchive --help": _timed([str(JOBARCHIVE), "--help"], env),
-            "jobarchive jobs --help": _timed([str(JOBARCHIVE), "jobs", "--help"], env),
-            "jobarchive jobs (empty SQLite archive)": _timed([str(JOBARCHIVE), "jobs"], env),
+            "python -c pass (baseline)": timed([sys.executable, "-c", "pass"], env),
+            "jobarchive --help": timed([str(JOBARCHIVE), "--help"], env),
+            "jobarchive jobs --help": timed([str(JOBARCHIVE), "jobs", "--help"], env),
+            "jobarchive jobs (empty SQLite archive)": timed([str(JOBARCHIVE), "jobs"], env),
         }

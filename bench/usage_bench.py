@@ -61,7 +61,8 @@ def _month(jobs: int, pods_per_job: int) -> Iterator[tuple[type[Stamped], Row]]:
         yield model, fields  # type: ignore[misc]
 
 
-async def _fill(jobs: int, pods_per_job: int) -> None:
+async def fill_month(jobs: int, pods_per_job: int) -> None:
+    """Write ``_month``'s archive through the store, ``CHUNK`` rows per statement."""
     store = Store()
     pending: dict[type[Stamped], list[Row]] = {Job: [], Pod: []}
     for model, row in _month(jobs, pods_per_job):
@@ -88,7 +89,7 @@ async def run(url: str, jobs: int, pods_per_job: int) -> dict[str, tuple[float, 
     await db.open_database(url, encryption=DbTls(), read_pool=ReadPool(url, timeout=600))
     try:
         started = time.perf_counter()
-        await _fill(jobs, pods_per_job)
+        await fill_month(jobs, pods_per_job)
         await db.connection().execute_script("ANALYZE TABLE job_info, replica_info")
         print(f"  (filled in {time.perf_counter() - started:.0f} s)", flush=True)
         cases = {

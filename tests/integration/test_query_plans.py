@@ -206,3 +206,15 @@ async def test_the_namespaces_a_landing_offers_are_read_off_an_index(archive: No
     assert "for group-by" in (step["Extra"] or ""), step  # one index entry per namespace
     names, more = await queries.job_namespaces(100)
     assert names == sorted(names) and len(names) == len(set(names)) and not more
+
+
+@pytest.mark.parametrize("after", [None, ("2026-06-10", 5000)], ids=["first", "next"])
+async def test_the_exports_batches_are_read_off_the_creation_index(
+    archive: None, after: tuple[str, int] | None
+) -> None:
+    from jobarchive.reading.queries.created import created_page
+
+    keyset = (queries.parse_time(after[0], "t"), after[1]) if after else None
+    [step] = await plan(created_page(SINCE, UNTIL, keyset, 1000).sql(params_inline=True))
+    assert (await leading_columns("job_info")).get(step["key"]) == "gmt_created", step
+    assert step["type"] == "range" and "filesort" not in str(step["Extra"]), step

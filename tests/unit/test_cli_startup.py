@@ -11,7 +11,16 @@ import sys
 
 import pytest
 
-HEAVY = ("tortoise", "aiohttp", "kubernetes_asyncio", "jinja2", "aiomysql", "aiosqlite", "rich")
+HEAVY = (
+    "tortoise",
+    "aiohttp",
+    "kubernetes_asyncio",
+    "jinja2",
+    "aiomysql",
+    "aiosqlite",
+    "rich",
+    "pyarrow",
+)
 # What only reading the database needs: the ORM, its drivers, the queries, the
 # storage, and the aggregated API's routes (the server side of what the CLI asks).
 DATABASE = ("tortoise", "aiomysql", "aiosqlite", "pypika", "jinja2")
@@ -34,7 +43,7 @@ from jobarchive.cli import main
 sys.argv = ["jobarchive", *sys.argv[1:]]
 main()
 """
-COMMANDS = ["jobs", "job", "logs", "events", "stats", "serve", "prune", "migrate"]
+COMMANDS = ["jobs", "job", "logs", "events", "stats", "export", "serve", "prune", "migrate"]
 
 
 def imported(*args: str, **variables: str) -> tuple[subprocess.CompletedProcess[str], str]:

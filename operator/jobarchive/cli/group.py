@@ -6,7 +6,7 @@ import os
 import click
 
 from jobarchive import config
-from jobarchive.cli import admin, reads, serve
+from jobarchive.cli import admin, export, reads, serve
 from jobarchive.cli.archive import Kubeconfig, Where
 from jobarchive.cli.options import BadSetting
 
@@ -17,7 +17,7 @@ PASSWORD_WARNING = (
 )
 
 
-@click.group(commands=[*reads.COMMANDS, serve.serve, *admin.COMMANDS])
+@click.group(commands=[*reads.COMMANDS, export.export, serve.serve, *admin.COMMANDS])
 @click.option(
     "--db-url",
     help="Database URL, in place of JOBARCHIVE_DB_URL. Every user of the machine can "

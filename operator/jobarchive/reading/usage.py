@@ -223,11 +223,12 @@ def to_csv(rows: Iterable[Mapping[str, Any]], names: Sequence[str]) -> str:
     return out.getvalue()
 
 
-# A cell a spreadsheet would run as a formula: stored text may begin so.
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+# A cell a spreadsheet would run as a formula: stored text may begin so (the export's CSV
+# quotes it too).
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _cell(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(_FORMULA):
+    if isinstance(value, str) and value.startswith(FORMULA):
         return "'" + value
     return "" if value is None else value

@@ -1,0 +1,78 @@
+"""The export's columns, declared once: name, type and meaning (README's table is
+checked against them), and a job's usage as one row of them (pure)."""
+
+import dataclasses
+import datetime
+import json
+from typing import Any
+
+from jobarchive.reading.queries.usage import JobUsage
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column: its name, its type as Arrow names it, what it means."""
+
+    name: str
+    type: str
+    meaning: str
+
+
+COLUMNS = (
+    Column("job_uid", "string", "the job's uid (one row per job)"),
+    Column("name", "string", "the job's name"),
+    Column("namespace", "string", "its namespace"),
+    Column("owner", "string", "its owner (the `kubedl.io/tenancy` user), empty when none"),
+    Column("tenant", "string", "its tenant, empty when none"),
+    Column("queue", "string", "its queue (Kueue, Volcano or Kubeflow), null when none"),
+    Column("cluster", "string", "the cluster that ran it: null until the archive keeps one"),
+    Column("kind", "string", "its kind (PyTorchJob, TFJob, ...)"),
+    Column("status", "string", "its status when exported (Running for a running job)"),
+    Column("reason", "string", "why it failed, null unless it failed"),
+    Column("created", "timestamp[us, UTC]", "its creation time; its partition's day"),
+    Column("started", "timestamp[us, UTC]", "when it first ran, null if it never did"),
+    Column("finished", "timestamp[us, UTC]", "when it finished, null while it runs"),
+    Column("queue_wait_s", "double", "seconds from creation to its first Running"),
+    Column("gang_wait_s", "double", "seconds from creation to every replica running"),
+    Column("run_s", "double", "seconds from its first Running to its finish (or the export)"),
+    Column("gpu_hours", "double", "its pods' requested GPUs x hours run, its whole life"),
+    Column("cpu_hours", "double", "its pods' requested CPUs x hours run, its whole life"),
+    Column("gpu_hours_by_type", "string", 'the GPU-hours per replica type, JSON: {"Worker": 8.0}'),
+    Column("replicas", "int32", "the pods recorded for it"),
+    Column("exported_at", "timestamp[us, UTC]", "when this row was written: its usage's as-of"),
+)
+NAMES = tuple(column.name for column in COLUMNS)
+
+
+def day_of(usage: JobUsage) -> datetime.date:
+    """The day a job's row belongs to: its creation day in UTC."""
+    return usage.created.astimezone(datetime.UTC).date()
+
+
+def record(usage: JobUsage, exported_at: datetime.datetime) -> dict[str, Any]:
+    """A job's usage as a row of ``COLUMNS``: its whole life's hours (to the export's
+    time while it runs), not the hours of a window."""
+    return {
+        "job_uid": usage.job_uid,
+        "name": usage.name,
+        "namespace": usage.namespace,
+        "owner": usage.owner,
+        "tenant": usage.tenant,
+        "queue": usage.queue,
+        # No column holds a job's cluster yet; the column is there for when one does.
+        "cluster": None,
+        "kind": usage.kind,
+        "status": usage.status,
+        "reason": usage.reason,
+        "created": usage.created,
+        "started": usage.started,
+        "finished": usage.finished,
+        "queue_wait_s": usage.queue_wait_s,
+        "gang_wait_s": usage.gang_wait_s,
+        "run_s": usage.run_s,
+        "gpu_hours": usage.all_gpu_hours,
+        "cpu_hours": usage.all_cpu_hours,
+        "gpu_hours_by_type": json.dumps(dict(usage.gpu_hours_by_type), sort_keys=True),
+        "replicas": usage.replicas,
+        "exported_at": exported_at,
+    }

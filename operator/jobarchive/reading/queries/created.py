@@ -1,0 +1,62 @@
+"""The export's stream: the jobs created in a window, oldest first, with their usage
+facts as ``usage.facts`` computes them for every face (decision 34). Read by creation
+through the (gmt_created) index, in keyset batches."""
+
+import datetime
+from collections.abc import AsyncIterator
+from typing import Literal
+
+from tortoise.expressions import Q
+from tortoise.queryset import ValuesQuery
+
+from jobarchive.reading.queries.source import Head, read
+from jobarchive.reading.queries.usage import JOB_FIELDS, POD_FIELDS, REASON_LENGTH, JobUsage, facts
+from jobarchive.storage.models import Job, Pod
+
+
+def created_page(
+    since: datetime.datetime,
+    until: datetime.datetime,
+    after: tuple[datetime.datetime, int] | None,
+    batch: int,
+) -> "ValuesQuery[Literal[False]]":
+    """The next ``batch`` jobs created in [since, until) after (gmt_created, id) ``after``."""
+    jobs = read(Job).filter(gmt_created__gte=since, gmt_created__lt=until)
+    if after is not None:
+        created, last = after
+        jobs = jobs.filter(Q(gmt_created__gt=created) | Q(gmt_created=created, id__gt=last))
+    return (
+        jobs.order_by("gmt_created", "id")
+        .limit(batch)
+        .annotate(head=Head("remark", REASON_LENGTH))
+        .values("id", "head", *JOB_FIELDS)
+    )
+
+
+async def created_usage(
+    since: datetime.datetime,
+    until: datetime.datetime,
+    now: datetime.datetime,
+    batch: int = 1000,
+) -> AsyncIterator[list[JobUsage]]:
+    """The jobs created in [since, until), ordered by creation (then id), ``batch`` at a
+    time; their hours counted from ``since`` to ``now`` (a running job's end), which is
+    their whole life's."""
+    after: tuple[datetime.datetime, int] | None = None
+    while True:
+        found = await created_page(since, until, after, batch)
+        if not found:
+            return
+        after = found[-1]["gmt_created"].replace(tzinfo=datetime.UTC), found[-1]["id"]
+        uids = [job["job_id"] for job in found]
+        of: dict[str, list[dict[str, object]]] = {uid: [] for uid in uids}
+        for pod in (
+            await read(Pod)
+            .filter(job_id__in=uids)
+            .annotate(head=Head("remark", REASON_LENGTH))
+            .values("head", *POD_FIELDS)
+        ):
+            of[pod["job_id"]].append(pod)
+        yield [facts(job, of[job["job_id"]], since, now, now) for job in found]
+        if len(found) < batch:
+            return

@@ -1,0 +1,211 @@
+"""``jobarchive export`` run as a user runs it, on both databases: jobs recorded with
+figures computed by hand, exported, read back with pyarrow as a Hive-partitioned
+dataset, the same numbers as the usage every face reads (``queries.usage``), a day
+exported again replaced, CSV too; and bad input refused in one line, exit status 2."""
+
+import datetime
+import json
+import pathlib
+import subprocess
+
+import pytest
+
+from jobarchive.reading.queries.usage import job_usage
+from jobarchive.storage.models import Job, Pod
+from jobarchive.storage.store import Store
+from tests.support import rows
+from tests.support.exports import read_export
+from tests.support.small_archive import run
+
+
+def at(day: int, hour: int, minute: int = 0) -> datetime.datetime:
+    return datetime.datetime(2026, 11, day, hour, minute, tzinfo=datetime.UTC)
+
+
+OOM = "OOMKilled (exit code 137): the container used more memory than its limit"
+
+
+@pytest.fixture
+async def recorded(database: str, db_url: str) -> str:
+    jobs = [
+        # Before the window, finished in it: its life overlaps, but its day is the 19th.
+        rows.job("early", name="early", gmt_created=at(19, 23), gmt_finished=at(20, 1)),
+        # 2 GPUs for 2 h and 1 GPU for 1 h: 5 GPU-hours, 9 CPU-hours; 5 min queued.
+        rows.job(
+            "a",
+            name="a",
+            namespace="team-a",
+            owner="alice",
+            queue="research",
+            status="Succeeded",
+            gmt_created=at(20, 10),
+            gmt_job_running=at(20, 10, 5),
+            gmt_finished=at(20, 12, 5),
+        ),
+        # Across midnight: 4 GPUs from 22:10 to 02:00 (15.333 GPU-hours), failed; its
+        # second pod never ran, so the gang never started.
+        rows.job(
+            "b",
+            name="b",
+            namespace="team-a",
+            owner="bob",
+            status="Failed",
+            gmt_created=at(20, 22),
+            gmt_job_running=at(20, 22, 10),
+            gmt_finished=at(21, 2),
+        ),
+        # Running on 8 GPUs since 09:00: its hours to the export's time.
+        rows.job(
+            "c", name="c", namespace="team-b", gmt_created=at(21, 9), gmt_job_running=at(21, 9)
+        ),
+        rows.job("late", name="late", gmt_created=at(22, 0)),
+    ]
+    pods = [
+        rows.pod(
+            "a0",
+            job_id="a",
+            gpus=2,
+            cpu_millis=4000,
+            gmt_started=at(20, 10, 5),
+            gmt_finished=at(20, 12, 5),
+            status="Succeeded",
+        ),
+        rows.pod(
+            "a1",
+            job_id="a",
+            gpus=1,
+            cpu_millis=1000,
+            replica_type="ps",
+            gmt_started=at(20, 11, 5),
+            gmt_finished=at(20, 12, 5),
+            status="Succeeded",
+        ),
+        rows.pod(
+            "b0",
+            job_id="b",
+            gpus=4,
+            gmt_started=at(20, 22, 10),
+            gmt_finished=at(21, 2),
+            status="Failed",
+            remark=OOM,
+        ),
+        rows.pod("b1", job_id="b", gpus=4, status="Pending"),
+        rows.pod("c0", job_id="c", gpus=8, gmt_started=at(21, 9)),
+    ]
+    await Store().upsert(Job, jobs)
+    await Store().upsert(Pod, pods)
+    return db_url
+
+
+def export(url: str, folder: pathlib.Path, *options: str) -> subprocess.CompletedProcess[str]:
+    window = ("--since", "2026-11-20", "--until", "2026-11-22", "--to", str(folder))
+    done = run(url, "export", *window, *options)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+async def test_the_export_holds_each_job_of_the_window_with_usages_numbers(recorded, tmp_path):
+    tmp_path = tmp_path / "export"
+    done = export(recorded, tmp_path)
+    assert done.stdout.startswith("Exported 3 jobs in 2 days to "), done.stdout
+    found = read_export(tmp_path)
+    assert sorted(found) == ["a", "b", "c"]
+    assert {uid: str(row["date"]) for uid, row in found.items()} == {
+        "a": "2026-11-20",
+        "b": "2026-11-20",
+        "c": "2026-11-21",
+    }
+    a, b, c = found["a"], found["b"], found["c"]
+    assert (a["gpu_hours"], a["cpu_hours"], a["queue_wait_s"], a["replicas"]) == (5.0, 9.0, 300, 2)
+    assert (a["queue"], a["owner"], a["status"], a["reason"]) == (
+        "research",
+        "alice",
+        "Succeeded",
+        None,
+    )
+    assert (b["gpu_hours"], b["status"], b["reason"]) == (
+        15.333,
+        "Failed",
+        "OOMKilled (exit code 137)",
+    )
+    assert b["finished"] == at(21, 2) and b["gang_wait_s"] is None
+    assert c["status"] == "Running" and c["finished"] is None
+    assert c["gpu_hours"] == round(8 * (c["exported_at"] - at(21, 9)).total_seconds() / 3600, 3)
+    # The same figures as the usage rows of the window, which every face reads.
+    usage = {row.job_uid: row async for batch in job_usage(at(20, 0), at(22, 0)) for row in batch}
+    for uid in ("a", "b"):
+        facts = usage[uid]
+        assert (found[uid]["gpu_hours"], found[uid]["cpu_hours"]) == (
+            facts.all_gpu_hours,
+            facts.all_cpu_hours,
+        )
+        for field in ("queue_wait_s", "gang_wait_s", "reason", "replicas", "started", "status"):
+            assert found[uid][field] == getattr(facts, field), field
+    assert usage["c"].all_gpu_hours == pytest.approx(c["gpu_hours"], abs=0.01)
+    # And as `jobarchive usage` counts them: team-a's jobs ran inside the window.
+    window = ("--since", "2026-11-20", "--until", "2026-11-22")
+    rolled = run(recorded, "usage", "--by", "namespace", *window, "-o", "json")
+    [team_a] = [row for row in json.loads(rolled.stdout)["items"] if row["namespace"] == "team-a"]
+    assert (team_a["jobs"], team_a["gpu_hours"]) == (2, a["gpu_hours"] + b["gpu_hours"])
+    assert team_a["cpu_hours"] == a["cpu_hours"] + b["cpu_hours"]
+
+
+async def test_a_day_exported_again_is_replaced_and_csv_too(recorded, tmp_path):
+    tmp_path = tmp_path / "export"
+    export(recorded, tmp_path)
+    export(recorded, tmp_path)
+    assert len(read_export(tmp_path)) == 3
+    export(recorded, tmp_path, "--format", "csv")
+    assert sorted(path.name for path in tmp_path.glob("date=*/*")) == ["part-0.csv"] * 2
+    assert sorted(read_export(tmp_path, "csv")) == ["a", "b", "c"]
+    resumed = export(recorded, tmp_path, "--resume")
+    assert "0 jobs in 0 days" in resumed.stdout and "2 days kept as written" in resumed.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--since", "yesterday"], "--since: 'yesterday' is not a date or time"),
+        (["--since", "2026-11-20T10:00:00Z"], "--since: '2026-11-20T10:00:00Z' is not a day"),
+        (["--until", "2026-11-19"], "--until must be a later day than --since"),
+        (["--until", "2999-01-01"], "--until 2999-01-01 is after tomorrow"),
+        (["--to", "FILE"], "--to: FILE is a file, not a folder"),
+        (["--to", "FILE/day"], "--to: cannot make FILE/day: Not a directory"),
+        (["--to", "/sys"], "--to: /sys cannot be written"),
+        (["--format", "xlsx"], "'xlsx' is not one of 'parquet', 'csv'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_status_2(tmp_path, arguments, message):
+    (tmp_path / "FILE").write_text("not a folder")
+    given = {"--since": "2026-11-20", "--until": "2026-11-22", "--to": str(tmp_path / "out")}
+    given.update(zip(arguments[::2], arguments[1::2], strict=True))
+    words = [
+        word.replace("FILE", str(tmp_path / "FILE")) for pair in given.items() for word in pair
+    ]
+    done = run(f"sqlite:///{tmp_path}/none.sqlite3", "export", *words)
+    assert done.returncode == 2, done.stderr
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert message.replace("FILE", str(tmp_path / "FILE")) in error
+    assert "Traceback" not in done.stderr
+
+
+def test_with_a_kubeconfig_it_says_it_reads_the_database(tmp_path):
+    window = ["--since", "2026-11-20", "--until", "2026-11-22", "--to", str(tmp_path)]
+    done = run(f"sqlite:///{tmp_path}/none.sqlite3", "--kubeconfig", "x", "export", *window)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "Error: --kubeconfig and --context are for the read commands (jobs, job, logs, "
+        "events, stats, usage): this one works on the database"
+    ]
+
+
+def test_without_pyarrow_it_says_how_to_install_it(tmp_path):
+    # A pyarrow that cannot be imported, first on the path: as on a machine without it.
+    (tmp_path / "pyarrow").mkdir()
+    (tmp_path / "pyarrow" / "__init__.py").write_text("raise ModuleNotFoundError(name='pyarrow')")
+    window = ["--since", "2026-11-20", "--until", "2026-11-22", "--to", str(tmp_path / "out")]
+    done = run(f"sqlite:///{tmp_path}/none.sqlite3", "export", *window, PYTHONPATH=str(tmp_path))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "Error: jobarchive export needs pyarrow: pip install 'jobarchive[export]'"
+    ]
