@@ -74,9 +74,11 @@ async def test_kubectl_proxy_opens_the_console_as_the_kubeconfigs_user(
 
         found = await crawl(fetch, console, most=60)
 
-    # The statistics cover all namespaces, which carol may not list; the rest answers.
+    # The statistics and the usage cover all namespaces, which carol may not list; the
+    # rest answers.
     assert {url: status for url, (status, _) in found.items() if status != 200} == {
-        console + "stats": 403
+        console + "stats": 403,
+        console + "usage": 403,
     }
     pages = {urllib.parse.urlsplit(url) for url in found}
     names = {
