@@ -17,7 +17,7 @@ import logging
 
 from aiohttp import web
 
-from jobarchive import metrics, scope
+from jobarchive import metrics, scope, sizing
 from jobarchive.certificates import CertificateError
 from jobarchive.config import Settings
 from jobarchive.kinds import BATCH_JOB
@@ -117,6 +117,7 @@ class Operator:
         self._servers: list[web.AppRunner] = []
         self._background: set[asyncio.Task[None]] = set()
         self._metrics_served = False
+        self._forecast = False
 
     async def start(self, peering: Peering) -> None:
         """Serve the metrics, open the database, then write, serve the API and maintain.
@@ -124,6 +125,7 @@ class Operator:
         Raises DatabaseUnavailable or Unusable, having started nothing but the metrics.
         """
         await self.serve_metrics()
+        await self.forecast()
         await self.open_database()
         # Before Kopf's watches begin: the startup handler this runs in holds them back.
         await priming.prime(self.recorder.attribution, self.settings.kinds, self.scope)
@@ -154,6 +156,13 @@ class Operator:
             self.writer.failing_for,
         )
         self._keep(await metrics.serve(self.settings.metrics_port))
+
+    async def forecast(self) -> None:
+        """Once, however often the start is tried: what the catch-up will hold, against
+        the container's memory limit (``sizing``)."""
+        if not self._forecast:
+            self._forecast = True
+            await sizing.forecast(self.settings.kinds, self.scope, self.settings.cgroup_root)
 
     async def open_database(self) -> None:
         """Connect, create what the schema lacks, and load what attribution starts from.
