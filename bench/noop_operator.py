@@ -21,7 +21,13 @@ from typing import Any, cast
 import kopf
 
 from jobarchive import config
-from jobarchive.bindings import COLLECTOR_THRESHOLDS, FINALIZER, WORKER_IDLE_TIMEOUT, NoDiffBase
+from jobarchive.bindings import (
+    COLLECTOR_THRESHOLDS,
+    FINALIZER,
+    LIST_CHUNK_SIZE,
+    WORKER_IDLE_TIMEOUT,
+    NoDiffBase,
+)
 
 SETTINGS = config.load()
 SEEN: dict[str, float] = {}
@@ -44,6 +50,7 @@ async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
+    settings.watching.chunk_size = LIST_CHUNK_SIZE
     gc.collect()
     gc.freeze()
     gc.set_threshold(*COLLECTOR_THRESHOLDS)

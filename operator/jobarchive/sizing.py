@@ -14,12 +14,11 @@ import logging
 import math
 import pathlib
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.cluster import METADATA_ONLY, PAGE_SIZE, api_client, get_json, list_path
+from jobarchive.cluster import api_client, list_path, pages
 from jobarchive.kinds import JobKind
 from jobarchive.logs import shown
 from jobarchive.scope import Scope
@@ -113,26 +112,17 @@ def warning(counts: Counts, where: str, limit: int | None) -> str | None:
 
 
 async def count_list(api: client.ApiClient, path: str) -> int:
-    """How many objects a list path holds: metadata-only pages of ``PAGE_SIZE``, until
-    the server says how many remain (``remainingItemCount``) or the last page."""
-    total, token = 0, ""
-    while True:
-        query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
-        if token:
-            query.append(("continue", token))
-        page = await get_json(
-            api, path, query_params=query, header_params={"Accept": METADATA_ONLY}
-        )
+    """How many objects a list path holds: its metadata-only pages, until the server
+    says how many remain (``remainingItemCount``) or the last page."""
+    total = 0
+    async for page in pages(api, path):
         items = page.get("items")
         total += len(items) if isinstance(items, list) else 0
         meta = page.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        token = meta.get("continue") or ""
-        remaining = meta.get("remainingItemCount")
-        if not token:
-            return total
+        remaining = meta.get("remainingItemCount") if isinstance(meta, dict) else None
         if isinstance(remaining, int) and not isinstance(remaining, bool) and remaining >= 0:
             return total + remaining
+    return total
 
 
 async def count(
