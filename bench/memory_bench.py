@@ -109,7 +109,8 @@ def fill(cluster: Cluster, pods: int) -> Plan:
         plan.objects[namespace] += 2
         if index < 1000:
             sample += [pod, event]
-    plan.sizes = f"pods {size_note(sample[::2])}, Events {size_note(sample[1::2])}"
+    if sample:
+        plan.sizes = f"pods {size_note(sample[::2])}, Events {size_note(sample[1::2])}"
     return plan
 
 

@@ -26,13 +26,15 @@ from jobarchive.scope import Scope
 logger = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
-# The memory model (decision 38): resident bytes at the catch-up's peak, fitted from
-# `make bench`'s memory section on kubelet-written bodies (pods 6-54 kB of JSON, 12 kB
-# on average; Events 1.2-2.1 kB).
-BASE_BYTES = 110 * MIB
-POD_BYTES = 36 * 1024
-EVENT_BYTES = 8 * 1024
-JOB_BYTES = 16 * 1024
+# The memory model (decision 38): resident bytes at the catch-up's peak, a base plus a
+# share per object in scope (pods, Events and jobs alike: the bench's catch-ups hold an
+# Event per pod, so the two are not told apart), fitted from `make bench`'s memory section
+# on kubelet-written bodies (pods 6-53 kB of JSON, Events 1.2-2.1 kB). A shard holds more
+# per namespace it serves: two busy streams each, each with its worker limit in flight
+# and a page listed ahead (decision 22).
+BASE_BYTES = 150 * MIB
+OBJECT_BYTES = 1434
+NAMESPACE_BYTES = 34 * MIB
 # cgroup v1 writes "no limit" as 2**63 rounded down to a page; anything this large is none.
 UNLIMITED = 2**60
 # Lists in flight at once, and how long the whole count may take before it is left out.
@@ -57,11 +59,11 @@ class Counts:
         return f"{self.pods:,} pods, {self.events:,} Events and {self.jobs:,} jobs"
 
 
-def predict(counts: Counts) -> int:
-    """The catch-up's predicted peak resident memory, in bytes."""
-    return (
-        BASE_BYTES + counts.pods * POD_BYTES + counts.events * EVENT_BYTES + counts.jobs * JOB_BYTES
-    )
+def predict(counts: Counts, namespaces: int | None = None) -> int:
+    """The catch-up's predicted peak resident memory, in bytes, for one operator over
+    every namespace (``namespaces`` None) or a shard serving that many."""
+    objects = counts.pods + counts.events + counts.jobs
+    return BASE_BYTES + objects * OBJECT_BYTES + (namespaces or 0) * NAMESPACE_BYTES
 
 
 def memory_limit(root: pathlib.Path) -> int | None:
@@ -84,17 +86,19 @@ def memory_limit(root: pathlib.Path) -> int | None:
 
 
 def shards_needed(predicted: int, limit: int) -> int | None:
-    """Shards of evenly spread namespaces whose peaks each fit under ``limit``; None
-    when not even one object's share fits (the limit is below the base)."""
+    """Shards of evenly spread namespaces whose peaks each fit under ``limit``, each
+    taking its share of what the prediction holds above the base; None when the limit
+    is below the base."""
     if limit <= BASE_BYTES:
         return None
     return max(2, math.ceil((predicted - BASE_BYTES) / (limit - BASE_BYTES)))
 
 
-def warning(counts: Counts, where: str, limit: int | None) -> str | None:
-    """The one line saying that the catch-up will pass the memory limit, naming the
-    figures and the remedy; None when it fits or there is no limit."""
-    predicted = predict(counts)
+def warning(counts: Counts, served: Scope, namespaces: int | None, limit: int | None) -> str | None:
+    """The one line saying that the catch-up of ``served`` (``namespaces`` of them, None
+    for all) will pass the memory limit, naming the figures and the remedy; None when
+    it fits or there is no limit."""
+    predicted = predict(counts, namespaces)
     if limit is None or predicted <= limit:
         return None
     shards = shards_needed(predicted, limit)
@@ -104,7 +108,7 @@ def warning(counts: Counts, where: str, limit: int | None) -> str | None:
         else "raise"
     )
     return (
-        f"Catching up {counts.describe()} in {where} is predicted to peak at "
+        f"Catching up {counts.describe()} in {served.describe()} is predicted to peak at "
         f"{predicted / MIB:,.0f} MiB, above this container's memory limit of "
         f"{limit / MIB:,.0f} MiB: it would be killed and catch up again at every restart; "
         f"{split} the limit to at least {math.ceil(predicted * 1.1 / MIB):,} MiB"
@@ -163,20 +167,20 @@ async def forecast(kinds: Iterable[JobKind], served: Scope, root: pathlib.Path) 
             counts = await asyncio.wait_for(
                 count(api, kinds, [None] if places is None else places), WITHIN
             )
+            namespaces = None if places is None else len(places)
     # Whatever went wrong only leaves the forecast out; the catch-up goes on as ever.
     except Exception as exc:
         logger.warning("Could not count what the catch-up will list (%s)", _failure(exc))
         return
     limit = memory_limit(root)
-    where = served.describe()
     logger.info(
         "Counted %s in %s before listing: catch-up peak predicted at %s MiB (memory limit: %s)",
         counts.describe(),
-        where,
-        f"{predict(counts) / MIB:,.0f}",
+        served.describe(),
+        f"{predict(counts, namespaces) / MIB:,.0f}",
         f"{limit / MIB:,.0f} MiB" if limit else "none",
     )
-    line = warning(counts, where, limit)
+    line = warning(counts, served, namespaces, limit)
     if line:
         logger.warning("%s", line)
 

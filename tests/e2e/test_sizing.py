@@ -13,6 +13,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from jobarchive import sizing
+from jobarchive.bindings import LIST_CHUNK_SIZE
 from jobarchive.cluster import METADATA_ONLY, get_json
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.sizing import MIB, Counts
@@ -114,6 +115,15 @@ async def test_a_catch_up_predicted_past_the_limit_is_said_in_one_line_before_li
     assert log.index("is predicted to peak at") < log.index("before watching")
     await eventually(lambda: _watching(cluster, "/api/v1/pods"))
     assert operator.running
+    # Kopf's own LIST of pods, paged as bindings asks (its Accept is not the count's).
+    kopf_lists = [
+        request.params.get("limit")
+        for request in cluster.emulator
+        if request.url.path == "/api/v1/pods"
+        and "watch" not in request.params
+        and request.headers.get("Accept") != METADATA_ONLY
+    ]
+    assert kopf_lists == [str(LIST_CHUNK_SIZE)]
 
 
 async def test_no_warning_where_the_catch_up_fits_or_nothing_limits(

@@ -7,27 +7,23 @@ import pathlib
 import pytest
 
 from jobarchive import sizing
+from jobarchive.scope import CLUSTER, Scope
 from jobarchive.sizing import MIB, Counts
 
 GIB = 1024 * MIB
 
 
-def test_the_prediction_grows_with_each_kind_from_the_base() -> None:
+def test_the_prediction_grows_with_the_objects_from_the_base() -> None:
     assert sizing.predict(Counts()) == sizing.BASE_BYTES
-    assert sizing.predict(Counts(pods=1000)) == sizing.BASE_BYTES + 1000 * sizing.POD_BYTES
-    assert sizing.predict(Counts(events=1000)) == sizing.BASE_BYTES + 1000 * sizing.EVENT_BYTES
-    assert sizing.predict(Counts(jobs=10)) == sizing.BASE_BYTES + 10 * sizing.JOB_BYTES
-    both = Counts(pods=1000, events=1000, jobs=10)
-    assert (
-        sizing.predict(both)
-        == sizing.predict(Counts(pods=1000))
-        + sizing.predict(Counts(events=1000, jobs=10))
-        - sizing.BASE_BYTES
-    )
+    each = sizing.OBJECT_BYTES
+    assert sizing.predict(Counts(pods=1000)) == sizing.BASE_BYTES + 1000 * each
+    assert sizing.predict(Counts(pods=10, events=20, jobs=3)) == sizing.BASE_BYTES + 33 * each
 
 
-def test_a_pod_costs_more_than_an_event() -> None:
-    assert sizing.POD_BYTES > sizing.EVENT_BYTES > 0
+def test_a_shard_costs_more_per_namespace_it_serves() -> None:
+    counts = Counts(pods=1000, events=1000)
+    assert sizing.predict(counts, 5) == sizing.predict(counts) + 5 * sizing.NAMESPACE_BYTES
+    assert sizing.predict(Counts(), 0) == sizing.BASE_BYTES
 
 
 def test_counts_add_up_and_describe_themselves() -> None:
@@ -74,17 +70,17 @@ def test_no_cgroup_files_is_no_limit(tmp_path: pathlib.Path) -> None:
 
 def test_no_line_when_it_fits_or_nothing_limits() -> None:
     counts = Counts(pods=1000, events=1000)
-    assert sizing.warning(counts, "all namespaces", None) is None
-    assert sizing.warning(counts, "all namespaces", sizing.predict(counts)) is None
-    assert sizing.warning(counts, "all namespaces", 64 * GIB) is None
+    assert sizing.warning(counts, CLUSTER, None, None) is None
+    assert sizing.warning(counts, CLUSTER, None, sizing.predict(counts)) is None
+    assert sizing.warning(counts, CLUSTER, None, 64 * GIB) is None
 
 
 def test_the_line_names_the_figures_and_the_remedy() -> None:
-    counts = Counts(pods=100_000, events=100_000, jobs=5_000)
+    counts = Counts(pods=1_000_000, events=1_000_000, jobs=5_000)
     predicted = sizing.predict(counts)
-    line = sizing.warning(counts, "all namespaces", GIB)
+    line = sizing.warning(counts, CLUSTER, None, GIB)
     assert line is not None and "\n" not in line
-    assert "100,000 pods, 100,000 Events and 5,000 jobs in all namespaces" in line
+    assert "1,000,000 pods, 1,000,000 Events and 5,000 jobs in all namespaces" in line
     assert f"peak at {predicted / MIB:,.0f} MiB" in line
     assert "memory limit of 1,024 MiB" in line
     shards = sizing.shards_needed(predicted, GIB)
@@ -92,15 +88,22 @@ def test_the_line_names_the_figures_and_the_remedy() -> None:
     assert f"into {shards} or more shards" in line and "raise the limit to at least" in line
 
 
-def test_shards_needed_fit_under_the_limit() -> None:
-    predicted = sizing.predict(Counts(pods=100_000, events=100_000))
+def test_shards_needed_each_fit_under_the_limit() -> None:
+    predicted = sizing.predict(Counts(pods=1_000_000, events=1_000_000))
     shards = sizing.shards_needed(predicted, GIB)
     assert shards is not None
-    share = (predicted - sizing.BASE_BYTES) / shards + sizing.BASE_BYTES
-    assert share <= GIB
-    assert (predicted - sizing.BASE_BYTES) / (shards - 1) + sizing.BASE_BYTES > GIB
+    base = sizing.BASE_BYTES
+    assert (predicted - base) / shards + base <= GIB
+    assert (predicted - base) / (shards - 1) + base > GIB
+
+
+def test_a_shard_is_told_its_own_scope() -> None:
+    line = sizing.warning(Counts(pods=1_000_000), Scope(("team-a", "team-b")), 2, GIB)
+    assert line is not None and "in namespaces team-a team-b is predicted" in line
+    expected = sizing.predict(Counts(pods=1_000_000), 2)
+    assert f"peak at {expected / MIB:,.0f} MiB" in line
 
 
 def test_a_limit_below_the_base_asks_only_for_more_memory() -> None:
-    line = sizing.warning(Counts(pods=10), "namespaces team-a", sizing.BASE_BYTES // 2)
+    line = sizing.warning(Counts(pods=10), Scope(("team-a",)), 1, sizing.BASE_BYTES // 2)
     assert line is not None and "shards" not in line and "raise the limit" in line
