@@ -1,12 +1,13 @@
 """Memory: catching up pods and Events written as a kubelet and the controllers write
-them (``testbed.kubelet``: managedFields, the whole status, 6 to 54 kB of JSON a pod),
+them (``testbed.kubelet``: managedFields, the whole status, 6 to 53 kB of JSON a pod),
 by jobarchive beside Kopf's no-op operator, on the same emulated cluster in the same run.
 
 Per size (``--memory-sizes``; ``--large`` adds 100,000): one emulated cluster
-(``testbed.fast_emulator``) holds that many pods over ``NAMESPACES`` namespaces, a
+(``testbed.fast_emulator``) holds that many pods over ``NAMESPACES_FILLED`` namespaces, a
 PyTorchJob per ``PODS_PER_JOB`` of them and an Event about each pod. It is caught up from
-scratch by, in turn: Kopf's no-op with its defaults (one LIST per kind, unpaged), the
-no-op with ``settings.watching.chunk_size`` (the LIST paged, as jobarchive does), jobarchive
+scratch by, in turn: Kopf's no-op with its defaults (one LIST per kind, unpaged; left
+out above ``UNPAGED_UP_TO`` pods), the no-op with ``settings.watching.chunk_size`` (the
+LIST paged, as jobarchive does), jobarchive
 watching every namespace into a fresh database, and jobarchive as a shard given half of
 the namespaces. Per run: the time until every object is seen (no-op) or committed
 (jobarchive), the operator's CPU seconds, its peak RSS (VmHWM) and its RSS ``SETTLE``
