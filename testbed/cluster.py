@@ -116,6 +116,7 @@ async def emulated_cluster(emulator: "Emulator | None" = None) -> AsyncIterator[
     ):
         for resource in (NAMESPACES, PODS, EVENTS, CRDS):
             cluster.serve(resource)
+        cluster.serve_kube_system()
         for kind in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS):
             cluster.serve(job_resource(kind))
         # Only where thousands of objects live: a reaction also declares its resource
@@ -182,6 +183,8 @@ class Cluster:
         self._session: aiohttp.ClientSession | None = None
         # The resources whose watch streams a Feed serves instead of the emulator.
         self.feeds: dict[str, Feed] = {}
+        # The kube-system namespace's uid: the cluster's identity (decision 35).
+        self.uid = str(uuid.uuid4())
 
     def serve(self, resource: Resource) -> None:
         """Declare a resource in the emulator's discovery."""
@@ -189,6 +192,16 @@ class Cluster:
         info.kind = resource.kind
         info.namespaced = resource.namespaced
         info.verbs = {"get", "list", "watch", "create", "patch", "update", "delete"}
+
+    def serve_kube_system(self) -> None:
+        """Answer GET of the kube-system namespace, with its uid, as every cluster has it.
+
+        kmock reads ``/api/v1/namespaces/<name>`` as a namespace's prefix and answers
+        404, so the namespace is a reaction of its own; it is not listed with the others.
+        """
+        meta = {"name": "kube-system", "uid": self.uid, "resourceVersion": "1"}
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+        self.emulator["get /api/v1/namespaces/kube-system"] << body
 
     async def __aenter__(self) -> "Cluster":
         self._session = aiohttp.ClientSession(headers={"User-Agent": USER_AGENT})

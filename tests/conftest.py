@@ -160,6 +160,7 @@ def operator_env(e2e_db_url: str) -> dict[str, str | None]:
         "JOBARCHIVE_READ_DB_URL_FILE": None,
         "JOBARCHIVE_DB_TLS": None,
         "JOBARCHIVE_DB_TLS_CA": None,
+        "JOBARCHIVE_CLUSTER": None,
     }
 
 
