@@ -183,8 +183,15 @@ class Cluster:
         self._session: aiohttp.ClientSession | None = None
         # The resources whose watch streams a Feed serves instead of the emulator.
         self.feeds: dict[str, Feed] = {}
-        # The kube-system namespace's uid: the cluster's identity (decision 35).
+        # The kube-system namespace's uid: the cluster's identity (decision 35); what a
+        # GET of the namespace answers (a test may make it a ``kmock.Response``).
         self.uid = str(uuid.uuid4())
+        meta = {"name": "kube-system", "uid": self.uid, "resourceVersion": "1"}
+        self.kube_system: Body | kmock.Response = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": meta,
+        }
 
     def serve(self, resource: Resource) -> None:
         """Declare a resource in the emulator's discovery."""
@@ -199,9 +206,7 @@ class Cluster:
         kmock reads ``/api/v1/namespaces/<name>`` as a namespace's prefix and answers
         404, so the namespace is a reaction of its own; it is not listed with the others.
         """
-        meta = {"name": "kube-system", "uid": self.uid, "resourceVersion": "1"}
-        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
-        self.emulator["get /api/v1/namespaces/kube-system"] << body
+        self.emulator["get /api/v1/namespaces/kube-system"] << (lambda: self.kube_system)
 
     async def __aenter__(self) -> "Cluster":
         self._session = aiohttp.ClientSession(headers={"User-Agent": USER_AGENT})

@@ -11,6 +11,7 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING
 
+from jobarchive.objects import mapping
 from jobarchive.rows import CLUSTER_LENGTH, CLUSTER_PATTERN
 
 if TYPE_CHECKING:
@@ -90,8 +91,7 @@ async def discover(api: "client.ApiClient") -> Identity:
     except Exception as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise Unknown(f"cannot read the {NAMESPACE} namespace's uid: {reason}") from None
-    metadata = body.get("metadata")
-    uid = metadata.get("uid") if isinstance(metadata, dict) else None
+    uid = mapping(mapping(body).get("metadata")).get("uid")
     if not isinstance(uid, str) or not re.fullmatch(CLUSTER_PATTERN, uid):
         raise Unknown(f"the {NAMESPACE} namespace has no usable uid: set {VARIABLE}")
     return Identity(uid, f"the {NAMESPACE} namespace's uid; {VARIABLE} names it otherwise")
