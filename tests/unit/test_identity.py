@@ -33,7 +33,7 @@ def test_a_label_value_is_a_cluster_name(name: str) -> None:
 def test_anything_else_is_refused_naming_the_variable(name: str) -> None:
     with pytest.raises(ValueError, match="is not a cluster name"):
         validated(name)
-    with pytest.raises(ConfigError, match="^JOBARCHIVE_CLUSTER: .* is not a cluster name"):
+    with pytest.raises(ConfigError, match=r"^JOBARCHIVE_CLUSTER: .* is not a cluster name"):
         load({"JOBARCHIVE_CLUSTER": name})
 
 
