@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import kmock
+from kmock._internal.rendering import Response
 
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
 from testbed.objects import Body
@@ -187,7 +188,7 @@ class Cluster:
         # GET of the namespace answers (a test may make it a ``kmock.Response``).
         self.uid = str(uuid.uuid4())
         meta = {"name": "kube-system", "uid": self.uid, "resourceVersion": "1"}
-        self.kube_system: Body | kmock.Response = {
+        self.kube_system: Body | Response = {
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": meta,

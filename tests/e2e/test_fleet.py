@@ -6,6 +6,7 @@ a cluster whose operator is down keeps its rows as they were."""
 import datetime
 import pathlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,11 @@ pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
 ALL = [PODS, EVENTS, *(job_resource(kind) for kind in BUILTIN_KINDS)]
 LONG_AGO = datetime.datetime.now(tz=datetime.UTC) - datetime.timedelta(days=30)
+GONE_LONG_AGO: dict[str, Any] = {
+    "is_in_etcd": False,
+    "gmt_created": LONG_AGO,
+    "gmt_finished": LONG_AGO,
+}
 # Reconciling every second, pruning what finished over a day ago.
 MAINTAINING = {"JOBARCHIVE_RESYNC_INTERVAL": "1", "JOBARCHIVE_RETENTION_DAYS": "1"}
 
@@ -105,12 +111,12 @@ async def test_a_cluster_whose_operator_is_down_keeps_its_rows_as_they_were(
     await eventually(lambda: Job.filter(job_id=uid(live), status="Running").exists())
     await west_operator.stop()
     # West's history: a job gone long ago, which west's retention would prune.
-    old = rows.job("west-old", name="old", namespace="team-a", status="Succeeded")
-    old.update(is_in_etcd=False, gmt_created=LONG_AGO, gmt_finished=LONG_AGO)
+    old = rows.job("west-old", name="old", namespace="team-a", status="Succeeded", **GONE_LONG_AGO)
     await Store(cluster=west.uid).upsert(Job, [old])
     # East's own: a job gone long ago, and a row whose object east no longer has.
-    mine_old = rows.job("east-old", name="old", namespace="team-a", status="Succeeded")
-    mine_old.update(is_in_etcd=False, gmt_created=LONG_AGO, gmt_finished=LONG_AGO)
+    mine_old = rows.job(
+        "east-old", name="old", namespace="team-a", status="Succeeded", **GONE_LONG_AGO
+    )
     missed = rows.job("east-missed", name="missed", namespace="team-a")
     await Store(cluster=cluster.uid).upsert(Job, [mine_old, missed])
     before = {job.job_id: (job.version, job.status, job.is_in_etcd) for job in await Job.all()}

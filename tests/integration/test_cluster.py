@@ -3,8 +3,8 @@ the operator asks before Kopf starts, and how an error status reaches the caller
 
 import pathlib
 
-import kmock
 import pytest
+from kmock._internal.rendering import Response
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import cluster as kube
@@ -103,7 +103,7 @@ async def test_an_identity_that_cannot_be_read_says_what_to_grant_or_set(
     cluster: Cluster, kubeconfig: pathlib.Path
 ) -> None:
     forbidden = {"kind": "Status", "code": 403, "reason": "Forbidden"}
-    cluster.kube_system = kmock.Response(status=403, payload=forbidden)
+    cluster.kube_system = Response(status=403, payload=forbidden)
     with pytest.raises(identity.Unknown) as refused:
         await identity.identify(None)
     assert str(refused.value) == (
