@@ -5,12 +5,14 @@ write never overwrites another cluster's row of the same uid."""
 import datetime
 
 from jobarchive.config import DbTls
+from jobarchive.logtails import store as tails
 from jobarchive.maintenance import retention
 from jobarchive.rows import JobRow
 from jobarchive.storage import database as db
 from jobarchive.storage import introspection
 from jobarchive.storage.models import Job
 from jobarchive.storage.store import Store
+from tests.support.rows import failure
 
 CREATED = datetime.datetime(2026, 11, 30, 8, 0, tzinfo=datetime.UTC)
 TABLES = ("job_info", "replica_info", "event_info", "container_log_tail")
@@ -119,3 +121,11 @@ async def test_retention_of_one_cluster_leaves_anothers_rows(database: str) -> N
     # `jobarchive prune` without --cluster: every cluster's gone rows.
     assert (await retention.prune(before)).jobs == 1
     assert await Job.all().count() == 0
+
+
+async def test_a_log_tail_names_the_stores_cluster_and_is_written_once(database: str) -> None:
+    failed = failure("pod-1")
+    await tails.TailStore(Store(cluster="east")).insert([tails.row(failed, "uid-1", None, "n")])
+    # Another cluster's tail of the same pod uid and container: the first is kept.
+    await tails.TailStore(Store(cluster="west")).insert([tails.row(failed, "uid-9", None, "n")])
+    assert await clusters("container_log_tail") == ["east"]
