@@ -3,6 +3,9 @@ its rows' cluster at start, every write names the store's cluster, and one clust
 write never overwrites another cluster's row of the same uid."""
 
 import datetime
+import logging
+
+import pytest
 
 from jobarchive.config import DbTls
 from jobarchive.logtails import store as tails
@@ -56,11 +59,23 @@ async def test_every_write_names_the_stores_cluster(database: str) -> None:
     assert await clusters("job_info") == ["east", "west"]
 
 
-async def test_a_write_of_another_clusters_uid_keeps_the_stored_row(database: str) -> None:
+async def test_a_write_of_another_clusters_uid_keeps_the_stored_row(
+    database: str, caplog: pytest.LogCaptureFixture
+) -> None:
     east, west = Store(cluster="east"), Store(cluster="west")
     assert await east.upsert(Job, [job("uid-1", "5", "Running")]) == 0
-    # A cloned etcd: the same uid, a newer version, in another cluster.
-    assert await west.upsert(Job, [job("uid-1", "9", "Failed", name="other")]) == 1
+    # A cloned etcd: the same uid, a newer version, in another cluster; a stale row of
+    # west's own beside it is kept too, and not said.
+    assert await west.upsert(Job, [job("uid-w", "5")]) == 0
+    with caplog.at_level(logging.WARNING, logger="jobarchive.storage.store"):
+        kept = await west.upsert(
+            Job, [job("uid-1", "9", "Failed", name="other"), job("uid-w", "4")]
+        )
+    assert kept == 2
+    assert [record.getMessage() for record in caplog.records] == [
+        "Not written: job_info uid-1 is cluster east's, not this cluster's (west): two "
+        "clusters share the uid"
+    ]
     stored = await Job.get(job_id="uid-1")
     assert (stored.cluster, stored.status, stored.name, stored.version) == (
         "east",
