@@ -2,7 +2,7 @@
 writing one database. Each records its namespaces (a pattern's late namespace too),
 marks gone what was deleted in its namespaces while it was down, and never reads,
 marks or prunes another shard's rows, whether that shard runs or not. Every request a
-shard makes is one the shards' RBAC (manifests/shards/) grants it, and under
+shard makes is one the shards' RBAC (manifests/overlays/shards/) grants it, and under
 `--peering` a shard creates its KopfPeering objects and works."""
 
 import asyncio
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
 KOPF_PEERINGS = Resource("kopf.dev", "v1", "kopfpeerings", "KopfPeering")
 WATCHED = [PODS, EVENTS, *(job_resource(kind) for kind in BUILTIN_KINDS)]
-SHARDS = REPO / "manifests" / "shards"
+SHARDS = REPO / "manifests" / "overlays" / "shards"
 
 Start = Callable[..., Awaitable[OperatorProcess]]
 NAMESPACE_PATHS = re.compile(r"/api/v1/namespaces(/[^/]+)?")
@@ -198,9 +198,9 @@ async def recorded(namespace: str) -> bool:
 
 
 def shard_rbac() -> dict[str, set[tuple[str, str, str]]]:
-    """The (group, resource, verb) triples each ClusterRole of the shards' base grants."""
+    """The (group, resource, verb) triples each ClusterRole of the shards' component grants."""
     grants: dict[str, set[tuple[str, str, str]]] = {}
-    for doc in yaml.safe_load_all((SHARDS / "base" / "02-rbac.yaml").read_text()):
+    for doc in yaml.safe_load_all((SHARDS / "common" / "rbac.yaml").read_text()):
         if doc and doc["kind"] == "ClusterRole":
             grants[doc["metadata"]["name"]] = {
                 (group, resource, verb)
