@@ -17,6 +17,7 @@ other server they are sent unchanged.
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from tortoise.exceptions import DBConnectionError
 
 from jobarchive.storage import failures
 
+logger = logging.getLogger(__name__)
 SYNCED = "4"
 CAUSAL_PREFIX = "SET STATEMENT wsrep_sync_wait=1 FOR "
 
@@ -102,6 +104,8 @@ class HostPool:
                 state = NodeState(galera=False, refusal=failures.describe(exc))
             if state.refusal is None:
                 self.host, self.galera = (host, port), state.galera
+                if reasons:
+                    logger.warning("Using database host %s:%d (%s)", host, port, "; ".join(reasons))
                 return pool
             reasons.append(f"{host}:{port}: {state.refusal}")
             pool.close()
@@ -197,6 +201,13 @@ class FailoverClient(MySQLClient):
 
     def _in_transaction(self) -> TransactionContextPooled:
         return _Transaction(TransactionWrapper(self), self._pool_init_lock)
+
+    @property
+    def serving(self) -> tuple[str, int] | None:
+        """The host the pool now uses; None before it is opened or after it failed."""
+        if isinstance(self._pool, HostPool) and self._pool.current is not None:
+            return self._pool.host
+        return None
 
     @property
     def galera(self) -> bool:
