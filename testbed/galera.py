@@ -13,6 +13,7 @@ The group's timeouts are shortened (a node that stops answering is evicted after
 about 3 s rather than 15 s) so that a test's kill costs seconds, not minutes.
 """
 
+import contextlib
 import os
 import pathlib
 import pwd
@@ -21,7 +22,6 @@ import signal
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-import contextlib
 
 import pymysql
 

@@ -124,7 +124,8 @@ async def test_a_node_killed_in_a_burst_beside_a_writer_on_another_node(
     assert not [r for r in caplog.records if "Gave up" in r.getMessage()]
     back = [r.getMessage() for r in caplog.records if "is back after" in r.getMessage()]
     print(
-        f"on the second host {failover:.2f} s after the kill ({'; '.join(back)}); the writer beside committed "
+        f"on the second host {failover:.2f} s after the kill ({'; '.join(back)}); "
+        f"the writer beside committed "
         f"{beside.committed} transactions, {beside.conflicts} rolled back; "
         f"the writer's batches retried {retried:.0f} times"
     )
@@ -162,9 +163,7 @@ async def test_the_writers_reads_wait_for_the_cluster_and_the_read_sides_do_not(
     assert (await reader().execute_query_dict(asked)) == [{"wait": 0}]
 
 
-async def test_a_plain_mariadb_is_not_asked_for_causal_reads(
-    mysql_url: str, closing: None
-) -> None:
+async def test_a_plain_mariadb_is_not_asked_for_causal_reads(mysql_url: str, closing: None) -> None:
     await db.open_database(mysql_url, encryption=DbTls())
     answer = await db.connection().execute_query_dict("SELECT @@wsrep_sync_wait AS wait")
     assert answer == [{"wait": 0}]

@@ -87,7 +87,9 @@ class Beside(threading.Thread):
                     self.conflicts += 1
                     conn.rollback()
 
-    def _transaction(self, conn: "pymysql.connections.Connection[object]", uids: list[str], remark: str) -> None:
+    def _transaction(
+        self, conn: "pymysql.connections.Connection[object]", uids: list[str], remark: str
+    ) -> None:
         conn.begin()
         with conn.cursor() as cursor:
             for uid in uids:

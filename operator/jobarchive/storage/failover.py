@@ -22,7 +22,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import aiomysql
-from tortoise.backends.base.client import PoolConnectionWrapper, TransactionContextPooled
+from tortoise.backends.base.client import (
+    PoolConnectionWrapper,
+    TransactionalDBClient,
+    TransactionContextPooled,
+)
 from tortoise.backends.mysql.client import MySQLClient, TransactionWrapper
 from tortoise.connection import get_connections
 from tortoise.exceptions import DBConnectionError
@@ -142,12 +146,13 @@ class HostPool:
     async def failed(self, pool: aiomysql.Pool, error: BaseException) -> None:
         """Retire ``pool`` if ``error`` says its host is away; an older pool's late
         failure leaves the current one alone."""
-        if not failures.is_unavailable(error) or pool is not self.current:
+        current = self.current
+        if current is None or current is not pool or not failures.is_unavailable(error):
             return
         self.current = None
-        pool.close()
-        await pool.clear()
-        self._retired = [old for old in self._retired if old.size] + [pool]
+        current.close()
+        await current.clear()
+        self._retired = [old for old in self._retired if old.size] + [current]
 
     def close(self) -> None:
         """Lend no more connections, from any pool."""
@@ -236,7 +241,7 @@ class _Transaction(TransactionContextPooled):
     """Tortoise's pooled transaction, but a BEGIN that fails hands its connection back
     and leaves the task's context as it was, and a failure tells the pool."""
 
-    async def __aenter__(self) -> TransactionWrapper:
+    async def __aenter__(self) -> TransactionalDBClient:
         await self.ensure_connection()
         pool: HostPool = self.client._parent._pool
         self.client._connection = await pool.acquire()
@@ -247,8 +252,7 @@ class _Transaction(TransactionContextPooled):
             await pool.release(self.client._connection)
             raise
         self.token = get_connections().set(self.connection_name, self.client)
-        client: TransactionWrapper = self.client
-        return client
+        return self.client
 
     async def __aexit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
         pool: HostPool = self.client._parent._pool
@@ -262,5 +266,6 @@ class _Transaction(TransactionContextPooled):
             if owner is not None:
                 await pool.failed(owner, exc)
             raise
+
 
 client_class = FailoverClient
