@@ -80,6 +80,28 @@ async def test_hosts_are_tried_in_order_past_a_refused_and_a_non_primary_one(
     assert any(f"fleet:***@{hosts}/" in r.getMessage() for r in caplog.records)
 
 
+async def test_the_writer_passes_over_a_read_only_host_and_the_read_side_does_not(
+    galera: GaleraCluster, closing: None
+) -> None:
+    read_only, primary = galera.nodes[0], galera.nodes[1]
+    url = create_database(galera, read_only, primary)
+    await db.open_database(url, encryption=DbTls())
+    await db.close_database()
+    with connect(read_only.url) as conn, conn.cursor() as cursor:
+        cursor.execute("SET GLOBAL read_only = ON")
+    try:
+        await db.open_database(url, encryption=DbTls(), read_pool=ReadPool(url))
+        await Store().write_batch({"jobs": (Job, [job()])})
+        assert serving() == ("127.0.0.1", primary.port)
+        await reader().execute_query("SELECT 1")
+        read_side = reader()
+        assert isinstance(read_side, FailoverClient)
+        assert read_side.serving == ("127.0.0.1", read_only.port)
+    finally:
+        with connect(read_only.url) as conn, conn.cursor() as cursor:
+            cursor.execute("SET GLOBAL read_only = OFF")
+
+
 async def _async(value: bool) -> bool:
     return value
 

@@ -64,8 +64,8 @@ def test_both_connections_take_the_failover_pool_over_every_host() -> None:
     assert written["engine"] == failover.__name__
     expected = (("db-1", 3307), ("fd00::2", 3306), ("db-3.example.com", 3306))
     assert written["credentials"]["hosts"] == read["credentials"]["hosts"] == expected
-    assert written["credentials"]["causal_reads"] is True
-    assert "causal_reads" not in read["credentials"]
+    assert written["credentials"]["writer"] is True
+    assert "writer" not in read["credentials"]
     assert written["credentials"]["host"] == "db-1"
 
 

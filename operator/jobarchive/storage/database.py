@@ -48,8 +48,9 @@ def tortoise_config(
     with the read side's connection too when ``read_pool`` is given."""
     name, connection = _connection(db_url, pool_size, encryption)
     if connection["engine"] == dialects.MYSQL.engine:
-        # The writer's own reads see the last write (decision 37); the read side's need not.
-        connection["credentials"]["causal_reads"] = True
+        # The writer's connection: its reads see the last write, and it needs a host that
+        # is not read-only (decision 37); the read side's need neither.
+        connection["credentials"]["writer"] = True
         connection = {**connection, "engine": failover.__name__}
     connections = {name: connection}
     if read_pool is not None:

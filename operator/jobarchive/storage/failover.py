@@ -9,8 +9,10 @@ Galera's 1047 on a node out of the primary component) retires its pool: its idle
 connections are closed at once, the busy ones when handed back, none is lent again,
 and the next statement opens a pool anew, trying the hosts in order from the first.
 
-On Galera, the SELECTs of a client made with ``causal_reads`` (the operator's own
-connection, not the read side's) wait until the node has applied every write the
+A ``writer`` client (the operator's own connection, not the read side's) passes over
+a host that is read-only (a replica, InnoDB Cluster's secondary, a managed MySQL's
+old primary after a failover), and 1290 on it retires the pool as the others do.
+On Galera, its SELECTs wait until the node has applied every write the
 cluster committed before them (``wsrep_sync_wait``, statement by statement); on any
 other server they are sent unchanged.
 """
@@ -47,7 +49,7 @@ class NodeState:
     refusal: str | None = None
 
 
-async def node_state(conn: aiomysql.Connection) -> NodeState:
+async def node_state(conn: aiomysql.Connection, writer: bool) -> NodeState:
     """Whether a server is a Galera node, and whether it is ready and synced.
 
     ``SELECT 1`` is no test: a node out of the primary component answers it and
@@ -55,8 +57,12 @@ async def node_state(conn: aiomysql.Connection) -> NodeState:
     is known by ``wsrep_on``; MySQL has neither variable.
     """
     async with conn.cursor() as cursor:
-        await cursor.execute("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+        await cursor.execute(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'read_only')"
+        )
         found = dict(await cursor.fetchall())
+        if writer and found.get("read_only") == "ON":
+            return NodeState(galera=found.get("wsrep_on") == "ON", refusal="read-only")
         if found.get("wsrep_on") != "ON":
             return NodeState(galera=False)
         await cursor.execute(
@@ -103,7 +109,7 @@ class HostPool:
                 continue
             try:
                 async with pool.acquire() as conn:
-                    state = await node_state(conn)
+                    state = await node_state(conn, self.client.writer)
             except failures.ERRORS as exc:
                 state = NodeState(galera=False, refusal=failures.describe(exc))
             if state.refusal is None:
@@ -174,13 +180,13 @@ class FailoverClient(MySQLClient):
     """Tortoise's MySQL client over a ``HostPool``."""
 
     def __init__(
-        self, *, hosts: Sequence[Sequence[Any]] = (), causal_reads: bool = False, **kwargs: Any
+        self, *, hosts: Sequence[Sequence[Any]] = (), writer: bool = False, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.hosts = tuple((str(host), int(port)) for host, port in hosts) or (
             (self.host, self.port),
         )
-        self.causal_reads = causal_reads
+        self.writer = writer
         self._pool: Any = None
 
     async def create_connection(self, with_db: bool) -> None:
@@ -224,7 +230,7 @@ class FailoverClient(MySQLClient):
     ) -> tuple[int, list[dict[Any, Any]]]:
         """The statement; a SELECT asks for causality when the client reads causally on
         Galera."""
-        if self.causal_reads and self.galera and query.lstrip()[:6].upper() == "SELECT":
+        if self.writer and self.galera and query.lstrip()[:6].upper() == "SELECT":
             query = CAUSAL_PREFIX + query
         found: tuple[int, list[dict[Any, Any]]] = await super().execute_query(query, values)
         return found

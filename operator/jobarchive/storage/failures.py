@@ -38,6 +38,10 @@ RETRYABLE_ERRORS = frozenset({ER.LOCK_WAIT_TIMEOUT, ER.LOCK_DEADLOCK})
 # application use"): another host must be used, and this one waited for (decision 37).
 WSREP_NOT_READY = ER.UNKNOWN_COM_ERROR
 
+# A read-only server (a replica, a secondary, a managed primary demoted by a failover)
+# refused a write: the primary is another host.
+READ_ONLY = ER.OPTION_PREVENTS_STATEMENT
+
 # Galera refused a write set over wsrep_max_ws_rows (or wsrep_max_ws_size): the batch
 # must be split, which the writer does to every batch the database refuses.
 WRITE_SET_TOO_LARGE = ER.ERROR_DURING_COMMIT
@@ -49,6 +53,7 @@ UNAVAILABLE_ERRORS = frozenset(
         ER.SERVER_SHUTDOWN,
         MARIADB_CONNECTION_KILLED,
         WSREP_NOT_READY,
+        READ_ONLY,
         CR.CR_CONNECTION_ERROR,
         CR.CR_CONN_HOST_ERROR,
         CR.CR_SERVER_GONE_ERROR,
