@@ -77,6 +77,10 @@ async def node_state(conn: aiomysql.Connection, writer: bool) -> NodeState:
     return NodeState(galera=True, refusal=f"Galera node not ready (wsrep_ready {ready}, {comment})")
 
 
+class NotUsable(DBConnectionError):
+    """A host that answers but must not be used: read-only, or a Galera node not synced."""
+
+
 class HostPool:
     """The pool Tortoise sees: the current aiomysql pool over one host, and those
     retired, until their connections are handed back."""
@@ -100,27 +104,35 @@ class HostPool:
             return self.current
 
     async def _first_usable(self) -> aiomysql.Pool:
-        reasons = []
+        reasons: list[str] = []
         for host, port in self.client.hosts:
             try:
-                pool = await aiomysql.create_pool(host=host, port=port, **self.template)
+                pool = await self._usable(host, port)
             except failures.ERRORS as exc:
+                if len(self.client.hosts) == 1:
+                    # One host: its own error, as Tortoise's client would raise it.
+                    raise DBConnectionError(f"Can't connect to {host}:{port}") from exc
                 reasons.append(f"{host}:{port}: {failures.describe(exc)}")
                 continue
-            try:
-                async with pool.acquire() as conn:
-                    state = await node_state(conn, self.client.writer)
-            except failures.ERRORS as exc:
-                state = NodeState(galera=False, refusal=failures.describe(exc))
-            if state.refusal is None:
-                self.host, self.galera = (host, port), state.galera
-                if reasons:
-                    logger.warning("Using database host %s:%d (%s)", host, port, "; ".join(reasons))
-                return pool
-            reasons.append(f"{host}:{port}: {state.refusal}")
+            if reasons:
+                logger.warning("Using database host %s:%d (%s)", host, port, "; ".join(reasons))
+            return pool
+        raise DBConnectionError("no database host is usable: " + "; ".join(reasons))
+
+    async def _usable(self, host: str, port: int) -> aiomysql.Pool:
+        """A pool on the host, if it is one to use; else the reason, raised."""
+        pool = await aiomysql.create_pool(host=host, port=port, **self.template)
+        try:
+            async with pool.acquire() as conn:
+                state = await node_state(conn, self.client.writer)
+            if state.refusal is not None:
+                raise NotUsable(state.refusal)
+        except BaseException:
             pool.close()
             await pool.wait_closed()
-        raise DBConnectionError("no database host is usable: " + "; ".join(reasons))
+            raise
+        self.host, self.galera = (host, port), state.galera
+        return pool
 
     async def acquire(self) -> aiomysql.Connection:
         """A connection of the current pool; a pool whose host refuses it is retired."""
