@@ -12,6 +12,8 @@ import pymysql
 
 from jobarchive.storage.models import Job
 from jobarchive.storage.writer import Writer
+from soak.checker import Checker, read_tables
+from soak.truth import UID_COLUMN, Row
 from testbed.galera import GaleraCluster, GaleraNode
 from testbed.mariadb import connect
 from tests.support.rows import job
@@ -101,3 +103,38 @@ class Beside(threading.Thread):
         """Stop after the transaction in flight, and wait."""
         self.stopping.set()
         self.join(timeout=30)
+
+
+def of_cluster(
+    tables: dict[str, list[Row]], node: GaleraNode, database: str, cluster: str
+) -> dict[str, list[Row]]:
+    """The rows of ``tables`` (``read_tables``'s) that one cluster's operator wrote."""
+    with connect(node.url, database=database) as conn, conn.cursor() as cursor:
+        mine = {}
+        for table, column in UID_COLUMN.items():
+            cursor.execute(f"SELECT {column} FROM {table} WHERE cluster = %s", (cluster,))
+            mine[table] = {uid for (uid,) in cursor.fetchall()}
+    return {
+        table: [row for row in rows if row[UID_COLUMN[table]] in mine[table]]
+        for table, rows in tables.items()
+    }
+
+
+async def settled(
+    checkers: dict[str, Checker], node: GaleraNode, database: str, within: float
+) -> dict[str, list[str]]:
+    """Each cluster's violations, once none is left or ``within`` seconds have passed;
+    ``checkers`` by cluster name ("" for all rows)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        tables = await asyncio.to_thread(read_tables, node.url, database)
+        found = {}
+        for cluster, checker in checkers.items():
+            rows = tables
+            if cluster:
+                rows = await asyncio.to_thread(of_cluster, tables, node, database, cluster)
+            found[cluster] = checker.check(rows, loop.time())
+        if not any(found.values()) or loop.time() > deadline:
+            return found
+        await asyncio.sleep(1.0)
