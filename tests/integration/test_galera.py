@@ -154,12 +154,14 @@ async def test_a_node_killed_in_a_burst_beside_a_writer_on_another_node(
 
 
 async def test_a_write_set_over_wsrep_max_ws_rows_is_split(
-    galera: GaleraCluster, closing: None
+    galera: GaleraCluster, closing: None, caplog: pytest.LogCaptureFixture
 ) -> None:
     node = galera.nodes[0]
     url = create_database(galera, node)
     await db.open_database(url, encryption=DbTls())
     writer = Writer(Store(), batch_size=40, max_delay=0.05, flushers=1)
+    refused = counted(REFUSED)
+    caplog.set_level(logging.DEBUG, logger="jobarchive.storage.writer")
     with connect(node.url) as conn, conn.cursor() as cursor:
         cursor.execute("SET GLOBAL wsrep_max_ws_rows = 8")
     writer.start()
@@ -173,6 +175,11 @@ async def test_a_write_set_over_wsrep_max_ws_rows_is_split(
             cursor.execute("SET GLOBAL wsrep_max_ws_rows = 0")
     assert results == [[None]] * 40
     assert await Job.all().count() == 40
+    # Known as 1180, the split is said at DEBUG only: no warning of a failed batch.
+    splits = [r for r in caplog.records if "halves apart" in r.getMessage()]
+    assert splits and {r.levelno for r in splits} == {logging.DEBUG}
+    assert "wsrep_max_ws_rows exceeded" in splits[0].getMessage()
+    assert counted(REFUSED) == refused
 
 
 async def test_the_writers_reads_wait_for_the_cluster_and_the_read_sides_do_not(

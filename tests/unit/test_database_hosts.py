@@ -72,7 +72,7 @@ def test_both_connections_take_the_failover_pool_over_every_host() -> None:
 def test_a_node_out_of_the_primary_component_means_another_host_and_a_wait() -> None:
     not_ready = pymysql.err.OperationalError(1047, "WSREP has not yet prepared node")
     assert failures.is_unavailable(not_ready)
-    too_large = pymysql.err.OperationalError(1180, "Got error 90 during COMMIT")
+    too_large = pymysql.err.OperationalError(1180, "wsrep_max_ws_rows exceeded")
     assert failures.is_too_large(too_large) and not failures.is_unavailable(too_large)
     conflict = pymysql.err.OperationalError(1213, "Deadlock found when trying to get lock")
     assert failures.is_retryable(conflict)

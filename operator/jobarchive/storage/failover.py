@@ -62,7 +62,10 @@ async def node_state(conn: aiomysql.Connection, writer: bool) -> NodeState:
         )
         found = dict(await cursor.fetchall())
         if writer and found.get("read_only") == "ON":
-            return NodeState(galera=found.get("wsrep_on") == "ON", refusal="read-only")
+            return NodeState(
+                galera=found.get("wsrep_on") == "ON",
+                refusal="read-only (@@read_only ON: not the primary)",
+            )
         if found.get("wsrep_on") != "ON":
             return NodeState(galera=False)
         await cursor.execute(
