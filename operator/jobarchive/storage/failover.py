@@ -42,10 +42,11 @@ CAUSAL_PREFIX = "SET STATEMENT wsrep_sync_wait=1 FOR "
 
 @dataclasses.dataclass(frozen=True)
 class NodeState:
-    """What a host said when its pool was opened: whether it is a Galera node, and if
-    so why it cannot serve (None: it can)."""
+    """What a host said when its pool was opened: whether its reads can wait for the
+    cluster (a MariaDB Galera node: ``SET STATEMENT`` is MariaDB's, so a Percona
+    XtraDB Cluster node is read as it answers), and why it cannot serve (None: it can)."""
 
-    galera: bool
+    causal: bool
     refusal: str | None = None
 
 
@@ -58,26 +59,24 @@ async def node_state(conn: aiomysql.Connection, writer: bool) -> NodeState:
     """
     async with conn.cursor() as cursor:
         await cursor.execute(
-            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'read_only')"
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'read_only', 'version')"
         )
         found = dict(await cursor.fetchall())
+        causal = found.get("wsrep_on") == "ON" and "MariaDB" in found.get("version", "")
         if writer and found.get("read_only") == "ON":
-            return NodeState(
-                galera=found.get("wsrep_on") == "ON",
-                refusal="read-only (@@read_only ON: not the primary)",
-            )
+            return NodeState(causal, refusal="read-only (@@read_only ON: not the primary)")
         if found.get("wsrep_on") != "ON":
-            return NodeState(galera=False)
+            return NodeState(causal=False)
         await cursor.execute(
             "SHOW GLOBAL STATUS WHERE Variable_name IN "
             "('wsrep_ready', 'wsrep_local_state', 'wsrep_local_state_comment')"
         )
         status = dict(await cursor.fetchall())
     if status.get("wsrep_ready") == "ON" and status.get("wsrep_local_state") == SYNCED:
-        return NodeState(galera=True)
+        return NodeState(causal)
     comment = status.get("wsrep_local_state_comment", "unknown")
     ready = status.get("wsrep_ready", "unknown")
-    return NodeState(galera=True, refusal=f"Galera node not ready (wsrep_ready {ready}, {comment})")
+    return NodeState(causal, refusal=f"Galera node not ready (wsrep_ready {ready}, {comment})")
 
 
 class NotUsable(DBConnectionError):
@@ -93,7 +92,7 @@ class HostPool:
         self.template = template
         self.current: aiomysql.Pool | None = None
         self.host: tuple[str, int] | None = None
-        self.galera = False
+        self.causal = False
         self._owners: dict[aiomysql.Connection, aiomysql.Pool] = {}
         self._retired: list[aiomysql.Pool] = []
         self._opening = asyncio.Lock()
@@ -134,7 +133,7 @@ class HostPool:
             pool.close()
             await pool.wait_closed()
             raise
-        self.host, self.galera = (host, port), state.galera
+        self.host, self.causal = (host, port), state.causal
         return pool
 
     async def acquire(self) -> aiomysql.Connection:
@@ -236,16 +235,15 @@ class FailoverClient(MySQLClient):
         return None
 
     @property
-    def galera(self) -> bool:
-        """Whether the host now in use is a Galera node."""
-        return isinstance(self._pool, HostPool) and self._pool.galera
+    def causal(self) -> bool:
+        """Whether the host now in use can make a read wait for the cluster."""
+        return isinstance(self._pool, HostPool) and self._pool.causal
 
     async def execute_query(
         self, query: str, values: list[Any] | None = None
     ) -> tuple[int, list[dict[Any, Any]]]:
-        """The statement; a SELECT asks for causality when the client reads causally on
-        Galera."""
-        if self.writer and self.galera and query.lstrip()[:6].upper() == "SELECT":
+        """The statement; the writer's SELECT asks for causality where the host can."""
+        if self.writer and self.causal and query.lstrip()[:6].upper() == "SELECT":
             query = CAUSAL_PREFIX + query
         found: tuple[int, list[dict[Any, Any]]] = await super().execute_query(query, values)
         return found
