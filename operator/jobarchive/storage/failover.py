@@ -137,15 +137,22 @@ class HostPool:
         return pool
 
     async def acquire(self) -> aiomysql.Connection:
-        """A connection of the current pool; a pool whose host refuses it is retired."""
-        pool = await self.open()
-        try:
-            conn = await pool.acquire()
-        except Exception as exc:
-            await self.failed(pool, exc)
-            raise
-        self._owners[conn] = pool
-        return conn
+        """A connection of the current pool; a pool whose host refuses it is retired.
+
+        A pool retired while this waited (another task found its host away) refuses
+        or fails the wait: the connection is then asked of the pool opened anew.
+        """
+        while True:
+            pool = await self.open()
+            try:
+                conn = await pool.acquire()
+            except Exception as exc:
+                if pool is not self.current:
+                    continue
+                await self.failed(pool, exc)
+                raise
+            self._owners[conn] = pool
+            return conn
 
     async def release(self, conn: aiomysql.Connection) -> None:
         """Hand a connection back to the pool it came from."""
