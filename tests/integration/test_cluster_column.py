@@ -5,6 +5,7 @@ write never overwrites another cluster's row of the same uid."""
 import datetime
 
 from jobarchive.config import DbTls
+from jobarchive.maintenance import retention
 from jobarchive.rows import JobRow
 from jobarchive.storage import database as db
 from jobarchive.storage import introspection
@@ -104,3 +105,17 @@ async def test_an_archive_from_before_gets_its_rows_cluster_at_start(
     await db.open_database(db_url, encryption=DbTls(), cluster="west")
     # Only the start that adds the column fills it.
     assert (await clusters("job_info"))[:2] == ["east", "east"]
+
+
+async def test_retention_of_one_cluster_leaves_anothers_rows(database: str) -> None:
+    long_ago = CREATED - datetime.timedelta(days=400)
+    for cluster, uid in (("east", "east-old"), ("west", "west-old")):
+        row = job(uid, "1", "Succeeded")
+        row["is_in_etcd"], row["gmt_finished"] = False, long_ago
+        await Store(cluster=cluster).upsert(Job, [row])
+    before = retention.cutoff(30)
+    assert (await retention.prune(before, cluster="east")).jobs == 1
+    assert [row.job_id for row in await Job.all()] == ["west-old"]
+    # `jobarchive prune` without --cluster: every cluster's gone rows.
+    assert (await retention.prune(before)).jobs == 1
+    assert await Job.all().count() == 0
