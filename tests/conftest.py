@@ -22,6 +22,8 @@ from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage import database as db
 from jobarchive.storage.reads import ReadPool
 from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
+from testbed.galera import GaleraCluster, galera_cluster
+from testbed.galera import missing as galera_missing
 from testbed.mariadb import Databases, MariaDBServer, MariaDBUnavailable, server_for_run
 from testbed.operator import OperatorProcess
 from tests.support.certificates import TLS_DATABASE, TlsServer, start_tls_server
@@ -59,6 +61,17 @@ def private_mariadb(mysql_server: tuple[str, MariaDBServer | None]) -> MariaDBSe
     if server is None:
         pytest.skip("stops the database server: not done to JOBARCHIVE_TEST_MYSQL_URL's")
     return server
+
+
+@pytest.fixture(scope="session")
+def galera() -> Iterator[GaleraCluster]:
+    """A three-node MariaDB Galera cluster of the run's own, removed at the end; skipped
+    only where galera-4, rsync or the ``mysql`` user is missing (CI installs them)."""
+    reason = galera_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    with galera_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
