@@ -63,7 +63,7 @@ from jobarchive.reading.queries import (
     KnownKinds,
     Param,
 )
-from jobarchive.serving import listen
+from jobarchive.serving import is_loopback, listen
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +190,10 @@ class Api:
         values = parse(request.query, PAGE)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         await caller.require("get", namespace)
-        found = await self.reads.within(lambda: queries.named_jobs(namespace, name, **values))
+        scope = await self.reads.clusters(caller)
+        found = await self.reads.within(
+            lambda: queries.named_jobs(namespace, name, **values, clusters=scope)
+        )
         if not found.items and not values:
             return error(404, f"no job {queries.quoted(namespace)}/{queries.quoted(name)}")
         return found.as_json()
@@ -239,7 +242,7 @@ async def serve(
 
     The runner's cleanup closes ``access``, also when the port cannot be bound.
     """
-    if isinstance(access, auth.NoAuth) and not auth.is_loopback(host):
+    if isinstance(access, auth.NoAuth) and not is_loopback(host):
         logger.warning(
             "The API on %s:%d checks no caller (authentication: none): anyone who reaches "
             "the port reads the whole archive",

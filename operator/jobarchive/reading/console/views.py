@@ -160,9 +160,12 @@ async def job_page(visit: Visit) -> Page:
         drawn = None if detail is None else await queries.job_timeline(uid)
         if detail is None or drawn is None:
             return None
-        named = await queries.named_jobs(detail["namespace"], detail["name"], RECREATIONS)
+        namespace, name = detail["namespace"], detail["name"]
+        named = await queries.named_jobs(namespace, name, RECREATIONS, clusters=scope)
         return detail, drawn, named, await queries.pod_names_with_log_tails(uid)
 
+    # The other jobs of its name are those of the clusters the caller may read.
+    scope = await visit.reads.clusters(visit.caller)
     detail, drawn, named, tailed = await visit.reads.job(visit.caller, uid, read)
     events = await visit.caller.may("list", detail["namespace"], visit.mount.events)
     if not events:
