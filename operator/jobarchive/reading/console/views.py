@@ -155,18 +155,20 @@ async def job_page(visit: Visit) -> Page:
     values = parse(visit.params, (UID, *DETAIL_PARAMS))
     uid = _uid(values, "job")
 
-    async def read() -> tuple[dict[str, Any], queries.Timeline, queries.Page, set[str]] | None:
+    async def read() -> tuple[dict[str, Any], queries.Timeline, set[str]] | None:
         detail = await queries.job_detail(uid, **values)
         drawn = None if detail is None else await queries.job_timeline(uid)
         if detail is None or drawn is None:
             return None
-        namespace, name = detail["namespace"], detail["name"]
-        named = await queries.named_jobs(namespace, name, RECREATIONS, clusters=scope)
-        return detail, drawn, named, await queries.pod_names_with_log_tails(uid)
+        return detail, drawn, await queries.pod_names_with_log_tails(uid)
 
-    # The other jobs of its name are those of the clusters the caller may read.
+    detail, drawn, tailed = await visit.reads.job(visit.caller, uid, read)
+    # The other jobs of its name: those of the clusters the caller may read.
     scope = await visit.reads.clusters(visit.caller)
-    detail, drawn, named, tailed = await visit.reads.job(visit.caller, uid, read)
+    namespace, name = detail["namespace"], detail["name"]
+    named = await visit.reads.within(
+        lambda: queries.named_jobs(namespace, name, RECREATIONS, clusters=scope)
+    )
     events = await visit.caller.may("list", detail["namespace"], visit.mount.events)
     if not events:
         detail = {**detail, "events": [], "events_next_cursor": None}
