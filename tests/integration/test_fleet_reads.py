@@ -5,7 +5,9 @@ another cluster's only with a grant on ``clusters`` naming it; a job of a cluste
 granted is as unknown as one that never was; a cluster filter is checked like any
 other."""
 
+import re
 from collections.abc import AsyncIterator
+from html import unescape
 from typing import Any
 
 import pytest
@@ -163,3 +165,34 @@ async def test_without_access_control_every_cluster_is_read(
         jobs = await get(served, f"{api.PREFIX}/jobs", "anyone")
         assert {job["cluster"] for job in jobs["items"]} == {EAST, WEST}
         assert (await get(served, f"{api.PREFIX}/jobs/{uids['west']}", "anyone"))["cluster"] == WEST
+
+
+async def page(client: Client, path: str, token: str, status: int = 200) -> str:
+    response = await client.get(path, headers={"Authorization": f"Bearer {token}"})
+    html = await response.text()
+    assert response.status == status, html
+    return html
+
+
+def listed_clusters(html: str) -> list[str]:
+    rows = re.findall(r'<tr class="job">(.*?)</tr>', html, re.S)
+    return [re.findall(r'<td class="cluster">([^<]*)</td>', row)[0] for row in rows]
+
+
+async def test_the_console_filters_by_cluster_and_shows_it(
+    client: Client, uids: dict[str, str]
+) -> None:
+    assert listed_clusters(await page(client, "/?namespace=team-a", DAVE)) == [WEST, EAST]
+    assert listed_clusters(await page(client, f"/?namespace=team-a&cluster={WEST}", DAVE)) == [WEST]
+    assert listed_clusters(await page(client, "/?namespace=team-a", ALICE)) == [EAST]
+    form = await page(client, "/?namespace=team-a", ALICE)
+    assert '<input name="cluster"' in form
+    refused = await page(client, f"/?namespace=team-a&cluster={WEST}", ALICE, 403)
+    assert "may not get clusters.jobarchive.io" in unescape(refused)
+    job = await page(client, f"/job?uid={uids['west']}", DAVE)
+    assert f'<dd class="cluster">{WEST}</dd>' in job
+    await page(client, f"/job?uid={uids['west']}", ALICE, 404)
+    # The other jobs of its name are those the caller may read: none of west's for alice.
+    mine = await page(client, f"/job?uid={uids['east']}", ALICE)
+    assert uids["west"] not in mine
+    assert uids["east"] in await page(client, f"/job?uid={uids['west']}", DAVE)

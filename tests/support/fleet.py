@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from jobarchive import cluster as kube
+from jobarchive.config import DbTls
+from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
 from testbed.cluster import Cluster, Reviews
 from testbed.objects import Body
@@ -32,18 +34,16 @@ def fleet_readers(cluster: Cluster) -> Reviews:
     return table
 
 
-async def two_clusters(history: History) -> dict[str, str]:
-    """team-a/mnist in east, and in west ten minutes later, each with a pod and an
+async def two_clusters(history: History, east: str = EAST) -> dict[str, str]:
+    """team-a/mnist in ``east``, and in west ten minutes later, each with a pod and an
     Event; team-b/bert in west only. The jobs' uids: ``east``, ``west``, ``bert``."""
-    east = await _job(history, "mnist", "team-a", 0)
+    home = await _job(history, "mnist", "team-a", 0)
     west = await _job(history, "mnist", "team-a", 10)
     bert = await _job(history, "bert", "team-b", 20)
-    await _move(EAST, [east])
+    await _move(east, [home])
     await _move(WEST, [west, bert])
-    return {
-        name: job["metadata"]["uid"]
-        for name, job in (("east", east), ("west", west), ("bert", bert))
-    }
+    jobs = {"east": home, "west": west, "bert": bert}
+    return {name: job["metadata"]["uid"] for name, job in jobs.items()}
 
 
 def own_kubeconfig(monkeypatch: pytest.MonkeyPatch, path: pathlib.Path, api_server: str) -> None:
@@ -65,3 +65,15 @@ async def _move(cluster: str, jobs: Sequence[Body]) -> None:
     uids = [job["metadata"]["uid"] for job in jobs]
     for model in (Job, Pod, Event):
         await model.filter(job_id__in=uids).update(cluster=cluster)
+
+
+async def fill_two_clusters(url: str) -> dict[str, str]:
+    """The archive at ``url`` emptied and given ``two_clusters`` (east, west): their uids."""
+    await db.open_database(url, encryption=DbTls())
+    try:
+        for table in ("job_info", "replica_info", "event_info"):
+            await db.connection().execute_script(f"DELETE FROM {table}")
+        async with History() as history:
+            return await two_clusters(history)
+    finally:
+        await db.close_database()

@@ -63,6 +63,7 @@ from jobarchive.reading.queries import (
     KnownKinds,
     Param,
 )
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.serving import is_loopback, listen
 
 logger = logging.getLogger(__name__)
@@ -230,11 +231,13 @@ async def serve(
     kinds: KnownKinds = queries.BUILTIN,
     tls: ApiTls = PLAIN,
     refresh: float = DEFAULTS.requestheader_refresh,
+    home: str = DEFAULT_CLUSTER,
 ) -> web.AppRunner | None:
     """Start serving the API, at most ``concurrency`` queries at once (the size of the
     read pool, opened beforehand), one while ``narrowed()`` holds (``reading.gate``),
-    ``kinds`` the kinds its filters may name (``queries.known_kinds`` of the settings);
-    None, logged, when the port cannot be bound.
+    ``kinds`` the kinds its filters may name (``queries.known_kinds`` of the settings),
+    ``home`` the cluster it runs in (decision 36); None, logged, when the port cannot be
+    bound.
 
     With ``tls`` enabled it serves HTTPS, and with Kubernetes' access control it believes
     a front proxy's headers (``frontproxy``, its configuration read every ``refresh``
@@ -258,6 +261,7 @@ async def serve(
         narrowed=narrowed,
         kinds=kinds,
         front_proxy=proxy,
+        home=home,
     ).site()
     if proxy is not None:
         app.on_shutdown.append(lambda _: proxy.stop())

@@ -29,7 +29,7 @@ from jobarchive.reading import auth, gate, queries, requestheader, usage
 from jobarchive.reading.fleet import Fleet
 from jobarchive.reading.frontproxy import FrontProxy
 from jobarchive.reading.gate import Gate
-from jobarchive.reading.params import Clusters
+from jobarchive.reading.params import Clusters, check_cluster
 from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
 from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.serving import SEND_TIMEOUT, send
@@ -278,7 +278,8 @@ class Reads:
         group = caller.resource.group
         if asked is None:
             return await self.fleet.scope(caller.access, caller.identity, group)
-        if await self.fleet.may(caller.access, caller.identity, group, asked):
+        # Checked before its review: a value no cluster can have is bad input.
+        if await self.fleet.may(caller.access, caller.identity, group, check_cluster(asked)):
             return asked
         grant = f"get {auth.Resource(group, 'clusters')} {queries.quoted(asked)}"
         raise Forbidden(f"user {caller.identity.username!r} may not {grant}")

@@ -17,7 +17,7 @@ from typing import Any
 
 from jobarchive.cutting import clip
 from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
-from jobarchive.rows import CLUSTER_LENGTH
+from jobarchive.rows import CLUSTER_LENGTH, CLUSTER_PATTERN
 
 JOB_STATUSES = (
     "Created",
@@ -353,10 +353,21 @@ def fits(name: str, value: str | None, width: int) -> str | None:
     return value
 
 
+def check_cluster(cluster: str) -> str:
+    """A cluster's name as asked, if it can be one (decision 35), else BadQuery."""
+    fits("cluster", cluster, CLUSTER_LENGTH)
+    if not re.fullmatch(CLUSTER_PATTERN, cluster):
+        raise BadQuery(
+            Named("cluster"),
+            f": {quoted(cluster)} is not a cluster's name (letters, digits, '-', '_', '.')",
+        )
+    return cluster
+
+
 def cluster_filter(cluster: Clusters) -> dict[str, Any]:
     """The ORM filter of a list's ``cluster``: equal to one, in a scope's, or none."""
     if cluster is None:
         return {}
     if isinstance(cluster, str):
-        return {"cluster": fits("cluster", cluster, CLUSTER_LENGTH)}
+        return {"cluster": check_cluster(cluster)}
     return {"cluster__in": list(cluster)}

@@ -90,10 +90,13 @@ def _event_filters(query: EventQuery, kinds: KnownKinds) -> "QuerySet[Event]":
 def _refuse_scans(query: EventQuery) -> None:
     """Filters no index serves are read within what a leading filter selects only."""
     leading = (query.namespace, query.since, query.object_uid, query.reason)
+    # A cluster asked for, not a caller's scope: both only sift (decision 36).
+    asked = query.cluster if isinstance(query.cluster, str) else None
     for name, value in (
         ("object", query.object_name),
         ("kind", query.object_kind),
         ("type", query.type),
+        ("cluster", asked),
     ):
         if value is not None and all(first is None for first in leading):
             raise BadQuery(

@@ -69,8 +69,10 @@ def _pod_filters(query: PodQuery) -> "QuerySet[Pod]":
     leading = (query.namespace, query.job_uid, query.uid)
     if query.exact_name is not None and query.namespace is None and query.uid is None:
         raise BadQuery("exact_name: no index serves it alone; name a namespace with it")
-    if query.status is not None and all(first is None for first in leading):
-        raise BadQuery("status: no index serves it alone; name a namespace or a job with it")
+    # A cluster asked for, not a caller's scope: both only sift (decision 36).
+    for name, value in (("status", query.status), ("cluster", query.cluster)):
+        if isinstance(value, str) and all(first is None for first in leading):
+            raise BadQuery(f"{name}: no index serves it alone; name a namespace or a job with it")
     found = bounded(Pod).filter(**clusters)
     return found.filter(**{field: value for field, value in exact.items() if value is not None})
 
