@@ -14,7 +14,7 @@ from testbed.cluster import Cluster
 from tests.support import fleet
 from tests.support.fleet import ALICE, DAVE, WEST
 from tests.support.history import History
-from tests.support.kube import Kubectl, Server, serving, write_kubeconfig
+from tests.support.kube import Kubectl, Server, kubectls, serving
 
 pytestmark = pytest.mark.e2e
 
@@ -30,11 +30,7 @@ async def server(cluster: Cluster, archive: str, tmp_path: pathlib.Path) -> Asyn
 
 @pytest.fixture
 def kubectl(server: Server, tmp_path: pathlib.Path) -> Callable[[str], Kubectl]:
-    def of(token: str) -> Kubectl:
-        config = write_kubeconfig(tmp_path / f"kubeconfig-{token}", server, token)
-        return Kubectl(config, tmp_path / f"cache-{token}")
-
-    return of
+    return kubectls(server, tmp_path)
 
 
 def table(text: str) -> list[dict[str, str]]:
