@@ -112,6 +112,7 @@ async def test_wide_json_yaml_and_pages_of_two(
         "STATUS",
         "AGE",
         "DURATION",
+        "CLUSTER",
         "OWNER",
         "TENANT",
         "REGION",

@@ -214,7 +214,6 @@ async def test_the_namespaces_a_landing_offers_are_read_off_an_index(archive: No
     assert names == sorted(names) and len(names) == len(set(names)) and not more
 
 
-@pytest.mark.parametrize("after", [None, ("2026-06-10", 5000)], ids=["first", "next"])
 async def test_the_clusters_a_scope_reviews_are_read_off_an_index(archive: None) -> None:
     [step] = await plan(queries.job_clusters_sql(100))
     print(step)
@@ -223,6 +222,7 @@ async def test_the_clusters_a_scope_reviews_are_read_off_an_index(archive: None)
     assert await queries.job_clusters(100) == (["default"], False)
 
 
+@pytest.mark.parametrize("after", [None, ("2026-06-10", 5000)], ids=["first", "next"])
 async def test_the_exports_batches_are_read_off_the_creation_index(
     archive: None, after: tuple[str, int] | None
 ) -> None:
