@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import kmock
+from kmock._internal.rendering import Response
 
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
 from testbed.objects import Body
@@ -116,6 +117,7 @@ async def emulated_cluster(emulator: "Emulator | None" = None) -> AsyncIterator[
     ):
         for resource in (NAMESPACES, PODS, EVENTS, CRDS):
             cluster.serve(resource)
+        cluster.serve_kube_system()
         for kind in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS):
             cluster.serve(job_resource(kind))
         # Only where thousands of objects live: a reaction also declares its resource
@@ -182,6 +184,15 @@ class Cluster:
         self._session: aiohttp.ClientSession | None = None
         # The resources whose watch streams a Feed serves instead of the emulator.
         self.feeds: dict[str, Feed] = {}
+        # The kube-system namespace's uid: the cluster's identity (decision 35); what a
+        # GET of the namespace answers (a test may make it a ``kmock.Response``).
+        self.uid = str(uuid.uuid4())
+        meta = {"name": "kube-system", "uid": self.uid, "resourceVersion": "1"}
+        self.kube_system: Body | Response = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": meta,
+        }
 
     def serve(self, resource: Resource) -> None:
         """Declare a resource in the emulator's discovery."""
@@ -189,6 +200,14 @@ class Cluster:
         info.kind = resource.kind
         info.namespaced = resource.namespaced
         info.verbs = {"get", "list", "watch", "create", "patch", "update", "delete"}
+
+    def serve_kube_system(self) -> None:
+        """Answer GET of the kube-system namespace, with its uid, as every cluster has it.
+
+        kmock reads ``/api/v1/namespaces/<name>`` as a namespace's prefix and answers
+        404, so the namespace is a reaction of its own; it is not listed with the others.
+        """
+        self.emulator["get /api/v1/namespaces/kube-system"] << (lambda: self.kube_system)
 
     async def __aenter__(self) -> "Cluster":
         self._session = aiohttp.ClientSession(headers={"User-Agent": USER_AGENT})

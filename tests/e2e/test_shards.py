@@ -116,6 +116,9 @@ async def cluster() -> AsyncIterator[Cluster]:
     """The emulated API server of ``testbed.cluster.emulated_cluster``, serving
     namespaces too."""
     async with emulated_cluster(ServingNamespaces()) as api:
+        # Served here rather than by the test bed's reaction: the cluster's identity.
+        assert isinstance(api.kube_system, dict)
+        namespaces_of(api).names["kube-system"] = api.kube_system
         yield api
 
 
@@ -285,7 +288,7 @@ async def test_shards_record_reconcile_and_prune_only_their_own_namespaces(
     # Finished a year ago and gone: retention's due, in each shard's namespace.
     finished = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=365)
     old: dict[str, Any] = {"status": "Succeeded", "is_in_etcd": False, "gmt_finished": finished}
-    await Store().upsert(
+    await Store(cluster=cluster.uid).upsert(
         Job,
         [
             rows.job("old-a", name="old", namespace="team-a", **old),

@@ -134,9 +134,10 @@ class Store:
             }
 
     async def live_job_uid(self, namespace: str, name: str) -> str | None:
-        """The uid of the newest job of that name still in the cluster, if any is stored."""
+        """The uid of the newest job of that name still in the cluster (this store's), if
+        any is stored."""
         job = (
-            await Job.filter(namespace=namespace, name=name, is_in_etcd=True)
+            await Job.filter(cluster=self.cluster, namespace=namespace, name=name, is_in_etcd=True)
             .using_db(self.connection)
             .order_by("-gmt_created")
             .first()
@@ -145,8 +146,13 @@ class Store:
         return job.job_id if job is not None else None
 
     async def pod_job_uid(self, pod_uid: str) -> str | None:
-        """The job uid stored for a pod, if the pod is stored."""
-        pod = await Pod.filter(pod_id=pod_uid).using_db(self.connection).first().only("job_id")
+        """The job uid stored for a pod of this cluster, if the pod is stored."""
+        pod = (
+            await Pod.filter(cluster=self.cluster, pod_id=pod_uid)
+            .using_db(self.connection)
+            .first()
+            .only("job_id")
+        )
         return pod.job_id if pod is not None else None
 
     async def uids_in_etcd(
@@ -157,12 +163,12 @@ class Store:
         kinds_without_group: Iterable[str] = (),
         namespace: str | None = None,
     ) -> list[str]:
-        """Uids of rows still marked in etcd and last written before ``before``, of one
-        ``namespace`` (None: all, read through its index when given); of jobs, only those
-        of the given (group, kind) pairs, and those written before ``api_version``
-        existed (it is NULL) of the kind names given apart."""
+        """Uids of this cluster's rows still marked in etcd and last written before
+        ``before``, of one ``namespace`` (None: all, read through its index when given); of
+        jobs, only those of the given (group, kind) pairs, and those written before
+        ``api_version`` existed (it is NULL) of the kind names given apart."""
         key = TABLES[model].key
-        query = model.filter(is_in_etcd=True, gmt_modified__lt=before)
+        query = model.filter(cluster=self.cluster, is_in_etcd=True, gmt_modified__lt=before)
         if namespace is not None:
             query = query.filter(namespace=namespace)
         if kinds is not None:
@@ -186,20 +192,21 @@ class Store:
     async def rows(self, model: type[Event], uids: Sequence[str]) -> list[EventRow]: ...
 
     async def rows(self, model: type[Stamped], uids: Sequence[str]) -> Sequence[Row]:
-        """The stored rows of these uids, as the upsert takes them."""
+        """This cluster's stored rows of these uids, as the upsert takes them."""
         key = TABLES[model].key
-        found = await model.filter(**{f"{key}__in": list(uids)}).using_db(self.connection).values()
+        query = model.filter(cluster=self.cluster, **{f"{key}__in": list(uids)})
+        found = await query.using_db(self.connection).values()
         # The columns but ``id`` are the row's keys: a test holds the shapes to the models.
         return [cast(Row, {k: v for k, v in row.items() if k != "id"}) for row in found]
 
     async def live_jobs(
         self, namespaces: Sequence[str] | None = None
     ) -> list[tuple[str, str, str]]:
-        """(namespace, name, uid) of every job still in the cluster, oldest first; only
+        """(namespace, name, uid) of every job still in this cluster, oldest first; only
         of ``namespaces`` when given (a shard's)."""
         within = {} if namespaces is None else {"namespace__in": list(namespaces)}
         rows = (
-            await Job.filter(is_in_etcd=True, **within)
+            await Job.filter(cluster=self.cluster, is_in_etcd=True, **within)
             .using_db(self.connection)
             .order_by("gmt_created")
             .values_list("namespace", "name", "job_id")
@@ -209,7 +216,7 @@ class Store:
     async def recent_pods(
         self, since: datetime.datetime, limit: int, namespaces: Sequence[str] | None = None
     ) -> list[tuple[str, str]]:
-        """(pod uid, job uid) of pods still in the cluster or written since ``since``; only
+        """(pod uid, job uid) of this cluster's pods still in it or written since ``since``; only
         of ``namespaces`` when given (a shard's).
 
         Events outlive their pod by up to an hour, so a pod gone recently may still be
@@ -217,7 +224,9 @@ class Store:
         """
         within = {} if namespaces is None else {"namespace__in": list(namespaces)}
         rows = (
-            await Pod.filter(Q(is_in_etcd=True) | Q(gmt_modified__gte=since), **within)
+            await Pod.filter(
+                Q(is_in_etcd=True) | Q(gmt_modified__gte=since), cluster=self.cluster, **within
+            )
             .using_db(self.connection)
             .limit(limit)
             .values_list("pod_id", "job_id")
