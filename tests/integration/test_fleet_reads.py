@@ -196,3 +196,13 @@ async def test_the_console_filters_by_cluster_and_shows_it(
     mine = await page(client, f"/job?uid={uids['east']}", ALICE)
     assert uids["west"] not in mine
     assert uids["east"] in await page(client, f"/job?uid={uids['west']}", DAVE)
+
+
+async def test_statistics_count_only_the_clusters_the_caller_may_read(client: Client) -> None:
+    mine = await get(client, f"{api.PREFIX}/stats?by=namespace", BOB)
+    assert [(row["namespace"], row["jobs"]) for row in mine["items"]] == [("team-a", 1)]
+    both = await get(client, f"{api.PREFIX}/stats?namespace=team-a", DAVE)
+    assert sum(row["jobs"] for row in both["items"]) == 2
+    kube = await get(client, f"{discovery.PREFIX}/stats?by=namespace", BOB)
+    assert kube["items"] == mine["items"]
+    assert (await page(client, "/stats", BOB)).count("<svg") >= 1

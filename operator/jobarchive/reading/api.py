@@ -205,7 +205,8 @@ class Api:
     async def _stats(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, STATS_PARAMS)
         await caller.require("list", values.get("namespace"), "/stats")
-        return {"items": await self.reads.within(lambda: queries.stats(**values))}
+        scope = await self.reads.clusters(caller)
+        return {"items": await self.reads.within(lambda: queries.stats(**values, clusters=scope))}
 
     async def _usage(self, request: web.Request, caller: Caller) -> Any:
         return await self.reads.usage(request, caller, parse(request.query, USAGE_PARAMS))

@@ -227,13 +227,16 @@ async def stats_page(visit: Visit) -> Page:
         "list", None, "the statistics page", "read the jobs list of a namespace instead"
     )
 
+    # Counted over the clusters the caller may read (decision 36).
+    scope = await visit.reads.clusters(visit.caller)
+
     async def figures() -> tuple[Any, ...]:
         return (
-            await queries.jobs_per_day(since, until),
-            await queries.failure_reasons(since, until),
-            await queries.stats("kind", since, until),
-            await queries.stats("owner", since, until),
-            await queries.gpu_hours(since, until),
+            await queries.jobs_per_day(since, until, scope),
+            await queries.failure_reasons(since, until, scope),
+            await queries.stats("kind", since, until, clusters=scope),
+            await queries.stats("owner", since, until, clusters=scope),
+            await queries.gpu_hours(since, until, scope),
         )
 
     per_day, failures, kinds, owners, gpus = await visit.reads.within(figures)

@@ -192,9 +192,9 @@ class Kube:
     async def _stats(self, request: web.Request, caller: Caller) -> web.Response:
         values = _in_path(request, queries.STATS_PARAMS)
         await caller.require("list", values["namespace"], "statistics", INSTEAD)
-        return web.json_response(
-            {"items": await self.reads.within(lambda: queries.stats(**values))}
-        )
+        scope = await self.reads.clusters(caller)
+        counted = await self.reads.within(lambda: queries.stats(**values, clusters=scope))
+        return web.json_response({"items": counted})
 
     async def _usage(self, request: web.Request, caller: Caller) -> web.Response:
         return await self.reads.usage(request, caller, _in_path(request, queries.USAGE_PARAMS))
