@@ -279,6 +279,10 @@ async def test_shards_record_reconcile_and_prune_only_their_own_namespaces(
     for namespace in ("team-a", "team-b", "ml-one"):
         await eventually(functools.partial(recorded, namespace))
     assert not await Job.filter(namespace="nobodys").exists()
+    # Shards of one cluster share its identity, and its rows name it (decision 35).
+    for shard in (first_a, first_b):
+        assert f"Cluster {cluster.uid} (the kube-system namespace's uid" in shard.log()
+    assert {job.cluster for job in await Job.all()} == {cluster.uid}
 
     # Both shards down; a pod of each goes meanwhile, and nobody sees it go.
     await first_a.stop()

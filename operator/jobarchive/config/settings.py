@@ -14,7 +14,6 @@ from jobarchive.config.database_tls import DbTls, db_tls
 from jobarchive.config.database_url import db_url, read_db_url, redact_url
 from jobarchive.config.errors import ConfigError
 from jobarchive.config.numbers import Numbers, read_numbers
-from jobarchive.identity import VARIABLE as CLUSTER_VARIABLE
 from jobarchive.identity import validated as validated_cluster
 from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_kinds
 
@@ -83,7 +82,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         read_db_url=read,
         db_tls=tls,
         region=env.get("REGION") or None,
-        cluster=_cluster(env.get(CLUSTER_VARIABLE)),
+        cluster=_cluster(env.get("JOBARCHIVE_CLUSTER")),
         kinds=kinds,
         batch_job_selector=_selector(env.get("JOBARCHIVE_BATCH_JOB_SELECTOR")),
         accelerators=_accelerators(env.get("JOBARCHIVE_ACCELERATORS")),
@@ -100,7 +99,7 @@ def _cluster(raw: str | None) -> str | None:
     try:
         return validated_cluster(raw)
     except ValueError as exc:
-        raise ConfigError(f"{CLUSTER_VARIABLE}: {exc}") from None
+        raise ConfigError(f"JOBARCHIVE_CLUSTER: {exc}") from None
 
 
 def _selector(raw: str | None) -> dict[str, str | None] | None:

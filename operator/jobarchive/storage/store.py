@@ -10,12 +10,14 @@ versions of a row within one batch the way the database would.
 """
 
 import datetime
+import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast, overload
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 
+from jobarchive.logs import shown
 from jobarchive.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects
@@ -25,7 +27,10 @@ from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, u
 # size: at most this many rows, and this many bytes of the text the caller weighs.
 ROWS_PER_STATEMENT = 500
 STATEMENT_BYTES = 4 * 2**20
+# The rows of one statement named in the log when another cluster holds their uids.
+FOREIGN_SAID = 10
 K = TypeVar("K", bound=Hashable)
+logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=Mapping[str, Any])
 
 
@@ -70,8 +75,44 @@ async def _upsert(
         prepared.append(stamped)
     stale = 0
     for group in statements(prepared):
-        stale += await dialect.upsert(execute, table, group)
+        kept = await dialect.upsert(execute, table, group)
+        if kept:
+            await _say_foreign(table, [row[table.key] for row in group], cluster, dialect, execute)
+        stale += kept
     return stale
+
+
+async def _say_foreign(
+    table: Table,
+    uids: Sequence[str],
+    cluster: str,
+    dialect: dialects.Dialect,
+    execute: dialects.Execute,
+) -> None:
+    """Log each of ``uids`` the guard kept because another cluster's row holds it
+    (decision 35): a uid two clusters share, whose later writer is not written. Asked
+    only of a statement whose guard kept rows, which is rare."""
+    q, mark = dialect.quote, dialect.placeholder
+    column = q("cluster")
+    _, found = await execute(
+        f"SELECT {q(table.key)} AS uid, {column} AS cluster FROM {q(table.name)} WHERE "
+        f"{q(table.key)} IN ({', '.join([mark] * len(uids))}) AND {column} IS NOT NULL "
+        f"AND {column} <> {mark}",
+        [*uids, cluster],
+    )
+    for row in found[:FOREIGN_SAID]:
+        logger.warning(
+            "Not written: %s %s is cluster %s's, not this cluster's (%s): two clusters "
+            "share the uid",
+            table.name,
+            shown(row["uid"]),
+            shown(row["cluster"]),
+            cluster,
+        )
+    if len(found) > FOREIGN_SAID:
+        logger.warning(
+            "Not written: %d more such rows of %s", len(found) - FOREIGN_SAID, table.name
+        )
 
 
 class Store:
