@@ -367,7 +367,9 @@ class Reviews:
     As with RBAC, a grant in namespace ``""`` (a ClusterRoleBinding of the reader
     role) allows every namespace and requests over all of them; a grant in a namespace
     (a RoleBinding) allows that namespace only. A subject is ``user:<name>`` or
-    ``group:<name>``.
+    ``group:<name>``. A cluster grant (``grant_clusters``) is a ClusterRole's rule on
+    ``clusters`` with ``resourceNames``, or without them: every cluster, and a review
+    that names none.
     """
 
     GROUP, RESOURCE, VERBS = "jobarchive.io", "jobs", ("get", "list")
@@ -388,6 +390,8 @@ class Reviews:
         self.tokens: dict[str, Body] = {}
         self.grants: set[tuple[str, str]] = set()
         self.scoped: dict[tuple[str, str], frozenset[tuple[str, str, str]]] = {}
+        # Per subject, the clusters it may get; None: every cluster (no resourceNames).
+        self.clusters: dict[str, frozenset[str] | None] = {}
         self.asked: list[Body] = []
         # While set, both reviews answer 500, as an API server whose etcd is away.
         self.failing = False
@@ -420,6 +424,21 @@ class Reviews:
         if resources is not None:
             self.scoped[(subject, namespace)] = resources
 
+    def grant_clusters(self, subject: str, *names: str) -> None:
+        """Let ``subject`` get the ``clusters`` named (none: every cluster), in either
+        group, cluster-scoped."""
+        self.clusters[subject] = frozenset(names) if names else None
+
+    def _cluster_granted(self, subjects: set[str], wanted: Body) -> bool:
+        name = wanted.get("name") or ""
+        if wanted.get("verb") != "get" or wanted.get("namespace"):
+            return False
+        for subject in subjects & set(self.clusters):
+            names = self.clusters[subject]
+            if names is None or name in names:
+                return True
+        return False
+
     def _token_review(self, request: Any) -> Body:
         spec = request.data["spec"]
         user = self.tokens.get(spec.get("token"))
@@ -442,6 +461,8 @@ class Reviews:
             for place in {"", namespace}
         )
         allowed = bool(granted and wanted.get("verb") in self.VERBS)
+        if wanted.get("resource") == "clusters":
+            allowed = self._cluster_granted(subjects, wanted)
         status: Body = {"allowed": allowed}
         if allowed:
             status["reason"] = "RBAC: allowed by a binding of ClusterRole jobarchive-reader"

@@ -222,6 +222,7 @@ class Operator:
                     kinds=queries.known_kinds(self.settings.kinds),
                     tls=self.settings.api_tls,
                     refresh=self.settings.requestheader_refresh,
+                    home=self.store.cluster,
                 )
             except CertificateError as exc:
                 # Worth less than the archive: the API is not served, the operator runs.

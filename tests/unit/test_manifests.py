@@ -194,12 +194,27 @@ def test_the_reader_role_grants_what_the_api_asks_for() -> None:
         d for d in documents(EXAMPLES) if d["kind"] in ("RoleBinding", "ClusterRoleBinding")
     ]
     assert {d["kind"] for d in bindings} == {"RoleBinding", "ClusterRoleBinding"}
+    # The examples' own role grants one cluster by name (decision 36), in both groups.
+    [by_name] = [d for d in documents(EXAMPLES) if d["kind"] == "ClusterRole"]
+    assert by_name["rules"] == [
+        {
+            "apiGroups": [auth.GROUP, "archive.jobarchive.io"],
+            "resources": ["clusters"],
+            "resourceNames": ["west"],
+            "verbs": ["get"],
+        }
+    ]
     for binding in bindings:
+        assert binding["roleRef"]["name"] in (
+            reader["metadata"]["name"],
+            by_name["metadata"]["name"],
+        )
         assert binding["roleRef"] == {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "ClusterRole",
-            "name": reader["metadata"]["name"],
+            "name": binding["roleRef"]["name"],
         }
+    assert by_name["metadata"]["name"] in {b["roleRef"]["name"] for b in bindings}
 
 
 def container() -> dict[str, Any]:
