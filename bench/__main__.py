@@ -16,6 +16,7 @@ from bench import (
     e2e_bench,
     export_bench,
     kubectl_bench,
+    memory_bench,
     query_bench,
     reads_bench,
     scale_bench,
@@ -36,6 +37,7 @@ BENCHES = [
     "cli",
     "export",
     "scale",
+    "memory",
 ]
 
 
@@ -132,6 +134,8 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
                 line(name, f"{value:,.2f}", note)
         if "scale" in args.only:
             results.append(await scale_bench.run(databases, line, args, server_pid))
+        if "memory" in args.only:
+            results.append(await memory_bench.run(databases, line, args))
     finally:
         databases.drop_all()
     print("all targets met" if all(results) else "some targets missed")
@@ -156,7 +160,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="pods (and as many Events) per catch-up size",
     )
     parser.add_argument(
-        "--large", action="store_true", help="also catch up 100,000 pods and 100,000 Events"
+        "--large",
+        action="store_true",
+        help="also catch up 100,000 pods and 100,000 Events (end to end, memory)",
     )
     parser.add_argument("--runs", type=int, default=3, help="runs of each end-to-end figure")
     parser.add_argument("--rate", type=int, default=500)
@@ -180,6 +186,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=DEFAULTS.api_concurrency,
         help="JOBARCHIVE_API_CONCURRENCY",
     )
+    parser.add_argument(
+        "--memory-sizes",
+        type=int,
+        nargs="+",
+        default=[20_000],
+        help="kubelet-written pods (and as many Events) per memory catch-up",
+    )
     parser.add_argument("--scale-pods", type=int, default=100_000, help="pods (and Events)")
     parser.add_argument("--scale-jobs", type=int, default=5000, help="jobs the pods spread over")
     parser.add_argument(
@@ -196,6 +209,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.large and 100_000 not in args.catch_up_sizes:
         args.catch_up_sizes.append(100_000)
+    if args.large and 100_000 not in args.memory_sizes:
+        args.memory_sizes.append(100_000)
     return args
 
 

@@ -9,6 +9,7 @@ from jobarchive.config import load
 from jobarchive.recording.convert import event_row, job_row, pod_row
 from jobarchive.rows import EventRow, JobRow, PodRow, Row
 from jobarchive.storage.models import Event, Job, Pod, Stamped
+from testbed import kubelet
 from testbed import objects as o
 from testbed.objects import Body
 
@@ -56,6 +57,16 @@ def event_object(pod: Body) -> Body:
     event = o.event(pod, "Pulled", f'Container image "{IMAGE}" already present on machine')
     event["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", creationTimestamp=o.T0)
     return event
+
+
+def kubelet_pod(job: Body, index: int, specs_key: str = "pytorchReplicaSpecs") -> Body:
+    """``pod_object`` whole, as an API server serves it (``testbed.kubelet``)."""
+    return kubelet.pod(pod_object(job, index, specs_key), index)
+
+
+def kubelet_event(pod: Body, index: int) -> Body:
+    """``event_object`` whole, as an API server serves it (``testbed.kubelet``)."""
+    return kubelet.event(event_object(pod), index)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,8 @@ Run as ``kopf run bench/noop_operator.py``. ``NOOP_SETTINGS`` chooses Kopf's set
 applies the ones ``jobarchive.bindings`` applies, its collector thresholds and its emptying
 of each event's object included (its values, imported: importing it registers nothing). When
 ``NOOP_EXPECT`` objects have been seen it logs ``caught up``; at exit it writes
-``uid first-seen-time`` lines to ``NOOP_SEEN_FILE``, for the lag comparison.
+``uid first-seen-time`` lines to ``NOOP_SEEN_FILE``, for the lag comparison. ``NOOP_CHUNK_SIZE``
+sets Kopf's ``settings.watching.chunk_size`` (the LIST's page), either way.
 """
 
 import asyncio
@@ -20,18 +21,28 @@ from typing import Any, cast
 import kopf
 
 from jobarchive import config
-from jobarchive.bindings import COLLECTOR_THRESHOLDS, FINALIZER, WORKER_IDLE_TIMEOUT, NoDiffBase
+from jobarchive.bindings import (
+    COLLECTOR_THRESHOLDS,
+    FINALIZER,
+    LIST_CHUNK_SIZE,
+    WORKER_IDLE_TIMEOUT,
+    NoDiffBase,
+)
 
 SETTINGS = config.load()
 SEEN: dict[str, float] = {}
 EXPECT = int(os.environ.get("NOOP_EXPECT", "0"))
 TUNED = os.environ.get("NOOP_SETTINGS", "default") == "jobarchive"
+CHUNK_SIZE = os.environ.get("NOOP_CHUNK_SIZE")
 logger = logging.getLogger("noop")
 
 
 @kopf.on.startup()
 async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
-    """Kopf's defaults, or the same Kopf settings and collector as jobarchive's."""
+    """Kopf's defaults, or the same Kopf settings and collector as jobarchive's; the
+    LIST paged by ``NOOP_CHUNK_SIZE`` when it is set."""
+    if CHUNK_SIZE:
+        settings.watching.chunk_size = int(CHUNK_SIZE)
     if not TUNED:
         return
     settings.posting.enabled = False
@@ -39,6 +50,7 @@ async def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
+    settings.watching.chunk_size = LIST_CHUNK_SIZE
     gc.collect()
     gc.freeze()
     gc.set_threshold(*COLLECTOR_THRESHOLDS)

@@ -18,6 +18,9 @@ as an API server does, in front of kmock (which serves everything else):
   initial events; one from a version it does not know (or no longer keeps: a mark
   lives ``HISTORY`` seconds past its list or its last watch, as etcd compacts)
   answers ``410 Gone``, and the client lists again;
+- a LIST whose Accept header asks for ``PartialObjectMetadataList`` gets each
+  object's metadata alone, and a page that is not the last says how many objects
+  remain (``remainingItemCount``), as an API server's paged list without selectors;
 - a watch asked for bookmarks gets a BOOKMARK every ``BOOKMARK_SECONDS`` it has
   nothing else to say, as an API server sends them: Kopf takes a stream silent for
   70 s for dead and reconnects. A watch resumed from the same version (a reconnect)
@@ -70,6 +73,7 @@ HISTORY = 300.0
 BOOKMARK_SECONDS = 60.0
 EXPIRED = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
 GONE = {"type": "ERROR", "object": EXPIRED}
+PARTIAL = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata"}
 # A collection's path: /api/VERSION or /apis/GROUP/VERSION, a namespace, the plural.
 COLLECTION = re.compile(
     r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)"
@@ -168,6 +172,8 @@ class Ask:
     resource: Resource
     namespace: str | None
     params: Mapping[str, str]
+    # Accept asks for PartialObjectMetadataList: each item its metadata alone.
+    metadata_only: bool = False
 
 
 @dataclasses.dataclass(eq=False)
@@ -217,7 +223,8 @@ class FastApi:
         if resource is None or (watch and key in self._elsewhere):
             return None
         target = kmock.resource(*key)
-        ask = Ask(target, resource, found["namespace"], raw_request.query)
+        partial = "as=PartialObjectMetadataList" in raw_request.headers.get("Accept", "")
+        ask = Ask(target, resource, found["namespace"], raw_request.query, partial)
         await self._expire()
         return await self._watch(raw_request, ask) if watch else await self._list(ask)
 
@@ -259,13 +266,26 @@ class FastApi:
         start = int(offset or 0)
         end = start + limit if limit else len(snapshot.items)
         more = end < len(snapshot.items)
-        meta = {"resourceVersion": ident, "continue": f"{ident}:{end}" if more else ""}
+        meta: Body = {"resourceVersion": ident, "continue": f"{ident}:{end}" if more else ""}
+        if more:
+            # As an API server counts what a paged list without selectors leaves.
+            meta["remainingItemCount"] = len(snapshot.items) - end
+        items = snapshot.items[start:end]
+        if ask.metadata_only:
+            return aiohttp.web.json_response(
+                {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "PartialObjectMetadataList",
+                    "metadata": meta,
+                    "items": [{**PARTIAL, "metadata": item["metadata"]} for item in items],
+                }
+            )
         return aiohttp.web.json_response(
             {
                 "apiVersion": ask.resource.api_version,
                 "kind": f"{ask.resource.kind}List",
                 "metadata": meta,
-                "items": snapshot.items[start:end],
+                "items": items,
             }
         )
 

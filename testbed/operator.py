@@ -116,10 +116,17 @@ class OperatorProcess:
 
     def peak_rss(self) -> int:
         """The process's peak resident set size so far, in bytes (VmHWM)."""
+        return self._status("VmHWM")
+
+    def rss(self) -> int:
+        """The process's resident set size now, in bytes (VmRSS)."""
+        return self._status("VmRSS")
+
+    def _status(self, field: str) -> int:
         if self.process is None:
             raise RuntimeError("the operator process was never started")
         status = pathlib.Path(f"/proc/{self.process.pid}/status").read_text()
-        line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+        line = next(line for line in status.splitlines() if line.startswith(f"{field}:"))
         return int(line.split()[1]) * 1024
 
     def log(self) -> str:

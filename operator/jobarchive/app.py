@@ -17,7 +17,7 @@ import logging
 
 from aiohttp import web
 
-from jobarchive import identity, metrics, scope
+from jobarchive import identity, metrics, scope, sizing
 from jobarchive.certificates import CertificateError
 from jobarchive.config import Settings
 from jobarchive.kinds import BATCH_JOB
@@ -128,6 +128,7 @@ class Operator:
         self._background: set[asyncio.Task[None]] = set()
         self._metrics_served = False
         self.identity: identity.Identity | None = None
+        self._forecast = False
 
     async def start(self, peering: Peering) -> None:
         """Serve the metrics, open the database, then write, serve the API and maintain.
@@ -137,6 +138,7 @@ class Operator:
         """
         await self.serve_metrics()
         await self.identify()
+        await self.forecast()
         await self.open_database()
         # Before Kopf's watches begin: the startup handler this runs in holds them back.
         await priming.prime(self.recorder.attribution, self.settings.kinds, self.scope)
@@ -178,6 +180,13 @@ class Operator:
             raise ClusterUnknown(f"Cannot tell which cluster this is: {exc}") from None
         self.store.cluster = self.identity.name
         logger.info("%s", self.identity.describe())
+
+    async def forecast(self) -> None:
+        """Once, however often the start is tried: what the catch-up will hold, against
+        the container's memory limit (``sizing``)."""
+        if not self._forecast:
+            self._forecast = True
+            await sizing.forecast(self.settings.kinds, self.scope, self.settings.cgroup_root)
 
     async def open_database(self) -> None:
         """Connect, create what the schema lacks, and load what attribution starts from.

@@ -49,6 +49,13 @@ WORKER_IDLE_TIMEOUT = 0.05
 # every listed object in flight at once (ARCHITECTURE.md, decision 22).
 SHARD_WORKER_LIMIT = 200
 
+# Objects per page of Kopf's LIST (its default: the whole list in one answer). Paged, a
+# catch-up holds a page's JSON at a time, and the listing waits its turn on the event loop
+# behind the handlers; unpaged, 20,000 kubelet-written pods and Events peaked at 1,938
+# MiB, paged by 500 at 212 (ARCHITECTURE.md, decision 38). 500 is client-go's and
+# kubectl's page.
+LIST_CHUNK_SIZE = 500
+
 # Python's collector after start-up: a young collection every 50,000 allocations
 # (Python's own: 700), the older generations as often as Python collects them relative
 # to the young one. Chosen from figures: ARCHITECTURE.md, decision 21.
@@ -149,10 +156,11 @@ def _observe_passively(settings: kopf.OperatorSettings, peering_lifetime: int) -
 
 
 def _pace(settings: kopf.OperatorSettings, scope: Scope) -> None:
-    """Turn off the Kopf machinery that on.event handlers do not use; under
-    ``--namespace``, bound what each watch stream has in flight."""
+    """Turn off the Kopf machinery that on.event handlers do not use; page the lists;
+    under ``--namespace``, bound what each watch stream has in flight."""
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
+    settings.watching.chunk_size = LIST_CHUNK_SIZE
     # Said once: the start is tried again every few seconds while the database is away.
     if not scope.clusterwide and settings.queueing.worker_limit != SHARD_WORKER_LIMIT:
         settings.queueing.worker_limit = SHARD_WORKER_LIMIT

@@ -103,9 +103,9 @@ def list_path(group: str, version: str, plural: str, namespace: str | None) -> s
     return f"{base}{where}/{plural}"
 
 
-async def listed(api: client.ApiClient, path: str) -> AsyncIterator[JSON]:
-    """The metadata of every object at a list path, read page by page (``PAGE_SIZE``
-    objects a request, following the server's continue token)."""
+async def pages(api: client.ApiClient, path: str) -> AsyncIterator[JSON]:
+    """The metadata-only pages of a list path (``PAGE_SIZE`` objects a request),
+    following the server's continue token."""
     token: str | None = None
     while True:
         query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
@@ -114,13 +114,19 @@ async def listed(api: client.ApiClient, path: str) -> AsyncIterator[JSON]:
         page = await get_json(
             api, path, query_params=query, header_params={"Accept": METADATA_ONLY}
         )
+        yield page
+        token = (page.get("metadata") or {}).get("continue") or None
+        if not token:
+            return
+
+
+async def listed(api: client.ApiClient, path: str) -> AsyncIterator[JSON]:
+    """The metadata of every object at a list path, read page by page."""
+    async for page in pages(api, path):
         for item in page.get("items") or []:
             meta = item.get("metadata") if isinstance(item, dict) else None
             if isinstance(meta, dict):
                 yield meta
-        token = (page.get("metadata") or {}).get("continue") or None
-        if not token:
-            return
 
 
 async def post_json(api: client.ApiClient, path: str, body: JSON, **options: Any) -> JSON:

@@ -5,6 +5,7 @@ address, TLS and access control."""
 import dataclasses
 import ipaddress
 import os
+import pathlib
 import re
 from collections.abc import Mapping
 
@@ -22,6 +23,8 @@ from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_k
 API_AUTH_MODES = ("kubernetes", "none")
 # In a pod the API must be reachable through its Service, so every interface.
 DEFAULT_API_HOST = "0.0.0.0"
+# Where a container sees its own cgroup (v2's unified tree, or v1's controllers).
+CGROUP_ROOT = "/sys/fs/cgroup"
 # An extended resource's name: a DNS subdomain prefix, '/', a qualified name's part.
 _EXTENDED_RESOURCE = re.compile(
     r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
@@ -48,6 +51,8 @@ class Settings(Numbers):
     batch_job_selector: Mapping[str, str | None] | None
     # The resources a pod's GPUs count: ``ACCELERATORS`` and JOBARCHIVE_ACCELERATORS'.
     accelerators: frozenset[str]
+    # Where the container's cgroup files are read, for its memory limit (decision 38).
+    cgroup_root: pathlib.Path
 
     @property
     def db_url_redacted(self) -> str:
@@ -89,6 +94,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         api_host=_api_host(env.get("JOBARCHIVE_API_HOST")),
         api_auth=_api_auth(env.get("JOBARCHIVE_API_AUTH")),
         api_tls=api_tls(env),
+        cgroup_root=pathlib.Path(env.get("JOBARCHIVE_CGROUP_ROOT") or CGROUP_ROOT),
         **numbers,
     )
 
