@@ -152,6 +152,41 @@ async def test_per_job_facts(archive: None) -> None:
     assert (day["b"].gpu_hours, day["b"].all_gpu_hours) == (8.0, 15.333)
 
 
+async def test_an_upgraded_job_waits_by_its_pods_first_start_in_both(database: str) -> None:
+    # Recorded before gmt_job_running was kept (decision 32): NULL, its pods started.
+    await Store().upsert(
+        Job,
+        [
+            rows.job(
+                "old",
+                namespace="team-a",
+                status="Succeeded",
+                gmt_created=at(20, 10),
+                gmt_finished=at(20, 12),
+            )
+        ],
+    )
+    await Store().upsert(
+        Pod,
+        [
+            rows.pod(
+                f"old{n}",
+                job_id="old",
+                namespace="team-a",
+                gpus=1,
+                gmt_started=at(20, 10, start),
+                gmt_finished=at(20, 12),
+                status="Succeeded",
+            )
+            for n, start in enumerate((7, 3))
+        ],
+    )
+    (facts,) = [job async for batch in job_usage(SINCE, UNTIL) for job in batch]
+    (rolled,) = await rollup("namespace", since=SINCE, until=UNTIL)
+    assert facts.queue_wait_s == 180
+    assert rolled["queue_wait_p50_s"] == rolled["queue_wait_p95_s"] == facts.queue_wait_s
+
+
 @pytest.mark.parametrize(
     ("asked", "said"),
     [

@@ -10,6 +10,7 @@ from typing import Any
 from jobarchive.reading import usage
 from jobarchive.reading.params import BadQuery, Named, fits, one_of
 from jobarchive.reading.queries.source import reader
+from jobarchive.reading.queries.usage import first_ran
 from jobarchive.rows import NAMESPACE_LENGTH
 from jobarchive.storage import dialects
 
@@ -72,11 +73,16 @@ class _Window:
         """``column``'s time as seconds from the window's start."""
         return self.dialect.seconds_between(self.time(self.since), column)
 
-    def jobs_where(self) -> str:
-        where = (
+    def life(self) -> str:
+        """The jobs whose life (creation to finish, or now) overlaps the window."""
+        return (
             f"j.gmt_created < {self.time(self.until)} "
             f"AND (j.gmt_finished IS NULL OR j.gmt_finished >= {self.time(self.since)})"
         )
+
+    def jobs_where(self) -> str:
+        """``life``, of the namespace when one is named."""
+        where = self.life()
         if self.namespace is not None:
             where += f" AND j.namespace = {self.value(self.namespace)}"
         return where
@@ -134,18 +140,34 @@ async def _job_counts(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str,
 
 
 async def _waits(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
-    """The queue waits that ended in the window: each job first running in it, the
-    period it began running in, and after how long."""
-    running = _period_sql(cut, w.since, w.every, w.rel("j.gmt_job_running"))
+    """The queue waits that ended in the window: each job first running in it (by
+    ``first_ran``, the facts' rule), the period it began running in, and after how long.
+    The statement reads the jobs that may have: those that ran in the window by
+    ``gmt_job_running``, and those without one alive in it, with their pods' first start."""
+    first_pod = (
+        f"(SELECT MIN({w.rel('p.gmt_started')}) FROM replica_info p WHERE p.job_id = j.job_id)"
+    )
     sql = (
-        f"SELECT j.{w.group} AS grp, {running} AS n, "
-        f"{w.dialect.seconds_between('j.gmt_created', 'j.gmt_job_running')} AS wait "
-        f"FROM job_info j WHERE j.gmt_job_running >= {w.time(w.since)} "
-        f"AND j.gmt_job_running < {w.time(w.until)}"
+        f"SELECT j.{w.group} AS grp, {w.rel('j.gmt_created')} AS created, "
+        f"{w.rel('j.gmt_job_running')} AS running, "
+        f"CASE WHEN j.gmt_job_running IS NULL THEN {first_pod} END AS first_pod "
+        f"FROM job_info j WHERE ((j.gmt_job_running >= {w.time(w.since)} "
+        f"AND j.gmt_job_running < {w.time(w.until)}) OR (j.gmt_job_running IS NULL "
+        f"AND {w.life()}))"
     )
     if w.namespace is not None:
         sql += f" AND j.namespace = {w.value(w.namespace)}"
-    return await w.rows(sql)
+    starts = [(p.start - w.since).total_seconds() for p in cut]
+    length = (w.until - w.since).total_seconds()
+    waits = []
+    for row in await w.rows(sql):
+        running = None if row["running"] is None else float(row["running"])
+        pod = None if row["first_pod"] is None else float(row["first_pod"])
+        started = first_ran(running, [pod])
+        if started is not None and 0 <= started < length:
+            wait = max(0.0, started - float(row["created"]))
+            waits.append({"grp": row["grp"], "n": usage.period_of(starts, started), "wait": wait})
+    return waits
 
 
 async def _reasons(w: _Window, jobs: list[str]) -> dict[str, str]:
