@@ -106,6 +106,12 @@ class Dialect(abc.ABC):
         """A SELECT carrying a time limit the database stops it at, ``seconds`` after it
         starts (other statements unchanged); unchanged where the engine has no limit."""
 
+    def locking(self, sql: str) -> str:
+        """A SELECT that reads the newest committed rows and holds them until the
+        transaction ends, where the engine has such a read (SQLite's writers are one at
+        a time: unchanged)."""
+        return sql
+
     def params(self, table: Table, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
         """The rows' values for a multi-row statement, column by column, row by row."""
         return [self.value(row[column]) for row in rows for column in table.columns]
@@ -171,6 +177,10 @@ class MySQL(Dialect):
         INSERT IGNORE, which would also turn a value that does not fit into a warning."""
         key = self.quote("id")
         return f"{self.insert_sql(table, rows)} ON DUPLICATE KEY UPDATE {key} = {key}"
+
+    def locking(self, sql: str) -> str:
+        """``FOR UPDATE``."""
+        return f"{sql} FOR UPDATE"
 
     def value(self, value: Any) -> Any:
         """Booleans as 0/1, datetimes naive in UTC."""

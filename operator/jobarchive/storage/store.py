@@ -18,7 +18,7 @@ from tortoise.expressions import Q
 
 from jobarchive.rows import EventRow, JobRow, PodRow, Row
 from jobarchive.storage import database as db
-from jobarchive.storage import dialects
+from jobarchive.storage import dialects, usage_days
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow
 
 # Keep one statement well under SQLite's 32,766 bound parameters and MySQL's packet
@@ -68,6 +68,9 @@ async def _upsert(
     stale = 0
     for group in statements(prepared):
         stale += await dialect.upsert(execute, table, group)
+    if model is Pod:
+        # The usage roll-up of the jobs whose pods finished, in the same transaction.
+        await usage_days.rewrite(execute, dialect, usage_days.finished_jobs(prepared))
     return stale
 
 
