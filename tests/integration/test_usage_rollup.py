@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import BadQuery, rollup
 from jobarchive.reading.queries.usage import job_usage
+from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
@@ -128,6 +129,37 @@ async def test_a_job_across_midnight_counts_in_both_days(archive: None) -> None:
     assert (second["jobs"], second["failed"], second["gpu_hours"]) == (1, 1, 8.0)
     assert second["queue_wait_p50_s"] is None
     assert found[(None, "2026-11-21")]["gpu_hours"] == 120.0
+
+
+async def test_by_node_a_pod_s_time_goes_to_its_node_and_a_job_counts_on_each(
+    archive: None, db_url: str
+) -> None:
+    conn = db.connection()
+    for pod, node in (("a0", "n1"), ("a1", "n2"), ("b0", "n1"), ("c0", "n2")):
+        await conn.execute_script(
+            f"UPDATE replica_info SET node_name = '{node}' WHERE pod_id = '{pod}'"
+        )
+    found = by(await rollup("node", since=SINCE, until=UNTIL), "node")
+    # b1 never ran nor was scheduled: b counts on n1 only, no row of none.
+    assert sorted(found, key=str) == [("n1",), ("n2",)]
+    n1, n2 = found[("n1",)], found[("n2",)]
+    assert (n1["jobs"], n1["succeeded"], n1["failed"]) == (2, 1, 1)
+    assert (n1["gpu_hours"], n1["failed_gpu_hours"], n1["cpu_hours"]) == (19.333, 15.333, 8.0)
+    assert (n1["queue_wait_p50_s"], n1["queue_wait_p95_s"]) == (300, 600)
+    assert (n2["jobs"], n2["succeeded"], n2["gpu_hours"], n2["cpu_hours"]) == (2, 1, 121.0, 1.0)
+    assert (n2["queue_wait_p50_s"], n2["queue_wait_p95_s"]) == (0, 300)
+    window = "since=2026-11-20&until=2026-11-22"
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as client:
+        answer = await client.get(f"{api.PREFIX}/usage?by=node&{window}")
+        assert (await answer.json())["items"] == await rollup("node", since=SINCE, until=UNTIL)
+        page = await client.get(f"/usage?by=node&{window}")
+        assert page.status == 200 and "GPU-hours per day, by node" in await page.text()
+    flags = ["--since=2026-11-20", "--until=2026-11-22", "-o", "json"]
+    ran = await asyncio.to_thread(run, db_url, "usage", "--by", "node", *flags)
+    assert json.loads(ran.stdout)["items"] == await rollup("node", since=SINCE, until=UNTIL)
+    await conn.execute_script("UPDATE replica_info SET node_name = NULL")
+    (none,) = await rollup("node", since=SINCE, until=UNTIL)
+    assert (none["node"], none["jobs"], none["gpu_hours"]) == (None, 3, 140.333)
 
 
 async def test_one_namespace_only(archive: None) -> None:

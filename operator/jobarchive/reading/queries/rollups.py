@@ -75,6 +75,21 @@ class _Window:
         """``column``'s time as seconds from the window's start."""
         return self.dialect.seconds_between(self.time(self.since), column)
 
+    def pod_group(self) -> str:
+        """The group of a pod's time: its node for ``node``, else its job's column."""
+        return "p.node_name" if self.group == "node" else f"j.{self.group}"
+
+    def jobs(self) -> str:
+        """The jobs, each once per group it counts in: by ``node``, once per node its pods
+        were on (once as none when none was scheduled), else once."""
+        if self.group != "node":
+            return "job_info j"
+        return (
+            "(SELECT DISTINCT j.job_id, j.namespace, j.status, j.gmt_created, j.gmt_finished, "
+            "j.gmt_job_running, p.node_name AS node FROM job_info j LEFT JOIN replica_info p "
+            "ON p.job_id = j.job_id AND p.node_name IS NOT NULL) j"
+        )
+
     def life(self) -> str:
         """The jobs whose life (creation to finish, or now) overlaps the window."""
         return (
@@ -108,7 +123,7 @@ async def _pod_hours(
     start = w.rel(w.dialect.later("p.gmt_started", w.time(lo)))
     ending = w.dialect.earlier(f"COALESCE(p.gmt_finished, {w.time(w.now)})", w.time(hi))
     pods = (
-        f"SELECT j.{w.group} AS grp, CASE WHEN j.status = 'Failed' THEN j.job_id ELSE '' "
+        f"SELECT {w.pod_group()} AS grp, CASE WHEN j.status = 'Failed' THEN j.job_id ELSE '' "
         f"END AS job, COALESCE(p.gpus, 0) AS g, COALESCE(p.cpu_millis, 0) AS c, "
         f"{start} AS a, {w.rel(ending)} AS b "
         "FROM replica_info p JOIN job_info j ON j.job_id = p.job_id "
@@ -150,9 +165,10 @@ async def _hours(
     """The pods' time in the window (decision 33): the whole days' finished pods from
     the daily roll-up, the edge days' finished pods of the jobs it holds on them read
     live, and the running pods read live through the index on ``gmt_finished``; or,
-    ``from_pods``, every pod read live (the indexed query, the bench's baseline).
+    ``from_pods``, and by ``node`` (the roll-up keeps no node), every pod read live
+    (the indexed query, the bench's baseline).
     Returns (live sums for ``usage.spread``, days' seconds by period)."""
-    if from_pods:
+    if from_pods or w.group == "node":
         return await _pod_hours(w, cut, w.since, w.until, "1 = 1"), []
     first = usage_days.midnight(w.since - _TICK) + usage_days.DAY
     last = usage_days.midnight(w.until)
@@ -185,7 +201,7 @@ async def _job_counts(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str,
     )
     jobs = (
         f"SELECT j.{w.group} AS grp, {outcome} AS outcome, {created} AS c, {ended} AS f "
-        f"FROM job_info j WHERE {w.jobs_where()}"
+        f"FROM {w.jobs()} WHERE {w.jobs_where()}"
     )
     n0, n1 = _period_sql(cut, w.since, w.every, "u.c"), _period_sql(cut, w.since, w.every, "u.f")
     sql = (
@@ -207,7 +223,7 @@ async def _waits(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]
         f"SELECT j.{w.group} AS grp, {w.rel('j.gmt_created')} AS created, "
         f"{w.rel('j.gmt_job_running')} AS running, "
         f"CASE WHEN j.gmt_job_running IS NULL THEN {first_pod} END AS first_pod "
-        f"FROM job_info j WHERE ((j.gmt_job_running >= {w.time(w.since)} "
+        f"FROM {w.jobs()} WHERE ((j.gmt_job_running >= {w.time(w.since)} "
         f"AND j.gmt_job_running < {w.time(w.until)}) OR (j.gmt_job_running IS NULL "
         f"AND {w.life()}))"
     )
