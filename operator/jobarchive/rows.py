@@ -8,7 +8,9 @@ the models take their widths from here, and a test checks that each ``TypedDict`
 names exactly its model's columns (all but ``id``).
 
 ``gmt_created`` may be None (the object gave no creation time) and
-``gmt_modified`` may be absent: the store stamps both on every write.
+``gmt_modified`` may be absent: the store stamps both on every write. ``cluster`` is
+absent from what the converters build: the store fills it, once, with the cluster it
+writes for (decision 35).
 """
 
 import datetime
@@ -23,6 +25,14 @@ KIND_LENGTH = 63
 # A DNS subdomain group, a slash and a version.
 API_VERSION_LENGTH = 317
 LABEL_VALUE_LENGTH = 63
+# A cluster's name (decision 35): a label value, which the kube-system uid also is.
+CLUSTER_LENGTH = LABEL_VALUE_LENGTH
+# The cluster a store writes for when it is given none: tests' and tools' stores. The
+# operator and `jobarchive migrate` always name theirs.
+DEFAULT_CLUSTER = "default"
+# What a cluster's name may hold: a label value's characters, at most CLUSTER_LENGTH
+# of them, beginning and ending with a letter or digit.
+CLUSTER_PATTERN = r"[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?"
 SHORT_TEXT_LENGTH = 255
 # A condition type may be a qualified name: a 253-character prefix, '/', 63 characters.
 STATUS_LENGTH = 320
@@ -57,6 +67,7 @@ class JobRow(TypedDict):
     is_in_etcd: bool
     gmt_created: datetime.datetime | None
     gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
     gmt_finished: datetime.datetime | None
     gmt_job_running: datetime.datetime | None
     # Stamped by the store: always equal to gmt_finished.
@@ -93,6 +104,7 @@ class PodRow(TypedDict):
     remark: str | None
     gmt_created: datetime.datetime | None
     gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
     gmt_started: datetime.datetime | None
     gmt_finished: datetime.datetime | None
 
@@ -117,6 +129,7 @@ class EventRow(TypedDict):
     job_id: str | None
     gmt_created: datetime.datetime | None
     gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
 
 
 Row = JobRow | PodRow | EventRow

@@ -74,7 +74,7 @@ def test_a_dry_run_counts_what_it_would_do_and_changes_nothing(
     result = migrate(kubedl_url, tmp_path, "--dry-run")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert "job_info: add columns gmt_finished, api_version, queue: 3 (dry run)" in lines
+    assert "job_info: add columns cluster, gmt_finished, api_version, queue: 4 (dry run)" in lines
     assert "job_info: merge duplicate rows of 2 uids: 3 (dry run)" in lines
     assert "replica_info: merge duplicate rows of 1 uids: 1 (dry run)" in lines
     assert "job_info: add the unique key on job_id: 1 (dry run)" in lines
@@ -173,8 +173,8 @@ def test_kubedl_0_3s_table_gets_both_finish_columns(
     query(url, with_finish, T0, T0, FINISHED)
     first = migrate(url, tmp_path)
     assert (
-        "job_info: add columns gmt_job_finished, gmt_job_running, api_version, remark, queue: 5"
-        in (first.stdout.splitlines())
+        "job_info: add columns cluster, gmt_job_finished, gmt_job_running, api_version, "
+        "remark, queue: 6" in (first.stdout.splitlines())
     )
     assert query(url, "SELECT gmt_finished, gmt_job_finished FROM job_info") == [
         (FINISHED, FINISHED)

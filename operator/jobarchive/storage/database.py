@@ -29,6 +29,7 @@ from tortoise.backends.base.config_generator import expand_db_url
 from jobarchive import logs
 from jobarchive.accounting import ACCELERATORS
 from jobarchive.config import DbTls, redact_url, url_secrets
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage import dialects, failures, migration, reads, schema, tls
 from jobarchive.storage.models import Job
 from jobarchive.storage.reads import ReadPool
@@ -118,10 +119,12 @@ async def open_database(
     encryption: DbTls,
     read_pool: ReadPool | None = None,
     accelerators: frozenset[str] = ACCELERATORS,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> None:
     """Connect, and unless ``create`` is false (readers, which may lack the privilege),
     create the tables, columns and indexes that do not exist yet, and upgrade the rows
-    (``migration.upgrade``: pods' requests counted with ``accelerators`` as GPUs).
+    (``migration.upgrade``: pods' requests counted with ``accelerators`` as GPUs; rows
+    from before the ``cluster`` column given ``cluster``, decision 35).
 
     ``pool_size`` bounds MySQL connections; it must exceed the number of concurrent
     transactions, since Tortoise waits forever for a free connection. ``encryption``
@@ -139,7 +142,7 @@ async def open_database(
     if read_pool is not None:
         await _announce("Reading from", reader(), read_pool.url, encryption, read_pool, now=False)
     if create:
-        added = await schema.ensure_schema(connection())
+        added = await schema.ensure_schema(connection(), cluster)
         for step in await migration.upgrade(connection(), added, accelerators):
             logger.info("Upgraded %s", step.describe(dry_run=False))
 

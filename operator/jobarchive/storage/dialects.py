@@ -35,6 +35,14 @@ from jobarchive.storage.models import Table
 # One statement: affected rows and fetched rows.
 Execute = Callable[[str, list[Any]], Awaitable[tuple[int, Sequence[Mapping[str, Any]]]]]
 _INSERT_ONLY = frozenset({"gmt_created"})
+# The columns the stale-write guard reads, assigned last on MySQL.
+_GUARDED = ["cluster", "version"]
+
+
+def _foreign(stored: str, written: str) -> str:
+    """SQL: the stored row is another cluster's (decision 35). A row without a cluster
+    (KubeDL's writer inserted it) is taken by the first cluster that writes it."""
+    return f"({stored} IS NOT NULL AND {stored} <> {written})"
 
 
 def _quoted(identifier: str, mark: str, refused: str) -> str:
@@ -153,12 +161,15 @@ class MySQL(Dialect):
             f"(CHAR_LENGTH({new}) < CHAR_LENGTH({old}) OR "
             f"(CHAR_LENGTH({new}) = CHAR_LENGTH({old}) AND {new} < {old})))"
         )
+        cluster = q("cluster")
+        stale = f"({stale} OR {_foreign(cluster, f'VALUES({cluster})')})"
         # MySQL evaluates these assignments left to right, each seeing what the earlier
         # ones wrote. So the guard is evaluated once per row, by the first assignment,
         # into a session variable the others read (evaluating it per column cost 30% of
         # the throughput); and `version` is assigned last, so the guard reads the stored one.
-        updated = [c for c in table.columns if c not in _INSERT_ONLY | {table.key, "version"}]
-        updated.append("version")
+        # `cluster` too is read by the guard (decision 35): assigned after it, like version.
+        updated = [c for c in table.columns if c not in _INSERT_ONLY | {table.key, *_GUARDED}]
+        updated += _GUARDED
         first, *rest = updated
 
         def written(column: str) -> str:
@@ -301,6 +312,8 @@ class SQLite(Dialect):
             f"({digits.format(old)} AND {digits.format(new)} AND "
             f"(length({new}) < length({old}) OR (length({new}) = length({old}) AND {new} < {old})))"
         )
+        cluster = q("cluster")
+        stale = f"({stale} OR {_foreign(f'{q(table.name)}.{cluster}', f'excluded.{cluster}')})"
         updated = [c for c in table.columns if c not in _INSERT_ONLY and c != table.key]
 
         def written(column: str) -> str:

@@ -25,6 +25,7 @@ from tortoise.models import Model
 from jobarchive.cutting import clip, fit_json
 from jobarchive.rows import (
     API_VERSION_LENGTH,
+    CLUSTER_LENGTH,
     EVENT_NAME_LENGTH,
     IMAGE_LENGTH,
     IP_LENGTH,
@@ -52,6 +53,9 @@ class Stamped(Model):
 
     gmt_created = fields.DatetimeField()
     gmt_modified = fields.DatetimeField()
+    # The cluster the row came from (decision 35), filled by the store on every write;
+    # NULL only in rows KubeDL's writer inserted beside jobarchive.
+    cluster = fields.CharField(max_length=CLUSTER_LENGTH, null=True)
 
     # The columns ``stamp`` may write.
     STAMPED: ClassVar[tuple[str, ...]] = ("gmt_created", "gmt_modified")

@@ -5,17 +5,23 @@ columns and indexes it was created with. So after it, every column and index the
 models declare is looked for and the missing ones are added. The schema only
 grows: nothing here drops or alters what exists.
 
+A table from before ``cluster`` (decision 35) gets it with every row's value at once,
+the cluster of the operator that adds it: a column added with that DEFAULT (instant
+on MariaDB and SQLite), whose default MySQL then sets back to NULL.
+
 A table without the unique key on its uid was not made by jobarchive (KubeDL makes
 them so): every upsert would add a row to it. Opening such a database fails with
 ``NotAdopted``, which names ``jobarchive migrate`` (``storage.migration``).
 """
 
 import logging
+import re
 import warnings
 
 from tortoise import Tortoise
 from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.rows import CLUSTER_PATTERN, DEFAULT_CLUSTER
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped, UsageDay
 
@@ -27,13 +33,15 @@ class NotAdopted(Exception):
     """The database has tables jobarchive cannot write to before ``jobarchive migrate``."""
 
 
-async def ensure_schema(conn: BaseDBAsyncClient) -> list[str]:
-    """Create the tables that do not exist, then the columns and indexes they lack;
-    returns the columns added (``table.column``). Raises NotAdopted, changing
-    nothing, on tables without their unique keys."""
+async def ensure_schema(conn: BaseDBAsyncClient, cluster: str = DEFAULT_CLUSTER) -> list[str]:
+    """Create the tables that do not exist, then the columns and indexes they lack (the
+    rows from before ``cluster`` existed given ``cluster``); returns the columns added
+    (``table.column``). Raises NotAdopted, changing nothing, on tables without their
+    unique keys."""
     await require_adopted(conn)
     await create_tables()
-    added = await ensure_columns(conn)
+    added = await ensure_columns(conn, cluster=cluster)
+    await clear_cluster_defaults(conn)
     await ensure_indexes(conn)
     return added
 
@@ -92,16 +100,26 @@ async def missing_columns(conn: BaseDBAsyncClient, model: type[Stamped]) -> list
     ]
 
 
+def cluster_literal(cluster: str) -> str:
+    """A cluster's name as an SQL string literal; a name that is not one is refused."""
+    if not re.fullmatch(CLUSTER_PATTERN, cluster):
+        raise ValueError(f"{cluster[:80]!r} is not a cluster's name")
+    return f"'{cluster}'"
+
+
 async def ensure_columns(
-    conn: BaseDBAsyncClient, models: tuple[type[Stamped], ...] = MODELS
+    conn: BaseDBAsyncClient,
+    models: tuple[type[Stamped], ...] = MODELS,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> list[str]:
     """Add the models' columns that an existing table lacks; returns ``table.column``s.
 
     Columns added after a table was created are nullable, so rows written before
-    read as NULL there.
+    read as NULL there; but ``cluster``, which they get as ``cluster``.
     """
     added = []
     dialect = dialects.of(conn)
+    filled = f" DEFAULT {cluster_literal(cluster)}"
     for model in models:
         table = model._meta.db_table
         if not await introspection.of(conn).columns(conn, table):
@@ -116,11 +134,32 @@ async def ensure_columns(
             sql_type = field.get_for_dialect(dialect.name, "SQL_TYPE")
             await conn.execute_script(
                 f"ALTER TABLE {dialect.quote(table)} ADD COLUMN {dialect.quote(column)} "
-                f"{sql_type} NULL"
+                f"{sql_type} NULL{filled if column == 'cluster' else ''}"
             )
             logger.info("Added column %s.%s (%s)", table, column, sql_type)
             added.append(f"{table}.{column}")
     return added
+
+
+async def clear_cluster_defaults(conn: BaseDBAsyncClient) -> None:
+    """On MySQL, set back to NULL the default that ``ensure_columns`` gave ``cluster``
+    (and a stop before this left): a row inserted without a cluster (KubeDL's writer)
+    must not be taken for that cluster's. SQLite keeps it: it cannot change a default,
+    and only jobarchive writes it, always naming the cluster."""
+    dialect = dialects.of(conn)
+    if dialect is not dialects.MYSQL:
+        return
+    # MariaDB writes a string default quoted, NULL as the word NULL.
+    tables = [model._meta.db_table for model in MODELS]
+    _, rows = await conn.execute_query(
+        "SELECT TABLE_NAME AS name FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+        "DATABASE() AND COLUMN_NAME = 'cluster' AND COLUMN_DEFAULT IS NOT NULL AND "
+        f"COLUMN_DEFAULT <> 'NULL' AND TABLE_NAME IN ({', '.join(['%s'] * len(tables))})",
+        tables,
+    )
+    for row in rows:
+        table, column = dialect.quote(str(row["name"])), dialect.quote("cluster")
+        await conn.execute_script(f"ALTER TABLE {table} ALTER COLUMN {column} SET DEFAULT NULL")
 
 
 async def ensure_indexes(conn: BaseDBAsyncClient) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast, overload
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 
-from jobarchive.rows import EventRow, JobRow, PodRow, Row
+from jobarchive.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects, usage_days
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow
@@ -54,16 +54,19 @@ def statements(rows: Sequence[M], weigh: Callable[[M], int] | None = None) -> li
 async def _upsert(
     model: type[Stamped],
     rows: Sequence[Row],
+    cluster: str,
     dialect: dialects.Dialect,
     execute: dialects.Execute,
 ) -> int:
-    """The upsert statements of ``Store.upsert``, run by ``execute``; returns stale rows."""
+    """The upsert statements of ``Store.upsert``, run by ``execute``, every row of
+    ``cluster``; returns the rows the guard kept (stale, or another cluster's)."""
     table = TABLES[model]
     now = utcnow()
     prepared: list[dict[str, Any]] = []
     for row in rows:
         stamped = dict(row)
         model.stamp(stamped, now)
+        stamped["cluster"] = cluster
         prepared.append(stamped)
     stale = 0
     for group in statements(prepared):
@@ -75,10 +78,15 @@ async def _upsert(
 
 
 class Store:
-    """Writes rows and answers the attribution lookups, over the open Tortoise connection."""
+    """Writes one cluster's rows and answers the attribution lookups, over the open
+    Tortoise connection: every row it writes is ``cluster``'s (decision 35)."""
 
-    def __init__(self, connection: BaseDBAsyncClient | None = None) -> None:
+    def __init__(
+        self, connection: BaseDBAsyncClient | None = None, cluster: str = DEFAULT_CLUSTER
+    ) -> None:
         self._connection = connection
+        # Set once at the operator's start, before anything is written (``app``).
+        self.cluster = cluster
 
     @property
     def connection(self) -> BaseDBAsyncClient:
@@ -97,7 +105,7 @@ class Store:
         Returns how many rows were skipped as stale.
         """
         conn = connection or self.connection
-        return await _upsert(model, rows, dialects.of(conn), conn.execute_query)
+        return await _upsert(model, rows, self.cluster, dialects.of(conn), conn.execute_query)
 
     async def insert_new(
         self,
@@ -110,7 +118,8 @@ class Store:
         conn = self.connection
         dialect = dialects.of(conn)
         for group in statements(rows, weigh):
-            await dialect.insert_new(conn.execute_query, table, group)
+            ours = [{**row, "cluster": self.cluster} for row in group]
+            await dialect.insert_new(conn.execute_query, table, ours)
 
     async def write_batch(
         self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
@@ -123,7 +132,7 @@ class Store:
         dialect = dialects.of(conn)
         async with dialect.transaction(conn) as execute:
             return {
-                group: await _upsert(model, rows, dialect, execute)
+                group: await _upsert(model, rows, self.cluster, dialect, execute)
                 for group, (model, rows) in batch.items()
             }
 

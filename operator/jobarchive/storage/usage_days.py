@@ -67,18 +67,25 @@ async def _rewrite(execute: dialects.Execute, dialect: dialects.Dialect, uids: l
     marks = ", ".join([dialect.placeholder] * len(uids))
     _, pods = await execute(
         dialect.locking(
-            "SELECT job_id, gpus, cpu_millis, gmt_started, gmt_finished FROM replica_info "
+            "SELECT job_id, cluster, gpus, cpu_millis, gmt_started, gmt_finished FROM replica_info "
             f"WHERE job_id IN ({marks}) AND gmt_finished IS NOT NULL "
             "AND gmt_started IS NOT NULL"
         ),
         list(uids),
     )
     await execute(f"DELETE FROM {USAGE_DAY_TABLE.name} WHERE job_id IN ({marks})", list(uids))
-    await insert(execute, dialect, days_of(pods))
+    clusters = {str(pod["job_id"]): pod["cluster"] for pod in pods}
+    await insert(execute, dialect, days_of(pods), clusters)
 
 
-async def insert(execute: dialects.Execute, dialect: dialects.Dialect, days: Seconds) -> None:
-    """Insert the days' rows, stamped as every table's (``Stamped.stamp``)."""
+async def insert(
+    execute: dialects.Execute,
+    dialect: dialects.Dialect,
+    days: Seconds,
+    clusters: Mapping[str, str | None],
+) -> None:
+    """Insert the days' rows, stamped as every table's (``Stamped.stamp``), each of the
+    cluster its job's pods came from (``clusters``, by job)."""
     now = utcnow()
     rows: list[dict[str, Any]] = []
     for (job, day), (gpu, cpu) in sorted(days.items()):
@@ -87,6 +94,7 @@ async def insert(execute: dialects.Execute, dialect: dialects.Dialect, days: Sec
             "day": day,
             "gpu_seconds": gpu,
             "cpu_milli_seconds": cpu,
+            "cluster": clusters.get(job),
         }
         UsageDay.stamp(row, now)
         rows.append(row)

@@ -7,7 +7,7 @@ only. jobarchive's upsert finds a row by its uid's unique key: on such a table e
 write would add a row. So the operator refuses to start on it (``schema.NotAdopted``)
 and this module brings it to jobarchive's schema, in steps:
 
-1. add the columns it lacks;
+1. add the columns it lacks (``cluster`` with every row's value: the cluster named);
 2. merge the rows of one uid into one (``keeper``): the newest version is kept, its
    NULL columns filled from the older rows, newest first;
 3. fill NULLs where jobarchive's schema says NOT NULL (``''``, the flag defaults, the
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.accounting import ACCELERATORS
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage import introspection, schema, usage_days
 from jobarchive.storage.migration.columns import Columns
 from jobarchive.storage.migration.counting import Counting
@@ -99,12 +100,14 @@ class Migration:
         conn: BaseDBAsyncClient,
         batch: int = BATCH,
         accelerators: frozenset[str] = ACCELERATORS,
+        cluster: str = DEFAULT_CLUSTER,
     ) -> None:
+        """``cluster``: the cluster the rows of a table without the column came from."""
         self.conn = conn
         self.merging = Merging(conn, batch)
         self.filling = Filling(conn, batch)
         self.counting = Counting(conn, batch, accelerators)
-        self.columns = Columns(conn, batch)
+        self.columns = Columns(conn, batch, cluster)
         self.trimming = Trimming(conn, batch)
 
     async def run(self, dry_run: bool, report: Report) -> list[Step]:

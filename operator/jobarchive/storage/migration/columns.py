@@ -6,7 +6,9 @@ change: the DDL that changes them is MySQL's."""
 from typing import Any
 
 from tortoise import fields
+from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage import schema
 from jobarchive.storage.dialects import Dialect
 from jobarchive.storage.introspection import Column
@@ -54,7 +56,12 @@ def utf8mb4_sql(dialect: Dialect, table: str) -> str:
 
 
 class Columns(Part):
-    """The schema steps: missing columns, text and column types, the unique key."""
+    """The schema steps: missing columns (a table's rows given ``cluster``, decision 35),
+    text and column types, the unique key."""
+
+    def __init__(self, conn: BaseDBAsyncClient, batch: int, cluster: str = DEFAULT_CLUSTER) -> None:
+        super().__init__(conn, batch)
+        self.cluster = cluster
 
     async def unknown(self, model: type[Stamped]) -> Step | None:
         """The table's columns the model does not know, as ``left_alone`` names them;
@@ -69,7 +76,8 @@ class Columns(Part):
         table = model._meta.db_table
         missing = await schema.missing_columns(self.conn, model)
         if missing and not dry_run:
-            await schema.ensure_columns(self.conn, (model,))
+            await schema.ensure_columns(self.conn, (model,), self.cluster)
+            await schema.clear_cluster_defaults(self.conn)
         return [Step(table, f"add columns {', '.join(missing)}", len(missing))] if missing else []
 
     async def types(self, model: type[Stamped], dry_run: bool) -> list[Step]:

@@ -1,0 +1,106 @@
+"""The ``cluster`` column (decision 35) on both databases: an archive from before gets
+its rows' cluster at start, every write names the store's cluster, and one cluster's
+write never overwrites another cluster's row of the same uid."""
+
+import datetime
+
+from jobarchive.config import DbTls
+from jobarchive.rows import JobRow
+from jobarchive.storage import database as db
+from jobarchive.storage import introspection
+from jobarchive.storage.models import Job
+from jobarchive.storage.store import Store
+
+CREATED = datetime.datetime(2026, 11, 30, 8, 0, tzinfo=datetime.UTC)
+TABLES = ("job_info", "replica_info", "event_info", "container_log_tail")
+
+
+def job(uid: str, version: str, status: str = "Running", name: str = "train-1") -> JobRow:
+    return {
+        "name": name,
+        "namespace": "team-a",
+        "job_id": uid,
+        "version": version,
+        "status": status,
+        "kind": "PyTorchJob",
+        "resources": "{}",
+        "deploy_region": None,
+        "tenant": "",
+        "owner": "",
+        "deleted": False,
+        "is_in_etcd": True,
+        "gmt_created": CREATED,
+        "gmt_finished": None,
+        "gmt_job_running": None,
+        "api_version": "kubeflow.org/v1",
+        "remark": None,
+        "queue": None,
+    }
+
+
+async def columns(table: str) -> set[str]:
+    return await introspection.of(db.connection()).columns(db.connection(), table)
+
+
+async def clusters(table: str) -> list[str | None]:
+    rows = await db.connection().execute_query_dict(f"SELECT cluster FROM {table} ORDER BY id")
+    return [row["cluster"] for row in rows]
+
+
+async def test_every_write_names_the_stores_cluster(database: str) -> None:
+    await Store(cluster="east").upsert(Job, [job("uid-1", "1")])
+    await Store(cluster="west").upsert(Job, [job("uid-2", "1")])
+    assert await clusters("job_info") == ["east", "west"]
+
+
+async def test_a_write_of_another_clusters_uid_keeps_the_stored_row(database: str) -> None:
+    east, west = Store(cluster="east"), Store(cluster="west")
+    assert await east.upsert(Job, [job("uid-1", "5", "Running")]) == 0
+    # A cloned etcd: the same uid, a newer version, in another cluster.
+    assert await west.upsert(Job, [job("uid-1", "9", "Failed", name="other")]) == 1
+    stored = await Job.get(job_id="uid-1")
+    assert (stored.cluster, stored.status, stored.name, stored.version) == (
+        "east",
+        "Running",
+        "train-1",
+        "5",
+    )
+    assert await east.upsert(Job, [job("uid-1", "6", "Succeeded")]) == 0
+    assert (await Job.get(job_id="uid-1")).status == "Succeeded"
+
+
+async def test_a_row_without_a_cluster_is_taken_by_the_first_that_writes_it(
+    database: str,
+) -> None:
+    await Store(cluster="east").upsert(Job, [job("uid-1", "1")])
+    # As KubeDL's writer leaves it: a row that names no cluster.
+    await db.connection().execute_script("UPDATE job_info SET cluster = NULL")
+    assert await Store(cluster="west").upsert(Job, [job("uid-1", "2", "Failed")]) == 0
+    assert await clusters("job_info") == ["west"]
+
+
+async def test_an_archive_from_before_gets_its_rows_cluster_at_start(
+    database: str, db_url: str
+) -> None:
+    await Store(cluster="ignored").upsert(Job, [job("uid-1", "1"), job("uid-2", "1")])
+    conn = db.connection()
+    for table in TABLES:
+        await conn.execute_script(f"ALTER TABLE {table} DROP COLUMN cluster")
+    await db.close_database()
+    await db.open_database(db_url, encryption=DbTls(), cluster="east")
+    assert await clusters("job_info") == ["east", "east"]
+    for table in TABLES:
+        assert "cluster" in await columns(table)
+    if database == "mysql":
+        # The value it was added with is not its default: a row inserted without a
+        # cluster (KubeDL's writer) names none.
+        await db.connection().execute_script(
+            "INSERT INTO job_info (name, namespace, job_id, version, status, kind, resources, "
+            "tenant, owner, deleted, is_in_etcd, gmt_created, gmt_modified) VALUES ('n', 'ns', "
+            "'uid-3', '1', 'Running', 'TFJob', '{}', '', '', 0, 1, NOW(), NOW())"
+        )
+        assert await clusters("job_info") == ["east", "east", None]
+    await db.close_database()
+    await db.open_database(db_url, encryption=DbTls(), cluster="west")
+    # Only the start that adds the column fills it.
+    assert (await clusters("job_info"))[:2] == ["east", "east"]
