@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import BadQuery, rollup
 from jobarchive.reading.queries.usage import job_usage
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
@@ -162,6 +163,19 @@ async def test_by_node_a_pod_s_time_goes_to_its_node_and_a_job_counts_on_each(
     assert (none["node"], none["jobs"], none["gpu_hours"]) == (None, 3, 140.333)
 
 
+async def test_by_cluster_each_job_counts_in_the_cluster_it_came_from(archive: None) -> None:
+    (one,) = await rollup("cluster", since=SINCE, until=UNTIL)
+    assert (one["cluster"], one["jobs"], one["gpu_hours"]) == (DEFAULT_CLUSTER, 3, 140.333)
+    await db.connection().execute_script("UPDATE job_info SET cluster = 'east' WHERE job_id = 'c'")
+    found = by(await rollup("cluster", since=SINCE, until=UNTIL), "cluster")
+    assert (found[("east",)]["jobs"], found[("east",)]["gpu_hours"]) == (1, 120.0)
+    here = found[(DEFAULT_CLUSTER,)]
+    assert (here["jobs"], here["gpu_hours"], here["failed_gpu_hours"]) == (2, 20.333, 15.333)
+    assert await rollup("cluster", since=SINCE, until=UNTIL) == await rollup(
+        "cluster", since=SINCE, until=UNTIL, from_pods=True
+    )
+
+
 async def test_one_namespace_only(archive: None) -> None:
     found = await rollup("owner", namespace="team-b", since=SINCE, until=UNTIL)
     assert [(row["owner"], row["gpu_hours"]) for row in found] == [("carol", 120.0)]
@@ -222,7 +236,7 @@ async def test_an_upgraded_job_waits_by_its_pods_first_start_in_both(database: s
 @pytest.mark.parametrize(
     ("asked", "said"),
     [
-        ({"group_by": "cluster"}, "issue 28"),
+        ({"group_by": "node_name"}, "not one of"),
         ({"group_by": "pod"}, "not one of"),
         ({"every": "hour"}, "not one of"),
         ({"since": UNTIL, "until": SINCE}, "before"),
@@ -255,8 +269,8 @@ async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: 
         lines = (await csv.text()).splitlines()
         assert lines[0] == ",".join(usage.columns("queue", "day"))
         assert "research,2026-11-20,2,1,0,12.333,7.333,9.0,300.0,600.0," in lines[1]
-        bad = await client.get(f"{api.PREFIX}/usage?by=cluster")
-        assert bad.status == 400 and "issue 28" in (await bad.json())["error"]["message"]
+        bad = await client.get(f"{api.PREFIX}/usage?by=pod")
+        assert bad.status == 400 and "not one of" in (await bad.json())["error"]["message"]
     table = await asyncio.to_thread(run, db_url, "usage", *flags)
     assert "usage by namespace (times in UTC)" in table.stdout and "team-a" in table.stdout
     as_csv = await asyncio.to_thread(run, db_url, "usage", "--by", "owner", *flags, "-o", "csv")
@@ -266,7 +280,7 @@ async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: 
 @pytest.mark.parametrize(
     "args",
     [
-        ["--by", "cluster"],
+        ["--by", "node_name"],
         ["--by", "pod"],
         ["--every", "hour"],
         ["--since", "2026-11-22", "--until", "2026-11-20"],
@@ -290,5 +304,5 @@ async def test_the_console_draws_the_usage_page(archive: None) -> None:
         assert "p50 5m, p95 10m" in text
         assert "OOMKilled (exit code 137) (research)" in text
         assert "http://" not in text and "https://" not in text
-        bad = await client.get("/usage?by=cluster")
-        assert bad.status == 400 and "issue 28" in await bad.text()
+        bad = await client.get("/usage?by=pod")
+        assert bad.status == 400 and "not one of" in await bad.text()

@@ -56,12 +56,8 @@ def _label(start: datetime.datetime, every: str) -> str:
 
 
 def group_of(group_by: str | None) -> str:
-    """The dimension asked for (``namespace`` when none); BadQuery for an unknown one,
-    and for ``cluster``, which no column holds yet."""
-    group = one_of("by", group_by, USAGE_GROUPS) or USAGE_GROUPS[0]
-    if group == "cluster":
-        raise BadQuery(Named("by"), ": cluster has no column yet (it comes with issue 28)")
-    return group
+    """The dimension asked for (``namespace`` when none); BadQuery for an unknown one."""
+    return one_of("by", group_by, USAGE_GROUPS) or USAGE_GROUPS[0]
 
 
 def window(
