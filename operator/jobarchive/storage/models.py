@@ -318,6 +318,8 @@ class UsageDay(Stamped):
     day = fields.DatetimeField()
     gpu_seconds = fields.FloatField()
     cpu_milli_seconds = fields.FloatField()
+    # Why the job's pods failed: its first failed pod's remark's head (decision 33).
+    reason = fields.TextField(null=True)
 
     class Meta:
         table = "usage_day"

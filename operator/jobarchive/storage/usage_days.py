@@ -13,6 +13,8 @@ from jobarchive.storage.models import USAGE_DAY_TABLE, UsageDay, utcnow
 from jobarchive.times import aware
 
 DAY = datetime.timedelta(days=1)
+# A failed pod's reason: the head of its remark (``OOMKilled (exit code 137)``).
+HEAD = "CASE WHEN INSTR({0}, ': ') > 0 THEN SUBSTR({0}, 1, INSTR({0}, ': ') - 1) ELSE {0} END"
 # Jobs rewritten per statement: well under both engines' bound parameters.
 JOBS_PER_STATEMENT = 500
 ROWS_PER_INSERT = 500
@@ -52,6 +54,22 @@ def days_of(pods: Iterable[Mapping[str, Any]]) -> Seconds:
     return found
 
 
+def reasons_of(pods: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each job's first failed pod's reason (``head``), by finish, an unfinished one last
+    (as the per-job facts take it, finishing now); none for a job whose failed pods gave
+    none. Pure."""
+    far = datetime.datetime.max.replace(tzinfo=datetime.UTC)
+    failed = sorted(
+        (pod for pod in pods if pod["status"] == "Failed"),
+        key=lambda pod: moment(pod["gmt_finished"]) or far,
+    )
+    found: dict[str, str] = {}
+    for pod in failed:
+        if pod["head"]:
+            found.setdefault(str(pod["job_id"]), str(pod["head"]))
+    return found
+
+
 async def rewrite(
     execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]
 ) -> None:
@@ -67,25 +85,25 @@ async def _rewrite(execute: dialects.Execute, dialect: dialects.Dialect, uids: l
     marks = ", ".join([dialect.placeholder] * len(uids))
     _, pods = await execute(
         dialect.locking(
-            "SELECT job_id, cluster, gpus, cpu_millis, gmt_started, gmt_finished FROM replica_info "
-            f"WHERE job_id IN ({marks}) AND gmt_finished IS NOT NULL "
-            "AND gmt_started IS NOT NULL"
+            "SELECT job_id, cluster, gpus, cpu_millis, gmt_started, gmt_finished, status, "
+            f"{HEAD.format('remark')} AS head FROM replica_info WHERE job_id IN ({marks})"
         ),
         list(uids),
     )
     await execute(f"DELETE FROM {USAGE_DAY_TABLE.name} WHERE job_id IN ({marks})", list(uids))
-    clusters = {str(pod["job_id"]): pod["cluster"] for pod in pods}
-    await insert(execute, dialect, days_of(pods), clusters)
+    jobs = {str(pod["job_id"]): (pod["cluster"], None) for pod in pods}
+    jobs.update({job: (jobs[job][0], why) for job, why in reasons_of(pods).items()})
+    await insert(execute, dialect, days_of(pods), jobs)
 
 
 async def insert(
     execute: dialects.Execute,
     dialect: dialects.Dialect,
     days: Seconds,
-    clusters: Mapping[str, str | None],
+    jobs: Mapping[str, tuple[str | None, str | None]],
 ) -> None:
-    """Insert the days' rows, stamped as every table's (``Stamped.stamp``), each of the
-    cluster its job's pods came from (``clusters``, by job)."""
+    """Insert the days' rows, stamped as every table's (``Stamped.stamp``), each with its
+    job's (cluster its pods came from, reason its pods failed) from ``jobs``."""
     now = utcnow()
     rows: list[dict[str, Any]] = []
     for (job, day), (gpu, cpu) in sorted(days.items()):
@@ -94,7 +112,8 @@ async def insert(
             "day": day,
             "gpu_seconds": gpu,
             "cpu_milli_seconds": cpu,
-            "cluster": clusters.get(job),
+            "cluster": jobs.get(job, (None, None))[0],
+            "reason": jobs.get(job, (None, None))[1],
         }
         UsageDay.stamp(row, now)
         rows.append(row)
@@ -106,11 +125,12 @@ async def insert(
 
 
 def finished_jobs(rows: Iterable[Mapping[str, Any]]) -> set[str]:
-    """The jobs of the pod rows written finished (and started): those whose days change."""
+    """The jobs of the pod rows written finished or failed: those whose days or reason
+    may change."""
     return {
         str(row["job_id"])
         for row in rows
-        if row.get("gmt_finished") is not None and row.get("gmt_started") is not None
+        if row.get("gmt_finished") is not None or row.get("status") == "Failed"
     }
 
 

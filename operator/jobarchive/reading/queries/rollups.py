@@ -14,8 +14,7 @@ from jobarchive.reading.queries.usage import first_ran
 from jobarchive.rows import NAMESPACE_LENGTH
 from jobarchive.storage import dialects, usage_days
 
-# A failed pod's reason: the head of its remark (``OOMKilled (exit code 137)``).
-HEAD = "CASE WHEN INSTR({0}, ': ') > 0 THEN SUBSTR({0}, 1, INSTR({0}, ': ') - 1) ELSE {0} END"
+HEAD = usage_days.HEAD
 REASON_BATCH = 500
 # Less than any time the database keeps apart: a window's start at midnight is a whole day.
 _TICK = datetime.timedelta(microseconds=1)
@@ -148,13 +147,13 @@ async def _day_hours(
     n = _period_sql(cut, w.since, w.every, w.rel("d.day"))
     days = (
         f"SELECT j.{w.group} AS grp, CASE WHEN j.status = 'Failed' THEN j.job_id ELSE '' "
-        f"END AS job, {n} AS n, d.gpu_seconds AS g, d.cpu_milli_seconds AS c "
+        f"END AS job, {n} AS n, d.gpu_seconds AS g, d.cpu_milli_seconds AS c, d.reason AS r "
         "FROM usage_day d JOIN job_info j ON j.job_id = d.job_id "
         f"WHERE d.day >= {w.time(first)} AND d.day < {w.time(last)} AND {w.jobs_where()}"
     )
     sql = (
-        "SELECT u.grp AS grp, u.job AS job, u.n AS n, SUM(u.g) AS gpu_s, SUM(u.c) AS cpu_ms "
-        f"FROM ({days}) u GROUP BY u.grp, u.job, u.n"
+        "SELECT u.grp AS grp, u.job AS job, u.n AS n, SUM(u.g) AS gpu_s, SUM(u.c) AS cpu_ms, "
+        f"MAX(u.r) AS reason FROM ({days}) u GROUP BY u.grp, u.job, u.n"
     )
     return await w.rows(sql)
 
@@ -243,9 +242,10 @@ async def _waits(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]
 
 
 async def _reasons(w: _Window, jobs: list[str]) -> dict[str, str]:
-    """Why each failed job failed: its first failed pod's reason, else its own remark's
-    head, else ``unknown``."""
-    found: dict[str, str] = {}
+    """Why each failed job failed: its first failed pod's reason (by finish, as
+    ``storage.usage_days.reasons_of``), else its own remark's head, else ``unknown``."""
+    first: dict[str, str] = {}
+    own: dict[str, str | None] = {}
     for start in range(0, len(jobs), REASON_BATCH):
         chunk = jobs[start : start + REASON_BATCH]
         marks = ", ".join(w.value(uid) for uid in chunk)
@@ -253,12 +253,13 @@ async def _reasons(w: _Window, jobs: list[str]) -> dict[str, str]:
             f"SELECT j.job_id AS job, {HEAD.format('j.remark')} AS own, {HEAD.format('p.remark')} "
             "AS pod, p.gmt_finished AS finished FROM job_info j LEFT JOIN replica_info p "
             "ON p.job_id = j.job_id AND p.status = 'Failed' "
-            f"WHERE j.job_id IN ({marks}) ORDER BY j.job_id, p.gmt_finished"
+            f"WHERE j.job_id IN ({marks}) ORDER BY j.job_id, p.gmt_finished IS NULL, p.gmt_finished"
         )
         for row in await w.rows(sql):
-            if row["job"] not in found or found[row["job"]] == "unknown":
-                found[row["job"]] = row["pod"] or found.get(row["job"]) or row["own"] or "unknown"
-    return found
+            own[row["job"]] = row["own"]
+            if row["pod"]:
+                first.setdefault(row["job"], row["pod"])
+    return {job: first.get(job) or why or "unknown" for job, why in own.items()}
 
 
 async def rollup(
@@ -283,8 +284,10 @@ async def rollup(
     hours, days = await _hours(w, cut, from_pods)
     counts = await _job_counts(w, cut)
     waits = await _waits(w, cut)
-    failed = sorted({row["job"] for row in (*hours, *days) if row["job"]})
-    reasons = await _reasons(w, failed)
+    # The roll-up holds its jobs' pods' reasons; the others' are read.
+    kept = {row["job"]: row["reason"] for row in days if row["job"] and row["reason"]}
+    failed = sorted({row["job"] for row in (*hours, *days) if row["job"]} - kept.keys())
+    reasons = {**kept, **await _reasons(w, failed)}
     return _rows(group, period, cut, start, (hours, days), counts, waits, reasons)
 
 
