@@ -53,7 +53,7 @@ async def test_a_job_s_days_follow_its_pods_and_a_relist_writes_the_same(databas
     await write([job], [first, second])
     assert await days() == {}
     # The first pod finishes across midnight: 2 h on the 20th, 1 h on the 21st.
-    first_done = {**first, "version": "11", "gmt_finished": at(25), "status": "Succeeded"}
+    first_done: PodRow = {**first, "version": "11", "gmt_finished": at(25), "status": "Succeeded"}
     await write([job], [first_done])
     found = await days()
     assert {key: value[:2] for key, value in found.items()} == {
@@ -64,13 +64,13 @@ async def test_a_job_s_days_follow_its_pods_and_a_relist_writes_the_same(databas
     assert {key: value[:2] for key, value in (await days()).items()} == {
         key: value[:2] for key, value in found.items()
     }
-    second_done = {**second, "version": "12", "gmt_finished": at(24), "status": "Succeeded"}
+    second_done: PodRow = {**second, "version": "12", "gmt_finished": at(24), "status": "Succeeded"}
     await write([job], [second_done])
     assert (await days())[("j", "2026-11-20")][0] == 2 * 7200 + 3600
 
 
 async def test_the_days_go_with_their_job_when_it_is_pruned(database: str) -> None:
-    gone = {"is_in_etcd": False, "status": "Succeeded", "gmt_finished": at(2)}
+    gone: dict[str, Any] = {"is_in_etcd": False, "status": "Succeeded", "gmt_finished": at(2)}
     job = rows.job("old", gmt_created=at(0), **gone)
     pod = rows.pod("old0", job_id="old", gpus=1, gmt_started=at(0), **gone)
     orphan = rows.pod("lost0", job_id="lost", gpus=1, gmt_started=at(0), **gone)

@@ -91,7 +91,9 @@ async def _rewrite(execute: dialects.Execute, dialect: dialects.Dialect, uids: l
         list(uids),
     )
     await execute(f"DELETE FROM {USAGE_DAY_TABLE.name} WHERE job_id IN ({marks})", list(uids))
-    jobs = {str(pod["job_id"]): (pod["cluster"], None) for pod in pods}
+    jobs: dict[str, tuple[str | None, str | None]] = {
+        str(pod["job_id"]): (pod["cluster"], None) for pod in pods
+    }
     jobs.update({job: (jobs[job][0], why) for job, why in reasons_of(pods).items()})
     await insert(execute, dialect, days_of(pods), jobs)
 

@@ -147,9 +147,9 @@ class Migration:
             if created:
                 steps.append(Step("*", "create indexes", len(created)))
                 report(steps[-1])
-            for step in await _usage_days(self.conn):
-                steps.append(step)
-                report(step)
+            for filled in await _usage_days(self.conn):
+                steps.append(filled)
+                report(filled)
         return steps
 
     async def _trimmed(self, model: type[Stamped], dry_run: bool) -> list[Step]:
