@@ -114,6 +114,9 @@ class Dialect(abc.ABC):
         """A SELECT carrying a time limit the database stops it at, ``seconds`` after it
         starts (other statements unchanged); unchanged where the engine has no limit."""
 
+    # A join that reads its left table first, whatever the planner would choose.
+    in_order_join = "JOIN"
+
     def locking(self, sql: str) -> str:
         """A SELECT that reads the newest committed rows and holds them until the
         transaction ends, where the engine has such a read (SQLite's writers are one at
@@ -147,6 +150,8 @@ class MySQL(Dialect):
     name = "mysql"
     engine = "tortoise.backends.mysql"
     placeholder = "%s"
+    # MariaDB may read every job to find a few pods by theirs: STRAIGHT_JOIN keeps order.
+    in_order_join = "STRAIGHT_JOIN"
 
     def quote(self, identifier: str) -> str:
         """Backquoted, a backquote in it doubled; NUL and ``%`` refused (decision 13)."""
@@ -298,6 +303,8 @@ class SQLite(Dialect):
     name = "sqlite"
     engine = "tortoise.backends.sqlite"
     placeholder = "?"
+    # SQLite keeps the left table of a CROSS JOIN outer.
+    in_order_join = "CROSS JOIN"
 
     def quote(self, identifier: str) -> str:
         """Double-quoted, a double quote in it doubled; NUL refused."""
