@@ -100,6 +100,7 @@ def archive(seed: int) -> tuple[list[JobRow], list[PodRow]]:
                 gmt_created=created,
                 gmt_job_running=created + HOUR / 4,
                 gmt_finished=finished,
+                remark=rng.choice((None, "BackoffLimitExceeded: a pod failed")),
             )
         )
         for k in range(rng.randrange(1, 4)):
@@ -114,7 +115,9 @@ def archive(seed: int) -> tuple[list[JobRow], list[PodRow]]:
                     gmt_started=started,
                     gmt_finished=finished if started else None,
                     status="Failed" if status == "Failed" else "Succeeded",
-                    remark="OOMKilled (exit code 137)" if status == "Failed" else None,
+                    remark=rng.choice((None, "OOMKilled (exit code 137)", "Error (exit code 1)"))
+                    if status == "Failed"
+                    else None,
                 )
             )
     return jobs, pods

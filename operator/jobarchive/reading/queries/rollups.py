@@ -145,20 +145,45 @@ async def _pod_hours(
 async def _day_hours(
     w: _Window, cut: Sequence[usage.Period], first: datetime.datetime, last: datetime.datetime
 ) -> list[dict[str, Any]]:
-    """Per group, failed job (else '') and period, the finished pods' seconds of the
-    whole days [first, last) from the daily roll-up (``usage_day``)."""
+    """Per group, period and, for failed jobs, reason (decision 33's rule: the stored
+    pods' reason, else the job's remark's head, else ``unknown``), the finished pods'
+    seconds of the whole days [first, last) from the daily roll-up (``usage_day``), and
+    how many failed jobs they are."""
     n = _period_sql(cut, w.since, w.every, w.rel("d.day"))
+    own = f"NULLIF({HEAD.format('j.remark')}, '')"
     days = (
-        f"SELECT j.{w.group} AS grp, CASE WHEN j.status = 'Failed' THEN j.job_id ELSE '' "
-        f"END AS job, {n} AS n, d.gpu_seconds AS g, d.cpu_milli_seconds AS c, d.reason AS r "
+        f"SELECT j.{w.group} AS grp, {n} AS n, CASE WHEN j.status = 'Failed' THEN "
+        f"COALESCE(d.reason, {own}, 'unknown') END AS reason, d.job_id AS job, "
+        "d.gpu_seconds AS g, d.cpu_milli_seconds AS c "
         "FROM usage_day d JOIN job_info j ON j.job_id = d.job_id "
         f"WHERE d.day >= {w.time(first)} AND d.day < {w.time(last)} AND {w.jobs_where()}"
     )
     sql = (
-        "SELECT u.grp AS grp, u.job AS job, u.n AS n, SUM(u.g) AS gpu_s, SUM(u.c) AS cpu_ms, "
-        f"MAX(u.r) AS reason FROM ({days}) u GROUP BY u.grp, u.job, u.n"
+        "SELECT u.grp AS grp, u.n AS n, u.reason AS reason, SUM(u.g) AS gpu_s, "
+        "SUM(u.c) AS cpu_ms, CASE WHEN u.reason IS NULL THEN 0 ELSE COUNT(DISTINCT u.job) END "
+        f"AS jobs FROM ({days}) u GROUP BY u.grp, u.n, u.reason"
     )
     return await w.rows(sql)
+
+
+async def _counted(
+    w: _Window,
+    cut: Sequence[usage.Period],
+    jobs: list[str],
+    first: datetime.datetime,
+    last: datetime.datetime,
+) -> set[tuple[str, int]]:
+    """(job, period) of the failed jobs read live that the whole days count already."""
+    found: set[tuple[str, int]] = set()
+    n = _period_sql(cut, w.since, w.every, w.rel("d.day"))
+    for start in range(0, len(jobs), REASON_BATCH):
+        marks = ", ".join(w.value(uid) for uid in jobs[start : start + REASON_BATCH])
+        sql = (
+            f"SELECT DISTINCT d.job_id AS job, {n} AS n FROM usage_day d WHERE d.job_id IN "
+            f"({marks}) AND d.day >= {w.time(first)} AND d.day < {w.time(last)}"
+        )
+        found |= {(row["job"], usage.clamp(row["n"], len(cut))) for row in await w.rows(sql)}
+    return found
 
 
 async def _hours(
@@ -172,8 +197,7 @@ async def _hours(
     Returns (live sums for ``usage.spread``, days' seconds by period)."""
     if from_pods or w.group == "node":
         return await _pod_hours(w, cut, w.since, w.until, "1 = 1"), []
-    first = usage_days.midnight(w.since - _TICK) + usage_days.DAY
-    last = usage_days.midnight(w.until)
+    first, last = _whole_days(w)
     days: list[dict[str, Any]] = []
     edges = [(w.since, w.until)]
     if first <= last:
@@ -287,11 +311,16 @@ async def rollup(
     hours, days = await _hours(w, cut, from_pods)
     counts = await _job_counts(w, cut)
     waits = await _waits(w, cut)
-    # The roll-up holds its jobs' pods' reasons; the others' are read.
-    kept = {row["job"]: row["reason"] for row in days if row["job"] and row["reason"]}
-    failed = sorted({row["job"] for row in (*hours, *days) if row["job"]} - kept.keys())
-    reasons = {**kept, **await _reasons(w, failed)}
-    return _rows(group, period, cut, start, (hours, days), counts, waits, reasons)
+    failed = sorted({row["job"] for row in hours if row["job"]})
+    reasons = await _reasons(w, failed)
+    counted = await _counted(w, cut, failed, *_whole_days(w)) if days else set()
+    return _rows(group, period, cut, start, (hours, days, counted), counts, waits, reasons)
+
+
+def _whole_days(w: _Window) -> tuple[datetime.datetime, datetime.datetime]:
+    """The first and the end of the whole UTC days inside the window (first > end when
+    there are none)."""
+    return usage_days.midnight(w.since - _TICK) + usage_days.DAY, usage_days.midnight(w.until)
 
 
 def _rows(
@@ -299,7 +328,7 @@ def _rows(
     every: str | None,
     cut: Sequence[usage.Period],
     since: datetime.datetime,
-    hours: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+    hours: tuple[list[dict[str, Any]], list[dict[str, Any]], set[tuple[str, int]]],
     counts: list[dict[str, Any]],
     waits: list[dict[str, Any]],
     reasons: dict[str, str],
@@ -316,13 +345,15 @@ def _rows(
             row(found["grp"], n)["jobs"] += int(found["jobs"])
         if found["outcome"]:
             row(found["grp"], found["n1"])[found["outcome"].lower()] += int(found["jobs"])
-    live, days = hours
+    live, days, counted = hours
     for found in live:
         for n, gpu_s, cpu_ms in usage.spread(found, bounds):
-            usage.add_hours(row(found["grp"], n), found["job"], gpu_s, cpu_ms, reasons)
+            job = found["job"]
+            one = row(found["grp"], n)
+            usage.add_hours(one, job, gpu_s, cpu_ms, reasons, counts=(job, n) not in counted)
     for found in days:
         cost = (float(found["gpu_s"] or 0), float(found["cpu_ms"] or 0))
-        usage.add_hours(row(found["grp"], found["n"]), found["job"], *cost, reasons)
+        usage.add_days(row(found["grp"], found["n"]), found["reason"], *cost, int(found["jobs"]))
     for found in waits:
         row(found["grp"], found["n"])["waits"].append(round(float(found["wait"]), 1))
     ordered = sorted(table.items(), key=lambda item: (item[0][1], -item[1]["gpu_s"]))
