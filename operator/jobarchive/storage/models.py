@@ -1,5 +1,6 @@
 """The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``,
-and ``container_log_tail`` for the logs of failed containers.
+``container_log_tail`` for the logs of failed containers, and ``usage_day``, the daily
+usage roll-up.
 
 Column names are KubeDL's (its ``dmo`` package), so KubeDL's consumers keep
 working; widths (``jobarchive.rows``) follow what Kubernetes allows, not the
