@@ -116,6 +116,8 @@ class Dialect(abc.ABC):
 
     # A join that reads its left table first, whatever the planner would choose.
     in_order_join = "JOIN"
+    # Whether ``locking`` holds rows (SQLite's writers take turns: nothing to hold).
+    locks_rows = False
 
     def locking(self, sql: str) -> str:
         """A SELECT that reads the newest committed rows and holds them until the
@@ -152,6 +154,7 @@ class MySQL(Dialect):
     placeholder = "%s"
     # MariaDB may read every job to find a few pods by theirs: STRAIGHT_JOIN keeps order.
     in_order_join = "STRAIGHT_JOIN"
+    locks_rows = True
 
     def quote(self, identifier: str) -> str:
         """Backquoted, a backquote in it doubled; NUL and ``%`` refused (decision 13)."""

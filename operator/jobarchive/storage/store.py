@@ -68,12 +68,13 @@ async def _upsert(
         model.stamp(stamped, now)
         stamped["cluster"] = cluster
         prepared.append(stamped)
+    # The usage roll-up of the jobs whose pods finished, in the same transaction.
+    finished = usage_days.finished_jobs(prepared) if model is Pod else set()
+    await usage_days.lock(execute, dialect, finished)
     stale = 0
     for group in statements(prepared):
         stale += await dialect.upsert(execute, table, group)
-    if model is Pod:
-        # The usage roll-up of the jobs whose pods finished, in the same transaction.
-        await usage_days.rewrite(execute, dialect, usage_days.finished_jobs(prepared))
+    await usage_days.rewrite(execute, dialect, finished)
     return stale
 
 

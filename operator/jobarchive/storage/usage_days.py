@@ -70,6 +70,21 @@ def reasons_of(pods: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return found
 
 
+async def lock(execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]) -> None:
+    """Hold the jobs' stored pods (and their index's gaps) before the pods are written,
+    where the engine has locking reads: a second transaction writing pods of one of
+    these jobs then waits for this one whole, rather than deadlocking with it midway."""
+    uids = sorted(set(jobs))
+    if not dialect.locks_rows:
+        return
+    for start in range(0, len(uids), JOBS_PER_STATEMENT):
+        chunk = uids[start : start + JOBS_PER_STATEMENT]
+        marks = ", ".join([dialect.placeholder] * len(chunk))
+        await execute(
+            dialect.locking(f"SELECT id FROM replica_info WHERE job_id IN ({marks})"), chunk
+        )
+
+
 async def rewrite(
     execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]
 ) -> None:
