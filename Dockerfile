@@ -14,7 +14,9 @@ COPY operator/ operator/
 RUN pip install --no-compile .
 
 USER 10001
-# Kopf's health endpoint and the Prometheus metrics.
-EXPOSE 8080 8000
+# Kopf's health endpoint, the Prometheus metrics and the API (the operator's 8081;
+# `jobarchive serve` in manifests/reader/ on 8080). A test reads these against the
+# manifests' containerPorts.
+EXPOSE 8080 8000 8081
 CMD ["kopf", "run", "--all-namespaces", "--peering=jobarchive", \
      "--liveness=http://0.0.0.0:8080/healthz", "operator/main.py"]

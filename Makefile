@@ -43,7 +43,8 @@ lint: install-test
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-## MariaDB's server binaries for the private server the tests start (apt-get, as root).
+## MariaDB's server binaries for the private server the tests start, and galera-4 and rsync
+## for their three-node Galera cluster (apt-get, as root).
 mariadb:
 	tests/install-mariadb.sh
 

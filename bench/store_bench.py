@@ -20,7 +20,7 @@ from bench import data
 from bench.data import Rows
 from jobarchive.bounded import chunks
 from jobarchive.config import DbTls
-from jobarchive.rows import Row
+from jobarchive.rows import DEFAULT_CLUSTER, Row
 from jobarchive.storage import database as db
 from jobarchive.storage.dialects import MYSQL
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
@@ -85,6 +85,7 @@ async def raw(rows: Rows, url: str, batch: int = 500, connections: int = 4) -> N
             for row in piece:
                 stamped = dict(row)
                 model.stamp(stamped)
+                stamped["cluster"] = DEFAULT_CLUSTER
                 chunk.append([MYSQL.value(stamped[c]) for c in spec.columns])
             work.append((sql, chunk))
 

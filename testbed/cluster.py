@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import kmock
+from kmock._internal.rendering import Response
 
 from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
 from testbed.objects import Body
@@ -116,6 +117,7 @@ async def emulated_cluster(emulator: "Emulator | None" = None) -> AsyncIterator[
     ):
         for resource in (NAMESPACES, PODS, EVENTS, CRDS):
             cluster.serve(resource)
+        cluster.serve_kube_system()
         for kind in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS):
             cluster.serve(job_resource(kind))
         # Only where thousands of objects live: a reaction also declares its resource
@@ -182,6 +184,15 @@ class Cluster:
         self._session: aiohttp.ClientSession | None = None
         # The resources whose watch streams a Feed serves instead of the emulator.
         self.feeds: dict[str, Feed] = {}
+        # The kube-system namespace's uid: the cluster's identity (decision 35); what a
+        # GET of the namespace answers (a test may make it a ``kmock.Response``).
+        self.uid = str(uuid.uuid4())
+        meta = {"name": "kube-system", "uid": self.uid, "resourceVersion": "1"}
+        self.kube_system: Body | Response = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": meta,
+        }
 
     def serve(self, resource: Resource) -> None:
         """Declare a resource in the emulator's discovery."""
@@ -189,6 +200,14 @@ class Cluster:
         info.kind = resource.kind
         info.namespaced = resource.namespaced
         info.verbs = {"get", "list", "watch", "create", "patch", "update", "delete"}
+
+    def serve_kube_system(self) -> None:
+        """Answer GET of the kube-system namespace, with its uid, as every cluster has it.
+
+        kmock reads ``/api/v1/namespaces/<name>`` as a namespace's prefix and answers
+        404, so the namespace is a reaction of its own; it is not listed with the others.
+        """
+        self.emulator["get /api/v1/namespaces/kube-system"] << (lambda: self.kube_system)
 
     async def __aenter__(self) -> "Cluster":
         self._session = aiohttp.ClientSession(headers={"User-Agent": USER_AGENT})
@@ -348,7 +367,9 @@ class Reviews:
     As with RBAC, a grant in namespace ``""`` (a ClusterRoleBinding of the reader
     role) allows every namespace and requests over all of them; a grant in a namespace
     (a RoleBinding) allows that namespace only. A subject is ``user:<name>`` or
-    ``group:<name>``.
+    ``group:<name>``. A cluster grant (``grant_clusters``) is a ClusterRole's rule on
+    ``clusters`` with ``resourceNames``, or without them: every cluster, and a review
+    that names none.
     """
 
     GROUP, RESOURCE, VERBS = "jobarchive.io", "jobs", ("get", "list")
@@ -369,6 +390,8 @@ class Reviews:
         self.tokens: dict[str, Body] = {}
         self.grants: set[tuple[str, str]] = set()
         self.scoped: dict[tuple[str, str], frozenset[tuple[str, str, str]]] = {}
+        # Per subject, the clusters it may get; None: every cluster (no resourceNames).
+        self.clusters: dict[str, frozenset[str] | None] = {}
         self.asked: list[Body] = []
         # While set, both reviews answer 500, as an API server whose etcd is away.
         self.failing = False
@@ -401,6 +424,21 @@ class Reviews:
         if resources is not None:
             self.scoped[(subject, namespace)] = resources
 
+    def grant_clusters(self, subject: str, *names: str) -> None:
+        """Let ``subject`` get the ``clusters`` named (none: every cluster), in either
+        group, cluster-scoped."""
+        self.clusters[subject] = frozenset(names) if names else None
+
+    def _cluster_granted(self, subjects: set[str], wanted: Body) -> bool:
+        name = wanted.get("name") or ""
+        if wanted.get("verb") != "get" or wanted.get("namespace"):
+            return False
+        for subject in subjects & set(self.clusters):
+            names = self.clusters[subject]
+            if names is None or name in names:
+                return True
+        return False
+
     def _token_review(self, request: Any) -> Body:
         spec = request.data["spec"]
         user = self.tokens.get(spec.get("token"))
@@ -423,6 +461,8 @@ class Reviews:
             for place in {"", namespace}
         )
         allowed = bool(granted and wanted.get("verb") in self.VERBS)
+        if wanted.get("resource") == "clusters":
+            allowed = self._cluster_granted(subjects, wanted)
         status: Body = {"allowed": allowed}
         if allowed:
             status["reason"] = "RBAC: allowed by a binding of ClusterRole jobarchive-reader"

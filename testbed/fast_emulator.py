@@ -347,6 +347,7 @@ async def fast_cluster(
         resources += [job_resource(kind) for kind in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS)]
         for resource in resources:
             cluster.serve(resource)
+        cluster.serve_kube_system()
         for resource, stream in before:
             target = kmock.resource(resource.group, resource.version, resource.plural)
             cluster.emulator[kmock.action.WATCH, target] << stream

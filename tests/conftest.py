@@ -22,11 +22,13 @@ from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage import database as db
 from jobarchive.storage.reads import ReadPool
 from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
+from testbed.galera import GaleraCluster, galera_cluster
+from testbed.galera import missing as galera_missing
 from testbed.mariadb import Databases, MariaDBServer, MariaDBUnavailable, server_for_run
-from testbed.operator import OperatorProcess, write_kubeconfig
+from testbed.operator import OperatorProcess
 from tests.support.certificates import TLS_DATABASE, TlsServer, start_tls_server
 from tests.support.foreign import ForeignServers
-from tests.support.operators import OperatorFactory
+from tests.support.operators import OperatorFactory, operators_of
 
 EXTERNAL_MYSQL_URL = os.environ.get("JOBARCHIVE_TEST_MYSQL_URL") or None
 _FOREIGN = ForeignServers()
@@ -59,6 +61,17 @@ def private_mariadb(mysql_server: tuple[str, MariaDBServer | None]) -> MariaDBSe
     if server is None:
         pytest.skip("stops the database server: not done to JOBARCHIVE_TEST_MYSQL_URL's")
     return server
+
+
+@pytest.fixture(scope="session")
+def galera() -> Iterator[GaleraCluster]:
+    """A three-node MariaDB Galera cluster of the run's own, removed at the end; skipped
+    only where galera-4, rsync or the ``mysql`` user is missing (CI installs them)."""
+    reason = galera_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    with galera_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
@@ -160,6 +173,7 @@ def operator_env(e2e_db_url: str) -> dict[str, str | None]:
         "JOBARCHIVE_READ_DB_URL_FILE": None,
         "JOBARCHIVE_DB_TLS": None,
         "JOBARCHIVE_DB_TLS_CA": None,
+        "JOBARCHIVE_CLUSTER": None,
     }
 
 
@@ -169,24 +183,8 @@ async def start_operator(
 ) -> AsyncIterator[OperatorFactory]:
     """Starts real operator processes against the emulated cluster and the e2e database;
     stops them all at the end and prints their logs (shown for failing tests)."""
-    kubeconfig = tmp_path / "kubeconfig"
-    write_kubeconfig(kubeconfig, cluster.url)
-    processes: list[OperatorProcess] = []
-
-    async def start(*args: str, **env: str | None) -> OperatorProcess:
-        workdir = tmp_path / f"operator-{len(processes)}"
-        workdir.mkdir()
-        process = OperatorProcess(workdir, kubeconfig, {**operator_env, **env})
-        processes.append(process)
-        await process.start(*args)
-        return process
-
-    try:
+    async with operators_of(cluster, operator_env, tmp_path) as start:
         yield start
-    finally:
-        for process in processes:
-            await process.stop()
-            print(f"--- {process.log_path}\n{process.log()[-20000:]}")
 
 
 @pytest.fixture

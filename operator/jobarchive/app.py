@@ -17,11 +17,12 @@ import logging
 
 from aiohttp import web
 
-from jobarchive import metrics, scope
+from jobarchive import identity, metrics, scope
 from jobarchive.certificates import CertificateError
 from jobarchive.config import Settings
 from jobarchive.kinds import BATCH_JOB
 from jobarchive.logtails.capture import Capture
+from jobarchive.logtails.store import TailStore
 from jobarchive.maintenance import peering as peerings
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
@@ -41,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 class DatabaseUnavailable(Exception):
     """The database could not be opened; worth another try. The message hides the password."""
+
+
+class ClusterUnknown(Exception):
+    """Which cluster this is could not be read (decision 35); worth another try."""
 
 
 class Unusable(Exception):
@@ -86,7 +91,11 @@ def maintenance(
         tasks.append(asyncio.create_task(reconciling))
     if settings.retention_days:
         pruning = retention.prune_forever(
-            settings.retention_days, retention.PRUNE_INTERVAL, activity, peering.scope
+            settings.retention_days,
+            retention.PRUNE_INTERVAL,
+            activity,
+            reconciler.store.cluster,
+            peering.scope,
         )
         tasks.append(asyncio.create_task(pruning))
     return tasks
@@ -106,7 +115,8 @@ class Operator:
             flushers=settings.writers,
             stop_timeout=settings.stop_timeout,
         )
-        self.capture = Capture(settings)
+        # The tails' rows go through the one store, so that they name its cluster.
+        self.capture = Capture(settings, TailStore(self.store))
         self.recorder = Recorder(settings, self.store, self.writer, Attribution(), self.capture)
         # The namespaces Kopf serves, read from its own command line (``scope``).
         self.scope = scope.from_command_line()
@@ -117,13 +127,16 @@ class Operator:
         self._servers: list[web.AppRunner] = []
         self._background: set[asyncio.Task[None]] = set()
         self._metrics_served = False
+        self.identity: identity.Identity | None = None
 
     async def start(self, peering: Peering) -> None:
         """Serve the metrics, open the database, then write, serve the API and maintain.
 
-        Raises DatabaseUnavailable or Unusable, having started nothing but the metrics.
+        Raises ClusterUnknown, DatabaseUnavailable or Unusable, having started nothing but
+        the metrics.
         """
         await self.serve_metrics()
+        await self.identify()
         await self.open_database()
         # Before Kopf's watches begin: the startup handler this runs in holds them back.
         await priming.prime(self.recorder.attribution, self.settings.kinds, self.scope)
@@ -155,6 +168,17 @@ class Operator:
         )
         self._keep(await metrics.serve(self.settings.metrics_port))
 
+    async def identify(self) -> None:
+        """Learn which cluster this is, once (decision 35): every row is written for it."""
+        if self.identity is not None:
+            return
+        try:
+            self.identity = await identity.identify(self.settings.cluster)
+        except identity.Unknown as exc:
+            raise ClusterUnknown(f"Cannot tell which cluster this is: {exc}") from None
+        self.store.cluster = self.identity.name
+        logger.info("%s", self.identity.describe())
+
     async def open_database(self) -> None:
         """Connect, create what the schema lacks, and load what attribution starts from.
 
@@ -169,6 +193,7 @@ class Operator:
                 encryption=self.settings.db_tls,
                 read_pool=read_pool(self.settings),
                 accelerators=self.settings.accelerators,
+                cluster=self.store.cluster,
             )
             await self.recorder.load(await retention.stored_namespaces(self.scope))
         except schema.NotAdopted as exc:
@@ -197,6 +222,7 @@ class Operator:
                     kinds=queries.known_kinds(self.settings.kinds),
                     tls=self.settings.api_tls,
                     refresh=self.settings.requestheader_refresh,
+                    home=self.store.cluster,
                 )
             except CertificateError as exc:
                 # Worth less than the archive: the API is not served, the operator runs.

@@ -12,10 +12,10 @@ This is the only module that imports Kopf, and importing it registers nothing:
 ``operator/main.py`` calls ``register`` with the settings once its pre-flight checks
 pass. The operator itself is ``app.Operator``, built by Kopf's start-up handler and
 kept in Kopf's memo, where every handler finds it (ARCHITECTURE.md, decision 27).
-The operator's exceptions become Kopf's here: ``DatabaseUnavailable`` a
-``TemporaryError``, so that Kopf tries the start again; ``Unusable`` (a database to
-migrate first) a ``PermanentError``, which stops the operator; ``Unhealthy`` a
-``PermanentError``, which fails the liveness probe.
+The operator's exceptions become Kopf's here: ``DatabaseUnavailable`` (and
+``ClusterUnknown``) a ``TemporaryError``, so that Kopf tries the start again;
+``Unusable`` (a database to migrate first) a ``PermanentError``, which stops the
+operator; ``Unhealthy`` a ``PermanentError``, which fails the liveness probe.
 """
 
 import contextlib
@@ -125,7 +125,7 @@ async def start(
     _pace(settings, operator.scope)
     try:
         await operator.start(_peering(settings))
-    except app.DatabaseUnavailable as exc:
+    except (app.ClusterUnknown, app.DatabaseUnavailable) as exc:
         # One line instead of a traceback; Kopf tries the start again after the delay.
         raise kopf.TemporaryError(str(exc), delay=RETRY_START_AFTER) from None
     except app.Unusable as exc:

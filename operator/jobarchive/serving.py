@@ -30,6 +30,7 @@ defaults (aiohttp 3.9 allowed 32,768 headers): a request line or a header over
 """
 
 import asyncio
+import ipaddress
 import logging
 import ssl
 
@@ -122,3 +123,13 @@ async def send(
             f"not read within {within:g} s" if isinstance(exc, TimeoutError) else "gone",
         )
     return response
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an address to bind is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

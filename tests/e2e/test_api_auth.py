@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 
 from jobarchive.reading.api import PREFIX
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage.models import Job
 from testbed import objects as o
 from testbed.cluster import (
@@ -67,6 +68,8 @@ async def served(
     port = free_port()
     inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
     env = {**inherited, "JOBARCHIVE_DB_URL": db_url, "KUBECONFIG": str(kubeconfig)}
+    # The rows History wrote are the default store's cluster's: serve's own (decision 36).
+    env["JOBARCHIVE_CLUSTER"] = DEFAULT_CLUSTER
     with (tmp_path / "serve.log").open("ab") as log:
         process = await asyncio.create_subprocess_exec(
             str(JOBARCHIVE), "serve", "--port", str(port), *args, env=env, stdout=log, stderr=log

@@ -143,7 +143,7 @@ async def test_with_reconciliation_off_a_replica_prunes_only_while_it_is_the_act
 ) -> None:
     now = datetime.datetime.now(datetime.UTC)
     finished = now - datetime.timedelta(days=365)
-    await Store().upsert(
+    await Store(cluster=cluster.uid).upsert(
         Job, [rows.job("old-job", status="Succeeded", is_in_etcd=False, gmt_finished=finished)]
     )
     cluster.serve(PEERINGS)

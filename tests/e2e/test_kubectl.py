@@ -24,8 +24,8 @@ from tests.support.kube import (
     Kubectl,
     Server,
     kube_archive,
+    kubectls,
     serving_readers,
-    write_kubeconfig,
 )
 
 pytestmark = pytest.mark.e2e
@@ -48,11 +48,7 @@ async def server(
 
 @pytest.fixture
 def kubectl(server: Server, tmp_path: pathlib.Path) -> Callable[[str], Kubectl]:
-    def of(token: str) -> Kubectl:
-        config = write_kubeconfig(tmp_path / f"kubeconfig-{token}", server, token)
-        return Kubectl(config, tmp_path / f"cache-{token}")
-
-    return of
+    return kubectls(server, tmp_path)
 
 
 def rows(text: str) -> list[list[str]]:
@@ -116,6 +112,7 @@ async def test_wide_json_yaml_and_pages_of_two(
         "STATUS",
         "AGE",
         "DURATION",
+        "CLUSTER",
         "OWNER",
         "TENANT",
         "REGION",

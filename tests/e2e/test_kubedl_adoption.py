@@ -1,6 +1,7 @@
 """A database KubeDL created: the operator refuses it with one line until it is migrated,
 then records into it with one row per uid, KubeDL's rows included."""
 
+import asyncio
 import pathlib
 
 import pytest
@@ -50,7 +51,10 @@ async def test_after_migrating_the_operator_records_kubedls_jobs_in_their_one_ro
         [KubeDLJob(uid, "mnist", older, namespace="kubeflow") for _ in range(2)],
         [],
     )
-    migrated = jobarchive("migrate", cwd=tmp_path, env={"JOBARCHIVE_DB_URL": kubedl_url})
+    # Through the operator's kubeconfig: the rows get the cluster's kube-system uid. In a
+    # thread, so that the emulated API server (this loop's) can answer it.
+    env = {"JOBARCHIVE_DB_URL": kubedl_url, "KUBECONFIG": str(tmp_path / "kubeconfig")}
+    migrated = await asyncio.to_thread(jobarchive, "migrate", cwd=tmp_path, env=env)
     assert migrated.returncode == 0, migrated.stderr
 
     await start_operator(JOBARCHIVE_DB_URL=kubedl_url)
@@ -62,3 +66,4 @@ async def test_after_migrating_the_operator_records_kubedls_jobs_in_their_one_ro
 
     await eventually(recorded)
     assert query(kubedl_url, "SELECT COUNT(*) FROM job_info") == [(1,)]
+    assert query(kubedl_url, "SELECT cluster FROM job_info") == [(cluster.uid,)]

@@ -35,9 +35,11 @@ async def test_the_operator_serves_the_api_and_prunes_what_retention_drops(
     old = job(
         uid="old-job", name="old", status="Succeeded", is_in_etcd=False, gmt_finished=finished
     )
-    await Store().upsert(Job, [old])
-    await Store().upsert(Pod, [pod(uid="old-pod", job_id="old-job", is_in_etcd=False)])
-    await Store().upsert(Event, [event(uid="old-event", obj_uid="old-pod")])
+    await Store(cluster=cluster.uid).upsert(Job, [old])
+    await Store(cluster=cluster.uid).upsert(
+        Pod, [pod(uid="old-pod", job_id="old-job", is_in_etcd=False)]
+    )
+    await Store(cluster=cluster.uid).upsert(Event, [event(uid="old-event", obj_uid="old-pod")])
 
     port = free_port()
     # Without authentication, so bound to loopback (test_api_auth.py reviews callers).

@@ -2,7 +2,7 @@
 writing one database. Each records its namespaces (a pattern's late namespace too),
 marks gone what was deleted in its namespaces while it was down, and never reads,
 marks or prunes another shard's rows, whether that shard runs or not. Every request a
-shard makes is one the shards' RBAC (manifests/shards/) grants it, and under
+shard makes is one the shards' RBAC (manifests/overlays/shards/) grants it, and under
 `--peering` a shard creates its KopfPeering objects and works."""
 
 import asyncio
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.e2e
 TFJOBS = resource_of("kubeflow.org", "TFJob")
 KOPF_PEERINGS = Resource("kopf.dev", "v1", "kopfpeerings", "KopfPeering")
 WATCHED = [PODS, EVENTS, *(job_resource(kind) for kind in BUILTIN_KINDS)]
-SHARDS = REPO / "manifests" / "shards"
+SHARDS = REPO / "manifests" / "overlays" / "shards"
 
 Start = Callable[..., Awaitable[OperatorProcess]]
 NAMESPACE_PATHS = re.compile(r"/api/v1/namespaces(/[^/]+)?")
@@ -116,6 +116,9 @@ async def cluster() -> AsyncIterator[Cluster]:
     """The emulated API server of ``testbed.cluster.emulated_cluster``, serving
     namespaces too."""
     async with emulated_cluster(ServingNamespaces()) as api:
+        # Served here rather than by the test bed's reaction: the cluster's identity.
+        assert isinstance(api.kube_system, dict)
+        namespaces_of(api).names["kube-system"] = api.kube_system
         yield api
 
 
@@ -195,9 +198,9 @@ async def recorded(namespace: str) -> bool:
 
 
 def shard_rbac() -> dict[str, set[tuple[str, str, str]]]:
-    """The (group, resource, verb) triples each ClusterRole of the shards' base grants."""
+    """The (group, resource, verb) triples each ClusterRole of the shards' component grants."""
     grants: dict[str, set[tuple[str, str, str]]] = {}
-    for doc in yaml.safe_load_all((SHARDS / "base" / "02-rbac.yaml").read_text()):
+    for doc in yaml.safe_load_all((SHARDS / "common" / "rbac.yaml").read_text()):
         if doc and doc["kind"] == "ClusterRole":
             grants[doc["metadata"]["name"]] = {
                 (group, resource, verb)
@@ -276,6 +279,10 @@ async def test_shards_record_reconcile_and_prune_only_their_own_namespaces(
     for namespace in ("team-a", "team-b", "ml-one"):
         await eventually(functools.partial(recorded, namespace))
     assert not await Job.filter(namespace="nobodys").exists()
+    # Shards of one cluster share its identity, and its rows name it (decision 35).
+    for shard in (first_a, first_b):
+        assert f"Cluster {cluster.uid} (the kube-system namespace's uid" in shard.log()
+    assert {job.cluster for job in await Job.all()} == {cluster.uid}
 
     # Both shards down; a pod of each goes meanwhile, and nobody sees it go.
     await first_a.stop()
@@ -285,7 +292,7 @@ async def test_shards_record_reconcile_and_prune_only_their_own_namespaces(
     # Finished a year ago and gone: retention's due, in each shard's namespace.
     finished = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=365)
     old: dict[str, Any] = {"status": "Succeeded", "is_in_etcd": False, "gmt_finished": finished}
-    await Store().upsert(
+    await Store(cluster=cluster.uid).upsert(
         Job,
         [
             rows.job("old-a", name="old", namespace="team-a", **old),

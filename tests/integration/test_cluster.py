@@ -4,9 +4,11 @@ the operator asks before Kopf starts, and how an error status reaches the caller
 import pathlib
 
 import pytest
+from kmock._internal.rendering import Response
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import cluster as kube
+from jobarchive import identity
 from jobarchive.maintenance.peering import Peering, is_active
 from testbed.cluster import Cluster
 from testbed.operator import write_kubeconfig
@@ -81,3 +83,30 @@ async def test_a_kubeconfig_that_is_no_yaml_is_named_in_one_line(
     assert message.startswith(f"cannot use the kubeconfig {kubeconfig} (while parsing")
     assert message.endswith("); check `kubectl config view`")
     assert "\n" not in message
+
+
+async def test_the_clusters_identity_is_its_kube_system_uid_read_with_one_get(
+    cluster: Cluster, kubeconfig: pathlib.Path
+) -> None:
+    found = await identity.identify(None)
+    assert found.name == cluster.uid
+    assert found.describe() == (
+        f"Cluster {cluster.uid} (the kube-system namespace's uid; "
+        "JOBARCHIVE_CLUSTER names it otherwise)"
+    )
+    assert gets(cluster) == ["/api/v1/namespaces/kube-system"]
+    assert (await identity.identify("prod-eu-1")).name == "prod-eu-1"
+    assert gets(cluster) == ["/api/v1/namespaces/kube-system"]
+
+
+async def test_an_identity_that_cannot_be_read_says_what_to_grant_or_set(
+    cluster: Cluster, kubeconfig: pathlib.Path
+) -> None:
+    forbidden = {"kind": "Status", "code": 403, "reason": "Forbidden"}
+    cluster.kube_system = Response(status=403, payload=forbidden)
+    with pytest.raises(identity.Unknown) as refused:
+        await identity.identify(None)
+    assert str(refused.value) == (
+        "cannot read the kube-system namespace's uid (403 Forbidden): grant get on "
+        "namespaces/kube-system (manifests/02-rbac.yaml) or set JOBARCHIVE_CLUSTER"
+    )

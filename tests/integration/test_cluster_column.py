@@ -3,13 +3,19 @@ its rows' cluster at start, every write names the store's cluster, and one clust
 write never overwrites another cluster's row of the same uid."""
 
 import datetime
+import logging
+
+import pytest
 
 from jobarchive.config import DbTls
+from jobarchive.logtails import store as tails
+from jobarchive.maintenance import retention
 from jobarchive.rows import JobRow
 from jobarchive.storage import database as db
 from jobarchive.storage import introspection
 from jobarchive.storage.models import Job
 from jobarchive.storage.store import Store
+from tests.support.rows import failure
 
 CREATED = datetime.datetime(2026, 11, 30, 8, 0, tzinfo=datetime.UTC)
 TABLES = ("job_info", "replica_info", "event_info", "container_log_tail")
@@ -53,11 +59,23 @@ async def test_every_write_names_the_stores_cluster(database: str) -> None:
     assert await clusters("job_info") == ["east", "west"]
 
 
-async def test_a_write_of_another_clusters_uid_keeps_the_stored_row(database: str) -> None:
+async def test_a_write_of_another_clusters_uid_keeps_the_stored_row(
+    database: str, caplog: pytest.LogCaptureFixture
+) -> None:
     east, west = Store(cluster="east"), Store(cluster="west")
     assert await east.upsert(Job, [job("uid-1", "5", "Running")]) == 0
-    # A cloned etcd: the same uid, a newer version, in another cluster.
-    assert await west.upsert(Job, [job("uid-1", "9", "Failed", name="other")]) == 1
+    # A cloned etcd: the same uid, a newer version, in another cluster; a stale row of
+    # west's own beside it is kept too, and not said.
+    assert await west.upsert(Job, [job("uid-w", "5")]) == 0
+    with caplog.at_level(logging.WARNING, logger="jobarchive.storage.store"):
+        kept = await west.upsert(
+            Job, [job("uid-1", "9", "Failed", name="other"), job("uid-w", "4")]
+        )
+    assert kept == 2
+    assert [record.getMessage() for record in caplog.records] == [
+        "Not written: job_info uid-1 is cluster east's, not this cluster's (west): two "
+        "clusters share the uid"
+    ]
     stored = await Job.get(job_id="uid-1")
     assert (stored.cluster, stored.status, stored.name, stored.version) == (
         "east",
@@ -104,3 +122,25 @@ async def test_an_archive_from_before_gets_its_rows_cluster_at_start(
     await db.open_database(db_url, encryption=DbTls(), cluster="west")
     # Only the start that adds the column fills it.
     assert (await clusters("job_info"))[:2] == ["east", "east"]
+
+
+async def test_retention_of_one_cluster_leaves_anothers_rows(database: str) -> None:
+    long_ago = CREATED - datetime.timedelta(days=400)
+    for cluster, uid in (("east", "east-old"), ("west", "west-old")):
+        row = job(uid, "1", "Succeeded")
+        row["is_in_etcd"], row["gmt_finished"] = False, long_ago
+        await Store(cluster=cluster).upsert(Job, [row])
+    before = retention.cutoff(30)
+    assert (await retention.prune(before, cluster="east")).jobs == 1
+    assert [row.job_id for row in await Job.all()] == ["west-old"]
+    # `jobarchive prune` without --cluster: every cluster's gone rows.
+    assert (await retention.prune(before)).jobs == 1
+    assert await Job.all().count() == 0
+
+
+async def test_a_log_tail_names_the_stores_cluster_and_is_written_once(database: str) -> None:
+    failed = failure("pod-1")
+    await tails.TailStore(Store(cluster="east")).insert([tails.row(failed, "uid-1", None, "n")])
+    # Another cluster's tail of the same pod uid and container: the first is kept.
+    await tails.TailStore(Store(cluster="west")).insert([tails.row(failed, "uid-9", None, "n")])
+    assert await clusters("container_log_tail") == ["east"]

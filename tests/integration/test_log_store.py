@@ -2,35 +2,18 @@
 read back newest failure first, pruned with its job and with orphan pods."""
 
 import datetime
-from typing import Any
 
 from jobarchive.logtails import store as tails
 from jobarchive.logtails.text import tail
-from jobarchive.logtails.triggers import Failure
 from jobarchive.maintenance import retention
 from jobarchive.reading import queries
 from jobarchive.storage.models import Job, LogTail, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
+from tests.support.rows import failure
 
 LONG_AGO = datetime.datetime(2026, 3, 1, tzinfo=datetime.UTC)
 NOW = datetime.datetime(2026, 11, 29, tzinfo=datetime.UTC)
-
-
-def failure(pod_uid: str, container: str = "pytorch", restart: int = 0, **fields: Any) -> Failure:
-    values: dict[str, Any] = {
-        "namespace": "ml",
-        "pod": f"name-of-{pod_uid}",
-        "pod_uid": pod_uid,
-        "container": container,
-        "container_type": "container",
-        "restart_count": restart,
-        "exit_code": 1,
-        "reason": "Error",
-        "finished_at": datetime.datetime(2026, 11, 20, 10, restart, tzinfo=datetime.UTC),
-        "previous": False,
-    }
-    return Failure(**values | fields)
 
 
 async def test_a_tail_is_written_once_and_its_text_kept_as_decoded(database: str) -> None:

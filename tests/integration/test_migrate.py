@@ -52,8 +52,13 @@ def kubedl_url(mysql_databases: Databases) -> str:
     return url
 
 
+# The cluster whose KubeDL wrote the tables (decision 35).
+KUBEDLS_CLUSTER = "kubedl-east"
+
+
 def migrate(url: str, tmp_path: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return jobarchive("migrate", *args, cwd=tmp_path, env={"JOBARCHIVE_DB_URL": url})
+    env = {"JOBARCHIVE_DB_URL": url, "JOBARCHIVE_CLUSTER": KUBEDLS_CLUSTER}
+    return jobarchive("migrate", *args, cwd=tmp_path, env=env)
 
 
 def test_reading_an_unmigrated_database_says_to_migrate_it(
@@ -195,7 +200,11 @@ def test_a_migration_killed_midway_finishes_on_the_next_run(
     process = subprocess.Popen(
         [str(JOBARCHIVE), "migrate"],
         cwd=tmp_path,
-        env={"JOBARCHIVE_DB_URL": url, "PATH": "/usr/bin:/bin"},
+        env={
+            "JOBARCHIVE_DB_URL": url,
+            "JOBARCHIVE_CLUSTER": KUBEDLS_CLUSTER,
+            "PATH": "/usr/bin:/bin",
+        },
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -298,7 +307,11 @@ def test_migrating_counts_pods_requests_with_the_accelerators_the_settings_name(
     result = jobarchive(
         "migrate",
         cwd=tmp_path,
-        env={"JOBARCHIVE_DB_URL": url, "JOBARCHIVE_ACCELERATORS": "habana.ai/gaudi"},
+        env={
+            "JOBARCHIVE_DB_URL": url,
+            "JOBARCHIVE_ACCELERATORS": "habana.ai/gaudi",
+            "JOBARCHIVE_CLUSTER": KUBEDLS_CLUSTER,
+        },
     )
     assert result.returncode == 0, result.stderr
     counted = "replica_info: count gpus, cpu_millis, memory_bytes from resources: 1"
@@ -306,3 +319,30 @@ def test_migrating_counts_pods_requests_with_the_accelerators_the_settings_name(
     assert query(url, "SELECT gpus, cpu_millis, memory_bytes, node_name FROM replica_info") == [
         (9, 2000, 0, None)
     ]
+
+
+def test_migrating_gives_kubedls_rows_the_cluster_named_and_needs_one(
+    kubedl_url: str, tmp_path: pathlib.Path
+) -> None:
+    unnamed = jobarchive("migrate", cwd=tmp_path, env={"JOBARCHIVE_DB_URL": kubedl_url})
+    assert unnamed.returncode == 1
+    lines = unnamed.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "Error: which cluster the rows come from is not known: cannot read the kube-system "
+        "namespace's uid: no Kubernetes cluster"
+    )
+    assert lines[0].endswith(", or pass --cluster")
+    refused = migrate(kubedl_url, tmp_path, "--cluster", "not a name")
+    assert refused.returncode == 2
+    assert "Invalid value for '--cluster': 'not a name' is not a cluster name" in refused.stderr
+    result = migrate(kubedl_url, tmp_path, "--cluster", "kubedl-west")
+    assert result.returncode == 0, result.stderr
+    for table in ("job_info", "replica_info"):
+        assert query(kubedl_url, f"SELECT DISTINCT cluster FROM {table}") == [("kubedl-west",)]
+    # Its default is NULL again: KubeDL's writer, inserting beside, names no cluster.
+    default = query(
+        kubedl_url,
+        "SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()"
+        " AND TABLE_NAME = 'job_info' AND COLUMN_NAME = 'cluster'",
+    )
+    assert default == [("NULL",)]

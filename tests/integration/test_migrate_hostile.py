@@ -14,6 +14,8 @@ from tests.support.legacy import T0, KubeDLJob, create_kubedl_tables, insert_kub
 
 # The probe's column: unquoted as it was, it ended the name, set `name` to what only
 # root may read, and commented out the rest of the UPDATE, its WHERE included.
+# The cluster whose KubeDL wrote the tables (decision 35).
+A_CLUSTER = {"JOBARCHIVE_CLUSTER": "kubedl-east"}
 HOSTILE = "remark`=1,`name`=(SELECT MAX(User)FROM mysql.user)#"
 # The same name as MariaDB reads it, written out by hand, not by the code under test.
 HOSTILE_SQL = "`remark``=1,``name``=(SELECT MAX(User)FROM mysql.user)#`"
@@ -66,7 +68,7 @@ def test_migrating_leaves_a_column_named_as_sql_alone_and_reads_nothing_through_
     )
     before = query(url, declared, HOSTILE)
 
-    result = jobarchive("migrate", cwd=tmp_path, env={"JOBARCHIVE_DB_URL": url})
+    result = jobarchive("migrate", cwd=tmp_path, env={"JOBARCHIVE_DB_URL": url, **A_CLUSTER})
 
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -91,7 +93,7 @@ def test_migrating_leaves_a_column_named_as_sql_alone_and_reads_nothing_through_
         ("uid-b", "team-b", "bert", "50", "Running", None, "team-b's"),
     ]
     assert query(url, declared, HOSTILE) == before
-    again = jobarchive("migrate", cwd=tmp_path, env={"JOBARCHIVE_DB_URL": url})
+    again = jobarchive("migrate", cwd=tmp_path, env={"JOBARCHIVE_DB_URL": url, **A_CLUSTER})
     assert again.stdout.splitlines() == [
         notice,
         "Nothing to migrate: the database has jobarchive's schema",

@@ -71,6 +71,11 @@ JOB_QUERIES = {
     # in the cluster or gone in runs, so the page fills early.
     "in cluster": (JobQuery(in_cluster=True), "gmt_created"),
     "status and namespace": (JobQuery(status="Running", namespace="team-3"), "namespace"),
+    # The fill is one cluster's: another's rows are few, read off the cluster's index.
+    "cluster": (JobQuery(cluster="west"), "cluster"),
+    "name prefix and cluster": (JobQuery(name_prefix="bert-1", cluster="west"), "name"),
+    # A caller's scope (decision 36) sifts what the other filters' index reads.
+    "scope in namespace": (JobQuery(namespace="team-7", cluster=("default", "west")), "namespace"),
     "owner since": (JobQuery(owner="user-42", created_since=SINCE), "owner"),
     "name contains in namespace": (
         JobQuery(namespace="team-7", name_contains="llama"),
@@ -183,6 +188,7 @@ async def test_every_event_list_query_uses_an_index(archive: None, name: str) ->
         EventQuery(type="Warning"),
         EventQuery(object_kind="Pod"),
         EventQuery(object_name="bert-17-worker-0"),
+        EventQuery(cluster="west"),
     ],
     ids=repr,
 )
@@ -206,6 +212,14 @@ async def test_the_namespaces_a_landing_offers_are_read_off_an_index(archive: No
     assert "for group-by" in (step["Extra"] or ""), step  # one index entry per namespace
     names, more = await queries.job_namespaces(100)
     assert names == sorted(names) and len(names) == len(set(names)) and not more
+
+
+async def test_the_clusters_a_scope_reviews_are_read_off_an_index(archive: None) -> None:
+    [step] = await plan(queries.job_clusters_sql(100))
+    print(step)
+    assert (await leading_columns("job_info")).get(step["key"]) == "cluster", step
+    assert "for group-by" in (step["Extra"] or ""), step  # one index entry per cluster
+    assert await queries.job_clusters(100) == (["default"], False)
 
 
 @pytest.mark.parametrize("after", [None, ("2026-06-10", 5000)], ids=["first", "next"])

@@ -13,7 +13,7 @@ import pytest
 
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
-from jobarchive.rows import EventRow, JobRow, PodRow
+from jobarchive.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow
 from jobarchive.storage.models import Event, Job, Pod, utcnow
 from jobarchive.storage.store import Store
 from tests.support import rows
@@ -231,7 +231,7 @@ async def pruning_until_active(
     """prune_forever, once it waits: the old job is still there."""
     await store([old_job("old")])
     caplog.set_level(logging.INFO, logger=retention.__name__)
-    task = asyncio.create_task(retention.prune_forever(90, 3600, activity))
+    task = asyncio.create_task(retention.prune_forever(90, 3600, activity, DEFAULT_CLUSTER))
 
     async def waiting() -> bool:
         return WAITING in caplog.text
@@ -266,7 +266,7 @@ async def test_a_standalone_replica_is_the_active_one_from_the_start(
     await store([old_job("old")])
     caplog.set_level(logging.INFO, logger=retention.__name__)
     task = asyncio.create_task(
-        retention.prune_forever(90, 3600, Activity(Peering(name=None, priority=0)))
+        retention.prune_forever(90, 3600, Activity(Peering(name=None, priority=0)), DEFAULT_CLUSTER)
     )
     try:
         await eventually(pruned, within=5)

@@ -13,6 +13,7 @@ JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 DATABASE_VARIABLES = frozenset(
     {
         "KUBECONFIG",
+        "JOBARCHIVE_CLUSTER",
         "JOBARCHIVE_DB_URL",
         "JOBARCHIVE_DB_URL_FILE",
         "JOBARCHIVE_READ_DB_URL",

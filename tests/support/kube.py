@@ -12,7 +12,7 @@ import pathlib
 import shutil
 import ssl
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import yaml
@@ -149,3 +149,14 @@ async def serving_readers(
     reviews.grant("user:bob")
     async with serving(workdir, db_url, cluster.url) as served:
         yield served
+
+
+def kubectls(server: Server, workdir: pathlib.Path) -> Callable[[str], Kubectl]:
+    """A real kubectl per token, each with its kubeconfig for ``server`` and its own
+    discovery cache in ``workdir``."""
+
+    def of(token: str) -> Kubectl:
+        config = write_kubeconfig(workdir / f"kubeconfig-{token}", server, token)
+        return Kubectl(config, workdir / f"cache-{token}")
+
+    return of

@@ -1,11 +1,13 @@
 """Rows as the store takes them, built field by field: a plausible default for every
 column, and any column set by keyword. The values are the test's choice, a column the
-database refuses (``status=None``) included; a misspelt column is refused here."""
+database refuses (``status=None``) included; a misspelt column is refused here. And
+the failed containers the log tails' rows are made of."""
 
 import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
+from jobarchive.logtails.triggers import Failure
 from jobarchive.rows import EventRow, JobRow, PodRow
 
 T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
@@ -95,3 +97,20 @@ def event(uid: str = "ev-1", version: str = "10", **fields: Any) -> EventRow:
         "last_timestamp": T0,
     }
     return _with(row, EventRow, fields)
+
+
+def failure(pod_uid: str, container: str = "pytorch", restart: int = 0, **fields: Any) -> Failure:
+    """A failed container instance as the log tails' triggers find it."""
+    values: dict[str, Any] = {
+        "namespace": "ml",
+        "pod": f"name-of-{pod_uid}",
+        "pod_uid": pod_uid,
+        "container": container,
+        "container_type": "container",
+        "restart_count": restart,
+        "exit_code": 1,
+        "reason": "Error",
+        "finished_at": datetime.datetime(2026, 11, 20, 10, restart, tzinfo=datetime.UTC),
+        "previous": False,
+    }
+    return Failure(**values | fields)

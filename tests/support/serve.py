@@ -13,6 +13,7 @@ import aiohttp
 
 from jobarchive.reading.api import PREFIX
 from jobarchive.reading.queries import MAX_PAGE
+from jobarchive.rows import DEFAULT_CLUSTER
 from testbed.ports import free_port
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.waiting import answering
@@ -40,7 +41,13 @@ async def serve_process(
         process = await asyncio.create_subprocess_exec(
             str(JOBARCHIVE),
             *("serve", "--port", str(port), *args),
-            env={**inherited, "JOBARCHIVE_DB_URL": db_url, **env},
+            # The archives the tests fill are the default store's cluster's (decision 36).
+            env={
+                **inherited,
+                "JOBARCHIVE_DB_URL": db_url,
+                "JOBARCHIVE_CLUSTER": DEFAULT_CLUSTER,
+                **env,
+            },
             stdout=log,
             stderr=log,
         )

@@ -36,6 +36,7 @@ def a_job(**fields: Any) -> Job:
             {"Worker": {"replicas": 2, "resources": {"limits": {"nvidia.com/gpu": "4"}}}}
         ),
         "deploy_region": "eu-1",
+        "cluster": "east",
         "tenant": "ml",
         "owner": "alice",
         "deleted": True,
@@ -64,6 +65,7 @@ def a_pod(**fields: Any) -> Pod:
         "host_ip": "10.0.0.5",
         "pod_ip": "10.1.0.5",
         "deploy_region": None,
+        "cluster": "east",
         "deleted": False,
         "is_in_etcd": False,
         "remark": "OOMKilled (exit code 137)",
@@ -90,6 +92,7 @@ def an_event(**fields: Any) -> Event:
         "message": "Memory cgroup out of memory",
         "count": 3,
         "region": None,
+        "cluster": "west",
         "first_timestamp": T0,
         "last_timestamp": T0 + datetime.timedelta(minutes=5),
     }
@@ -226,6 +229,7 @@ def test_a_jobs_table_has_the_columns_kubectl_prints_and_the_wide_ones() -> None
         ("Status", 0),
         ("Age", 0),
         ("Duration", 0),
+        ("Cluster", 1),
         ("Owner", 1),
         ("Tenant", 1),
         ("Region", 1),
@@ -239,6 +243,7 @@ def test_a_jobs_table_has_the_columns_kubectl_prints_and_the_wide_ones() -> None
         "Failed",
         "3d2h",
         "20m",
+        "east",
         "alice",
         "ml",
         "eu-1",
@@ -265,6 +270,7 @@ def test_pods_and_events_tables_and_what_a_row_carries_of_its_object() -> None:
         "3d2h",
         "tf:2",
         "2",
+        "east",
         pod["metadata"]["uid"],
     ]
     assert row["object"] == pod
@@ -284,6 +290,7 @@ def test_pods_and_events_tables_and_what_a_row_carries_of_its_object() -> None:
         "Memory cgroup out of memory",
         3,
         "3d2h",
+        "west",
     ]
     assert "continue" not in table["metadata"]
 

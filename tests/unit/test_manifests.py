@@ -1,42 +1,41 @@
-"""What `kubectl apply -f manifests/` installs, and the shards' overlay
-(manifests/shards/): valid against the Kubernetes schemas, installable in one pass,
-least privilege derived from the kinds registry, and Deployments that match the code."""
+"""What `kubectl apply -f manifests/` installs: valid against the Kubernetes schemas,
+installable in one pass, least privilege derived from the kinds registry, a Deployment
+that matches the code, and a database URL that no file holds. The kustomize overlays
+are test_overlays.py's."""
 
 import pathlib
+import subprocess
 from typing import Any
 
-import kubernetes_validate  # type: ignore[import-untyped]  # the package ships no type information
 import pytest
 import yaml
 
-from jobarchive.config import load
+from jobarchive.config import load, validate_db_url
 from jobarchive.kinds import INTERMEDIATE_KINDS
 from jobarchive.reading import auth
 from testbed.operator import REPO
+from tests.support.manifests import (
+    depending_on_own_crds,
+    documents,
+    readme_secrets,
+    secrets_with_data,
+    validation_failures,
+)
 
 MANIFESTS = sorted((REPO / "manifests").glob("*.yaml"))
 TRY_OUT = sorted((REPO / "manifests" / "try-mariadb").glob("*.yaml"))
 EXAMPLES = sorted((REPO / "manifests" / "examples").glob("*.yaml"))
-SHARD_BASE = sorted((REPO / "manifests" / "shards" / "base").glob("*.yaml"))
-SHARD = sorted((REPO / "manifests" / "shards" / "example").glob("*.yaml"))
 READER = sorted((REPO / "manifests" / "reader").glob("*.yaml"))
 # Each `kubectl apply -f DIR` the README tells of.
 APPLIES = {
     "manifests": MANIFESTS,
     "try-mariadb": TRY_OUT,
     "examples": EXAMPLES,
-    "shards/base": SHARD_BASE,
-    "shards/example": SHARD,
     "reader": READER,
 }
-KUBERNETES = "1.33"
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*"}
 # Read by Kopf, not by jobarchive: the replica's name in the peering object.
 KOPF_VARIABLES = {"POD_ID"}
-
-
-def documents(paths: list[Any]) -> list[dict[str, Any]]:
-    return [doc for path in paths for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
 DOCS = documents(MANIFESTS)
@@ -50,51 +49,33 @@ def one(kind: str, name: str | None = None) -> dict[str, Any]:
 def test_manifests_apply_in_file_name_order_namespace_first() -> None:
     kinds = [doc["kind"] for doc in DOCS]
     assert kinds.index("Namespace") == 0
-    assert next(doc["kind"] for doc in documents(SHARD_BASE)) == "Namespace"
 
 
 @pytest.mark.parametrize("apply", sorted(APPLIES))
 def test_no_apply_creates_an_object_of_a_kind_its_own_crds_define(apply: str) -> None:
     docs = documents(APPLIES[apply])
-    defined = {
-        (doc["spec"]["group"], doc["spec"]["names"]["kind"])
-        for doc in docs
-        if doc["kind"] == "CustomResourceDefinition"
-    }
-    depending = [
-        f"{doc['kind']}/{doc['metadata']['name']}"
-        for doc in docs
-        if (doc["apiVersion"].split("/")[0], doc["kind"]) in defined
-    ]
-    assert docs and depending == []
+    assert docs and depending_on_own_crds(docs) == []
 
 
 def schema_failures(folder: pathlib.Path) -> tuple[int, list[str]]:
-    """Every document of every YAML file under ``folder``, validated against the strict
-    schemas of KUBERNETES: how many were validated, and what each failure says."""
+    """Every document of every YAML file under ``folder`` but its kustomize overlays
+    (test_overlays.py builds them), validated against the strict schemas of
+    KUBERNETES: how many were validated, and what each failure says."""
     validated, failures = 0, []
     overlays = folder / "overlays"
     for path in sorted(folder.rglob("*.yaml")):
         if overlays in path.parents:
             continue
-        for doc in documents([path]):
-            name = f"{path.relative_to(folder)}: {doc.get('kind')}/{doc['metadata']['name']}"
-            try:
-                version = kubernetes_validate.validate(doc, KUBERNETES, strict=True)
-            except kubernetes_validate.ValidationError as error:
-                failures.append(f"{name}: at {error.json_path}: {error.message}")
-            except kubernetes_validate.SchemaNotFoundError as error:
-                failures.append(f"{name}: {error.message}")
-            else:
-                validated += 1
-                if version != KUBERNETES:
-                    failures.append(f"{name}: validated against {version}, not {KUBERNETES}")
+        docs = documents([path])
+        found = validation_failures(docs, str(path.relative_to(folder)))
+        validated += len(docs) - len(found)
+        failures += found
     return validated, failures
 
 
 def applied_yaml() -> list[pathlib.Path]:
     """Every YAML file `kubectl apply -f` is told to apply: all but the kustomize
-    overlays, which are built (``test_the_cert_manager_overlay_...``)."""
+    overlays, which are built (test_overlays.py)."""
     overlays = REPO / "manifests" / "overlays"
     return [path for path in (REPO / "manifests").rglob("*.yaml") if overlays not in path.parents]
 
@@ -213,12 +194,27 @@ def test_the_reader_role_grants_what_the_api_asks_for() -> None:
         d for d in documents(EXAMPLES) if d["kind"] in ("RoleBinding", "ClusterRoleBinding")
     ]
     assert {d["kind"] for d in bindings} == {"RoleBinding", "ClusterRoleBinding"}
+    # The examples' own role grants one cluster by name (decision 36), in both groups.
+    [by_name] = [d for d in documents(EXAMPLES) if d["kind"] == "ClusterRole"]
+    assert by_name["rules"] == [
+        {
+            "apiGroups": [auth.GROUP, "archive.jobarchive.io"],
+            "resources": ["clusters"],
+            "resourceNames": ["west"],
+            "verbs": ["get"],
+        }
+    ]
     for binding in bindings:
+        assert binding["roleRef"]["name"] in (
+            reader["metadata"]["name"],
+            by_name["metadata"]["name"],
+        )
         assert binding["roleRef"] == {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "ClusterRole",
-            "name": reader["metadata"]["name"],
+            "name": binding["roleRef"]["name"],
         }
+    assert by_name["metadata"]["name"] in {b["roleRef"]["name"] for b in bindings}
 
 
 def container() -> dict[str, Any]:
@@ -253,13 +249,40 @@ def test_the_environment_names_only_settings_the_code_reads() -> None:
     for variable in container()["env"]:
         if variable["name"] not in KOPF_VARIABLES:
             assert f'"{variable["name"]}"' in config_source, variable["name"]
-    secret_ref = container()["env"][0]["valueFrom"]["secretKeyRef"]
-    secret = one("Secret")
-    assert (secret_ref["name"], secret_ref["key"] in secret["stringData"]) == (
-        secret["metadata"]["name"],
-        True,
-    )
-    assert "CHANGE-ME" in secret["stringData"]["url"]
+
+
+def test_the_database_url_is_a_secret_created_apart_and_no_manifest_holds_one() -> None:
+    [secret_ref] = [
+        v["valueFrom"]["secretKeyRef"]
+        for v in container()["env"]
+        if "valueFrom" in v and "secretKeyRef" in v["valueFrom"]
+    ]
+    namespace = one("Deployment")["metadata"]["namespace"]
+    created = [secret for secret in readme_secrets() if secret[1] == secret_ref["name"]]
+    # Every README command that creates it: in the operator's namespace, the key it reads,
+    # a URL jobarchive accepts; and a re-apply of manifests/ has no Secret to reset it.
+    assert created and not any(doc["kind"] == "Secret" for doc in DOCS)
+    for secret_namespace, _, key, url in created:
+        assert (secret_namespace, key) == (namespace, secret_ref["key"])
+        validate_db_url(url, "url")
+    tracked = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "manifests"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    manifests = [REPO / path for path in tracked if path.endswith((".yaml", ".yml", ".json"))]
+    assert manifests and secrets_with_data(documents(manifests)) == []
+
+
+def test_the_secret_check_finds_a_secret_that_carries_a_value() -> None:
+    carrying = [
+        {"kind": "Secret", "metadata": {"name": name, "namespace": "n"}, field: {"url": "x"}}
+        for name, field in (("plain", "stringData"), ("encoded", "data"))
+    ]
+    empty = {"kind": "Secret", "metadata": {"name": "empty"}, "data": {}}
+    other = {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"url": "x"}}
+    assert secrets_with_data([*carrying, empty, other]) == ["n/plain", "n/encoded"]
 
 
 def test_the_pod_runs_non_root_read_only_without_capabilities() -> None:
@@ -325,83 +348,8 @@ def test_the_network_policy_admits_the_metrics_from_the_cluster_and_the_api() ->
     assert set(admitted) <= named_ports
 
 
-def test_the_try_out_database_is_where_the_secret_template_points() -> None:
+def test_the_try_out_database_is_where_readmes_url_points() -> None:
     service = next(doc for doc in documents(TRY_OUT) if doc["kind"] == "Service")
-    url = one("Secret")["stringData"]["url"]
     name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
-    assert f"@{name}.{namespace}.svc:{service['spec']['ports'][0]['port']}/" in url
-
-
-def shard(kind: str, name: str | None = None) -> list[dict[str, Any]]:
-    return [
-        doc
-        for doc in documents(SHARD_BASE + SHARD)
-        if doc["kind"] == kind and name in (None, doc["metadata"]["name"])
-    ]
-
-
-def test_the_shards_base_shares_the_plain_installs_objects_unchanged() -> None:
-    plain = {(doc["kind"], doc["metadata"]["name"]): doc for doc in DOCS}
-    shared = [
-        doc for doc in documents(SHARD_BASE) if (doc["kind"], doc["metadata"]["name"]) in plain
-    ]
-    assert {(doc["kind"], doc["metadata"]["name"]) for doc in shared} == {
-        ("Namespace", "jobarchive"),
-        ("Secret", "jobarchive-db"),
-        ("Service", "jobarchive-metrics"),
-        ("Service", "jobarchive-api"),
-        ("NetworkPolicy", "jobarchive"),
-        ("ClusterRole", "jobarchive-reader"),
-    }
-    for doc in shared:
-        assert doc == plain[doc["kind"], doc["metadata"]["name"]]
-
-
-def test_the_shard_role_reads_every_tracked_kind_and_writes_only_its_peering() -> None:
-    [role] = shard("ClusterRole", "jobarchive-shard")
-    verbs = granted(role)
-    cluster_role = granted(one("ClusterRole", "jobarchive"))
-    # What the cluster-wide operator reads in every namespace, the shard reads in its own.
-    namespaced = {
-        resource: allowed
-        for resource, allowed in cluster_role.items()
-        if resource[1] not in ("namespaces", "customresourcedefinitions", "clusterkopfpeerings")
-        and resource not in REVIEWS
-    }
-    assert {r: v for r, v in verbs.items() if r != ("kopf.dev", "kopfpeerings")} == namespaced
-    writable = {resource for resource, allowed in verbs.items() if allowed & WRITE_VERBS}
-    assert writable == {("kopf.dev", "kopfpeerings")}
-    assert verbs[("kopf.dev", "kopfpeerings")] == {"get", "list", "watch", "patch", "create"}
-    [cluster] = shard("ClusterRole", "jobarchive-shard-cluster")
-    assert granted(cluster) == {
-        ("", "namespaces"): {"get", "list", "watch"},
-        ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
-        **{review: {"create"} for review in REVIEWS},
-    }
-
-
-def test_the_example_shard_is_the_plain_deployment_scoped_and_bound_in_each_namespace() -> None:
-    [deployment] = shard("Deployment")
-    pod = deployment["spec"]["template"]["spec"]
-    [operator] = pod["containers"]
-    command = operator["command"]
-    namespaces = [arg.split("=", 1)[1] for arg in command if arg.startswith("--namespace=")]
-    assert namespaces == ["team-a", "team-b"]
-    plain = [arg for arg in container()["command"] if arg != "--all-namespaces"]
-    assert [arg for arg in command if not arg.startswith("--namespace=")] == plain
-    assert operator["env"] == container()["env"]
-    labels = deployment["spec"]["template"]["metadata"]["labels"]
-    assert deployment["spec"]["selector"]["matchLabels"] == labels
-    assert labels.items() > one("Deployment")["spec"]["template"]["metadata"]["labels"].items()
-    account = pod["serviceAccountName"]
-    subject = {"kind": "ServiceAccount", "name": account, "namespace": "jobarchive"}
-    bound = {
-        doc["metadata"]["namespace"]
-        for doc in shard("RoleBinding")
-        if doc["roleRef"]["name"] == "jobarchive-shard" and doc["subjects"] == [subject]
-    }
-    assert bound == set(namespaces)
-    [cluster_binding] = shard("ClusterRoleBinding")
-    assert cluster_binding["roleRef"]["name"] == "jobarchive-shard-cluster"
-    assert cluster_binding["subjects"] == [subject]
-    assert [doc["metadata"]["name"] for doc in shard("ServiceAccount")] == [account]
+    at = f"@{name}.{namespace}.svc:{service['spec']['ports'][0]['port']}/"
+    assert any(at in url for _, secret, _, url in readme_secrets() if secret == "jobarchive-db")

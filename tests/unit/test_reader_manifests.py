@@ -11,6 +11,7 @@ import yaml
 
 from jobarchive import cli, config
 from testbed.operator import REPO
+from tests.support.manifests import readme_secrets
 
 MANIFESTS = REPO / "manifests"
 STATIC = REPO / "operator" / "jobarchive" / "reading" / "console" / "static"
@@ -89,10 +90,14 @@ def test_the_reader_reads_its_database_url_from_a_file_only_its_own_group_may_re
     directory, _, key = own["db_url_file"].rpartition("/")
     [mount] = [m for m in serving()["volumeMounts"] if m["mountPath"] == directory]
     [volume] = [v["secret"] for v in pod()["volumes"] if v["name"] == mount["name"]]
-    secret = reader("Secret")
-    assert (volume["secretName"], mount["readOnly"]) == (secret["metadata"]["name"], True)
-    config.validate_db_url(secret["stringData"][key], key)
-    assert "CHANGE-ME" in secret["stringData"][key]
+    # The Secret is created apart (README's command), in the reader's namespace.
+    namespace = reader("Deployment")["metadata"]["namespace"]
+    created = [s for s in readme_secrets() if s[1] == volume["secretName"]]
+    assert created and mount["readOnly"] is True
+    for secret_namespace, _, secret_key, url in created:
+        assert (secret_namespace, secret_key) == (namespace, key)
+        config.validate_db_url(url, key)
+    assert not [doc for doc in READER if doc["kind"] == "Secret"]
     # 0400 would leave the file root's, unreadable to the pod's user; with an fsGroup
     # the kubelet makes it 0440 anyway. So 0440, of the group the pod runs as.
     context = pod()["securityContext"]

@@ -2,19 +2,41 @@
 rules, at once) and ``migrate`` (adopting a database KubeDL or an older jobarchive
 created)."""
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
+from jobarchive import identity
 from jobarchive.cli import rendering
 from jobarchive.cli.archive import Where
 from jobarchive.cli.options import output_option
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cluster_name(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
+    """``--cluster`` checked as JOBARCHIVE_CLUSTER is (decision 35)."""
+    if value is None:
+        return None
+    try:
+        return identity.validated(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def cluster_option(help: str) -> Callable[[F], F]:
+    """The commands' ``--cluster NAME``."""
+    return click.option("--cluster", metavar="NAME", callback=cluster_name, help=help)
 
 
 @click.command()
 @click.option("--days", type=click.IntRange(min=1), help="Default: JOBARCHIVE_RETENTION_DAYS.")
 @click.option("--dry-run", is_flag=True, help="Count what would go, delete nothing.")
+@cluster_option("Only this cluster's rows (default: every cluster's).")
 @output_option
 @click.pass_obj
-def prune(where: Where, days: int | None, dry_run: bool, output: str) -> None:
+def prune(where: Where, days: int | None, dry_run: bool, cluster: str | None, output: str) -> None:
     """Delete jobs that finished over DAYS ago and left the cluster, with pods and Events."""
     # Imported here, when it runs, so that --help imports no database (decision 30).
     from jobarchive.cli import session
@@ -25,7 +47,9 @@ def prune(where: Where, days: int | None, dry_run: bool, output: str) -> None:
     if not keep:
         raise click.UsageError("--days is needed: JOBARCHIVE_RETENTION_DAYS keeps everything")
     before = retention.cutoff(keep)
-    pruned = session.writing(db_url, lambda: retention.prune(before, dry_run=dry_run))
+    pruned = session.writing(
+        db_url, lambda: retention.prune(before, dry_run=dry_run, cluster=cluster)
+    )
     counts = {
         "jobs": pruned.jobs,
         "pods": pruned.pods,
@@ -44,15 +68,21 @@ def prune(where: Where, days: int | None, dry_run: bool, output: str) -> None:
 
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Count what would change, change nothing.")
+@cluster_option(
+    "The cluster the rows of a table without the cluster column come from (default: "
+    "JOBARCHIVE_CLUSTER, else the kubeconfig's cluster's kube-system uid)."
+)
 @click.pass_obj
-def migrate(where: Where, dry_run: bool) -> None:
+def migrate(where: Where, dry_run: bool, cluster: str | None) -> None:
     """Bring a database KubeDL (or an older jobarchive) created to jobarchive's schema.
 
     Merges rows of one uid, fills NULLs and both finish times, widens narrow columns,
-    adds the unique keys and indexes; safe to interrupt and run again.
+    adds the unique keys and indexes, gives the rows their cluster; safe to interrupt
+    and run again.
     """
     # Imported here, when it runs, as for prune.
     from jobarchive.cli import session
+    from jobarchive.rows import DEFAULT_CLUSTER
     from jobarchive.storage import database as db
     from jobarchive.storage import migration
 
@@ -60,12 +90,21 @@ def migrate(where: Where, dry_run: bool) -> None:
         rendering.echo(step.describe(dry_run))
 
     # Pods' GPUs are counted as the operator counts them (decision 32).
-    accelerators = session.settings_of(where.database()).accelerators
+    settings = session.settings_of(where.database())
 
     async def work() -> list[migration.Step]:
-        return await migration.Migration(db.connection(), accelerators=accelerators).run(
-            dry_run, report
-        )
+        conn = db.connection()
+        named = cluster or settings.cluster
+        if named is None and await migration.lacking_clusters(conn):
+            try:
+                named = (await identity.identify(None)).name
+            except identity.Unknown as exc:
+                raise click.ClickException(
+                    f"which cluster the rows come from is not known: {exc}, or pass --cluster"
+                ) from None
+        return await migration.Migration(
+            conn, accelerators=settings.accelerators, cluster=named or DEFAULT_CLUSTER
+        ).run(dry_run, report)
 
     steps = session.writing(where.database(), work, adopted=False)
     if not steps:

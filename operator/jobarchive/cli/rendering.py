@@ -27,6 +27,7 @@ JOB_COLUMNS = (
     Column("owner", 6, least=8),
     Column("in cluster", 8),
     Column("uid", 2),
+    Column("cluster", 9),
 )
 EVENT_COLUMNS = (
     Column("first", 6),
@@ -36,6 +37,7 @@ EVENT_COLUMNS = (
     Column("object", 0),
     Column("count", 5),
     Column("message", 3, least=20),
+    Column("cluster", 7),
 )
 POD_COLUMNS = (
     Column("pod", 0),
@@ -92,6 +94,7 @@ def job_rows(jobs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             job["owner"] or "-",
             "yes" if job["is_in_etcd"] else "no",
             job["job_id"],
+            job["cluster"],
         ]
         for job in jobs
     ]
@@ -108,6 +111,7 @@ def event_rows(events: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             f"{event['kind']} {event['obj_name']}",
             str(event["count"]),
             event["message"],
+            event["cluster"],
         ]
         for event in events
     ]

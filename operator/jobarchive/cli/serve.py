@@ -16,6 +16,7 @@ from jobarchive.cli.archive import Where
 from jobarchive.reading.params import KnownKinds
 
 if TYPE_CHECKING:  # heavy: the read pool is imported when serve runs (decision 30)
+    from jobarchive.reading.auth import Access
     from jobarchive.storage.reads import ReadPool
 
 logger = logging.getLogger(__name__)
@@ -106,6 +107,27 @@ def serve(
     _serve(settings, read_pool, kinds, host, port, auth_mode, tls)
 
 
+async def _home(configured: str | None, access: "Access") -> str:
+    """The cluster serve reads as its own (decision 36): ``JOBARCHIVE_CLUSTER``, else,
+    with Kubernetes' access control, the kube-system uid its credentials read; with
+    none every cluster is read alike, so any name does. One line when none is known."""
+    from jobarchive import identity
+    from jobarchive.reading import auth
+    from jobarchive.rows import DEFAULT_CLUSTER
+
+    if configured is not None:
+        return configured
+    if not isinstance(access, auth.KubernetesAuth):
+        return DEFAULT_CLUSTER
+    try:
+        found = await identity.discover(access.api)
+    except identity.Unknown as exc:
+        await access.close()
+        raise click.ClickException(f"cannot tell which cluster this is: {exc}") from None
+    logger.info("Reading as %s", found.describe())
+    return found.name
+
+
 def _serve(
     settings: config.Settings,
     read_pool: "ReadPool",
@@ -141,6 +163,7 @@ def _serve(
                     kinds=kinds,
                     tls=tls,
                     refresh=settings.requestheader_refresh,
+                    home=await _home(settings.cluster, access),
                 )
             except CertificateError as exc:
                 await access.close()

@@ -14,7 +14,9 @@ from jobarchive.config.api_tls import ApiTls, allowed_names
 from jobarchive.config.database_tls import TLS_MODES, DbTls
 from jobarchive.config.database_url import (
     DEFAULT_DB_URL,
+    first_host_url,
     has_password,
+    hosts,
     read_url_file,
     reads_through_api,
     redact_url,
@@ -39,7 +41,9 @@ __all__ = [
     "Numbers",
     "Settings",
     "allowed_names",
+    "first_host_url",
     "has_password",
+    "hosts",
     "load",
     "matches",
     "read_url_file",

@@ -10,6 +10,10 @@ of a URL (``/``, ``?``, ``#``, ``@``, ``[``, ``]``) is refused, not guessed at: 
 would read part of the password as the host, path or fragment, and every message
 that shows the URL would show that part. The check works on the raw text, before
 anything is parsed, so that its message can echo none of it.
+
+A MySQL URL may list several hosts, ``mysql://user:pass@h1:3306,h2:3306/db``: the
+pool tries them in order (``storage.failover``, decision 37). ``hosts`` reads the
+list and ``first_host_url`` is the URL of its first, which Tortoise can parse.
 """
 
 import logging
@@ -145,6 +149,46 @@ def read_db_url(env: Mapping[str, str], written: str) -> str:
     return url
 
 
+Host = tuple[str, int]
+MYSQL_PORT = 3306
+
+
+def _authority(url: str) -> tuple[str, str, str]:
+    """What precedes a URL's host list (scheme and user information, with ``@``), the
+    host list, and what follows it."""
+    scheme, separator, rest = url.partition("://")
+    end = min((index for index in map(rest.find, "/?#") if index >= 0), default=len(rest))
+    userinfo, at, host_list = rest[:end].rpartition("@")
+    return scheme + separator + userinfo + at, host_list, rest[end:]
+
+
+def hosts(url: str, source: str = "the database URL") -> tuple[Host, ...]:
+    """The hosts of a ``mysql://`` URL, in order, each with its port (3306 by default);
+    ConfigError naming ``source`` for an empty host or a port that is not one, which
+    echoes neither, since a URL without ``@`` holds its password where a port goes."""
+    entries = _authority(url)[1].split(",")
+    found = []
+    for index, entry in enumerate(entries, start=1):
+        where = f"host {index} of {len(entries)}" if len(entries) > 1 else "the host"
+        if entry.startswith("["):
+            name, _, port = entry[1:].partition("]")
+            port = port.removeprefix(":") if port.startswith(":") or not port else "?"
+        else:
+            name, _, port = entry.partition(":")
+        if not name:
+            raise ConfigError(f"{source}: {where} is empty (list hosts as h1:3306,h2:3306)")
+        if port and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+            raise ConfigError(f"{source}: {where} has a port that is not 1-65535")
+        found.append((name, int(port) if port else MYSQL_PORT))
+    return tuple(found)
+
+
+def first_host_url(url: str) -> str:
+    """The URL with only the first of its hosts, as Tortoise and urllib read URLs."""
+    head, host_list, tail = _authority(url)
+    return head + host_list.split(",")[0] + tail
+
+
 def validate_db_url(url: str, source: str) -> None:
     """Refuse a URL the operator cannot use, with a ConfigError naming ``source`` (the
     variable or option it came from); no message shows the password or any of it."""
@@ -153,8 +197,10 @@ def validate_db_url(url: str, source: str) -> None:
         raise ConfigError(f"{source} contains a tab or a line break: percent-encode it")
     if url.partition(":")[0].lower() == "mysql":
         _check_userinfo(url, source)
+        if "," in _authority(url)[1]:
+            hosts(url, source)
     try:
-        parts = urllib.parse.urlsplit(url)
+        parts = urllib.parse.urlsplit(first_host_url(url))
         port = parts.port
     except ValueError:
         # urllib's message quotes the port it could not read, which may be the password.

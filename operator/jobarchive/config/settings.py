@@ -14,6 +14,7 @@ from jobarchive.config.database_tls import DbTls, db_tls
 from jobarchive.config.database_url import db_url, read_db_url, redact_url
 from jobarchive.config.errors import ConfigError
 from jobarchive.config.numbers import Numbers, read_numbers
+from jobarchive.identity import validated as validated_cluster
 from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_kinds
 
 # Who may read through the API: callers' tokens and access reviewed by Kubernetes
@@ -37,6 +38,8 @@ class Settings(Numbers):
     read_db_url: str
     db_tls: DbTls
     region: str | None
+    # JOBARCHIVE_CLUSTER; None: the kube-system namespace's uid, read at start.
+    cluster: str | None
     kinds: KindRegistry
     api_host: str
     api_auth: str
@@ -79,6 +82,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         read_db_url=read,
         db_tls=tls,
         region=env.get("REGION") or None,
+        cluster=_cluster(env.get("JOBARCHIVE_CLUSTER")),
         kinds=kinds,
         batch_job_selector=_selector(env.get("JOBARCHIVE_BATCH_JOB_SELECTOR")),
         accelerators=_accelerators(env.get("JOBARCHIVE_ACCELERATORS")),
@@ -87,6 +91,15 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         api_tls=api_tls(env),
         **numbers,
     )
+
+
+def _cluster(raw: str | None) -> str | None:
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return validated_cluster(raw)
+    except ValueError as exc:
+        raise ConfigError(f"JOBARCHIVE_CLUSTER: {exc}") from None
 
 
 def _selector(raw: str | None) -> dict[str, str | None] | None:

@@ -13,6 +13,8 @@ was read. And a job's row is reconciled only when its kind was listed in its own
 error) leaves its rows alone. Rows written before ``api_version`` existed say only
 ``TFJob``, not which group's, and are reconciled when every group of that name was.
 Events are not reconciled: ``event_info`` records history and has no ``is_in_etcd``.
+Only rows of the store's cluster are read and marked (decision 35): another cluster's
+rows are never touched, whether its operator runs or not.
 A replica standing by in Kopf's peering does not reconcile: only the active one writes.
 
 Under ``kopf run --namespace`` (a shard) everything is listed namespace by namespace,
@@ -90,10 +92,11 @@ class Outcome:
 
 
 async def stored_namespaces(store: Store, scope: Scope) -> set[str]:
-    """The namespaces of the scope that rows still marked in the cluster name."""
+    """The namespaces of the scope that the store's cluster's rows still marked in it name."""
     names: set[str] = set()
     for model in (Job, Pod):
-        query = model.filter(is_in_etcd=True).distinct().using_db(store.connection)
+        ours = model.filter(cluster=store.cluster, is_in_etcd=True)
+        query = ours.distinct().using_db(store.connection)
         names.update(str(name) for name in await query.values_list("namespace", flat=True))
     return {name for name in names if scope.matches(name)}
 

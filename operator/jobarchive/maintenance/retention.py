@@ -26,7 +26,9 @@ A shard (``kopf run --namespace``) prunes only rows of its namespaces, one names
 at a time, so each statement reads one namespace's range of an index (``namespace``,
 ``job_id``; for Events ``obj_namespace``, ``job_id``): the exact names it serves, or
 the stored namespaces that match its patterns. Another shard's rows are never
-touched, whether that shard runs or not.
+touched, whether that shard runs or not. Nor are another cluster's (decision 35): the
+operator prunes only rows of its own cluster; ``jobarchive prune`` every cluster's,
+unless told one.
 """
 
 import asyncio
@@ -77,13 +79,16 @@ class _Pruning:
     chunk: int
     # None: every namespace.
     namespace: str | None = None
+    # None: every cluster's rows (``jobarchive prune``); an operator prunes its own.
+    cluster: str | None = None
 
     def within(self, model: type[Stamped]) -> Q:
-        """The condition that keeps a query in this prune's namespace."""
+        """The condition that keeps a query in this prune's cluster and namespace."""
+        ours = Q() if self.cluster is None else Q(cluster=self.cluster)
         if self.namespace is None:
-            return Q()
+            return ours
         column = "obj_namespace" if model is Event else "namespace"
-        return Q(**{column: self.namespace})
+        return ours & Q(**{column: self.namespace})
 
     async def drain(self, query: QuerySet[Any]) -> int:
         """Delete a query's rows, ``chunk`` by primary key per statement; dry, count them.
@@ -122,7 +127,7 @@ class _Pruning:
             held = {
                 str(uid)
                 for uid in await Pod.filter(
-                    job_id__in=[str(uid) for _, uid in rows], is_in_etcd=True
+                    self.within(Pod), job_id__in=[str(uid) for _, uid in rows], is_in_etcd=True
                 )
                 .distinct()
                 .values_list("job_id", flat=True)
@@ -131,16 +136,19 @@ class _Pruning:
             if not due:
                 continue
             job_uids = [uid for _, uid in due]
-            pods = Pod.filter(job_id__in=job_uids)
+            pods = Pod.filter(self.within(Pod), job_id__in=job_uids)
             # Rows that name no job of the batch: a dry run must not count one twice.
             unnamed = Q(job_id__isnull=True) | ~Q(job_id__in=job_uids)
-            pruned.events += await self.drain(Event.filter(job_id__in=job_uids))
+            events = Event.filter(self.within(Event))
+            pruned.events += await self.drain(events.filter(job_id__in=job_uids))
             pruned.events += await self.drain(
-                Event.filter(unnamed, obj_uid__in=Subquery(pods.values("pod_id")))
+                events.filter(unnamed, obj_uid__in=Subquery(pods.values("pod_id")))
             )
-            pruned.events += await self.drain(Event.filter(unnamed, obj_uid__in=job_uids))
-            pruned.log_tails += await self.drain(LogTail.filter(job_id__in=job_uids))
-            # Its days in the usage roll-up (decision 33): derived from its pods, not counted.
+            pruned.events += await self.drain(events.filter(unnamed, obj_uid__in=job_uids))
+            tails = LogTail.filter(self.within(LogTail), job_id__in=job_uids)
+            pruned.log_tails += await self.drain(tails)
+            # Its days in the usage roll-up (decision 33): derived from its pods, not counted;
+            # by the uid alone, as the job is this prune's already.
             await self.drain(UsageDay.filter(job_id__in=job_uids))
             pruned.pods += await self.drain(pods)
             pruned.jobs += await self.drain(Job.filter(id__in=[pk for pk, _ in due]))
@@ -175,9 +183,10 @@ class _Pruning:
             pods = Pod.filter(
                 self.within(Pod), job_id__in=missing, is_in_etcd=False, gmt_modified__lt=self.before
             )
-            events = await self.drain(Event.filter(obj_uid__in=Subquery(pods.values("pod_id"))))
+            about = Subquery(pods.values("pod_id"))
+            events = await self.drain(Event.filter(self.within(Event), obj_uid__in=about))
             pruned.log_tails += await self.drain(
-                LogTail.filter(pod_id__in=Subquery(pods.values("pod_id")))
+                LogTail.filter(self.within(LogTail), pod_id__in=Subquery(pods.values("pod_id")))
             )
             count = await self.drain(pods)
             left = Pod.filter(job_id__in=missing).values("job_id")
@@ -208,13 +217,15 @@ async def prune(
     batch: int = BATCH_JOBS,
     chunk: int = CHUNK,
     namespaces: Iterable[str] | None = None,
+    cluster: str | None = None,
 ) -> Pruned:
     """Delete what retention drops before ``before`` (the module's rules): jobs ``batch``
     at a time, at most ``chunk`` rows per statement; with ``dry_run``, only count.
-    ``namespaces``: only rows of these, one namespace after the other (None: all)."""
+    ``namespaces``: only rows of these, one namespace after the other (None: all);
+    ``cluster``: only that cluster's rows (None: every cluster's)."""
     pruned = Pruned()
     for namespace in [None] if namespaces is None else sorted(set(namespaces)):
-        pruning = _Pruning(before, dry_run, chunk, namespace)
+        pruning = _Pruning(before, dry_run, chunk, namespace, cluster)
         await pruning.jobs(batch, pruned)
         await pruning.orphan_pods(pruned)
         await pruning.orphan_events(pruned)
@@ -236,10 +247,11 @@ async def stored_namespaces(scope: Scope) -> list[str] | None:
 
 
 async def prune_forever(
-    days: int, interval: float, activity: Activity, scope: Scope = CLUSTER
+    days: int, interval: float, activity: Activity, cluster: str, scope: Scope = CLUSTER
 ) -> None:
     """Prune at once and then every ``interval`` seconds, while this replica is the
-    active one; errors are logged, not fatal. A shard prunes its namespaces' rows only.
+    active one; errors are logged, not fatal. Only rows of ``cluster`` (the operator's),
+    and of a shard only its namespaces' rows.
 
     A replica that does not know yet whether it is active stands by (``Activity``).
     """
@@ -248,7 +260,8 @@ async def prune_forever(
             logger.info("Pruning waits until this replica is the active one")
             await activity.until_active()
         try:
-            pruned = await prune(cutoff(days), namespaces=await stored_namespaces(scope))
+            within = await stored_namespaces(scope)
+            pruned = await prune(cutoff(days), namespaces=within, cluster=cluster)
         except Exception as exc:
             logger.warning("Pruning failed, trying again later: %s", shown(failures.describe(exc)))
         else:

@@ -63,7 +63,8 @@ from jobarchive.reading.queries import (
     KnownKinds,
     Param,
 )
-from jobarchive.serving import listen
+from jobarchive.rows import DEFAULT_CLUSTER
+from jobarchive.serving import is_loopback, listen
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +191,10 @@ class Api:
         values = parse(request.query, PAGE)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         await caller.require("get", namespace)
-        found = await self.reads.within(lambda: queries.named_jobs(namespace, name, **values))
+        scope = await self.reads.clusters(caller)
+        found = await self.reads.within(
+            lambda: queries.named_jobs(namespace, name, **values, clusters=scope)
+        )
         if not found.items and not values:
             return error(404, f"no job {queries.quoted(namespace)}/{queries.quoted(name)}")
         return found.as_json()
@@ -201,7 +205,8 @@ class Api:
     async def _stats(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, STATS_PARAMS)
         await caller.require("list", values.get("namespace"), "/stats")
-        return {"items": await self.reads.within(lambda: queries.stats(**values))}
+        scope = await self.reads.clusters(caller)
+        return {"items": await self.reads.within(lambda: queries.stats(**values, clusters=scope))}
 
     async def _usage(self, request: web.Request, caller: Caller) -> Any:
         return await self.reads.usage(request, caller, parse(request.query, USAGE_PARAMS))
@@ -227,11 +232,13 @@ async def serve(
     kinds: KnownKinds = queries.BUILTIN,
     tls: ApiTls = PLAIN,
     refresh: float = DEFAULTS.requestheader_refresh,
+    home: str = DEFAULT_CLUSTER,
 ) -> web.AppRunner | None:
     """Start serving the API, at most ``concurrency`` queries at once (the size of the
     read pool, opened beforehand), one while ``narrowed()`` holds (``reading.gate``),
-    ``kinds`` the kinds its filters may name (``queries.known_kinds`` of the settings);
-    None, logged, when the port cannot be bound.
+    ``kinds`` the kinds its filters may name (``queries.known_kinds`` of the settings),
+    ``home`` the cluster it runs in (decision 36); None, logged, when the port cannot be
+    bound.
 
     With ``tls`` enabled it serves HTTPS, and with Kubernetes' access control it believes
     a front proxy's headers (``frontproxy``, its configuration read every ``refresh``
@@ -239,7 +246,7 @@ async def serve(
 
     The runner's cleanup closes ``access``, also when the port cannot be bound.
     """
-    if isinstance(access, auth.NoAuth) and not auth.is_loopback(host):
+    if isinstance(access, auth.NoAuth) and not is_loopback(host):
         logger.warning(
             "The API on %s:%d checks no caller (authentication: none): anyone who reaches "
             "the port reads the whole archive",
@@ -255,6 +262,7 @@ async def serve(
         narrowed=narrowed,
         kinds=kinds,
         front_proxy=proxy,
+        home=home,
     ).site()
     if proxy is not None:
         app.on_shutdown.append(lambda _: proxy.stop())

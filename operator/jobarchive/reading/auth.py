@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
-import ipaddress
 import logging
 import math
 import time
@@ -49,11 +48,19 @@ RESOURCE = "jobs"
 @dataclasses.dataclass(frozen=True)
 class Resource:
     """What a SubjectAccessReview asks about: a resource of an API group, and maybe one
-    of its subresources, as RBAC rules name them."""
+    of its subresources or its one object of a name, as RBAC rules name them."""
 
     group: str
     resource: str
     subresource: str = ""
+    name: str = ""
+
+    def attributes(self) -> dict[str, str]:
+        """Its review's resource attributes; a subresource and a name only when given."""
+        given = {"subresource": self.subresource, "name": self.name}
+        return {"group": self.group, "resource": self.resource} | {
+            k: v for k, v in given.items() if v
+        }
 
     def __str__(self) -> str:
         sub = f"/{self.subresource}" if self.subresource else ""
@@ -277,14 +284,11 @@ class KubernetesAuth:
                 "user": identity.username,
                 "groups": list(identity.groups),
                 "resourceAttributes": {
-                    "group": resource.group,
-                    "resource": resource.resource,
+                    **resource.attributes(),
                     "verb": verb,
                     "namespace": namespace,
                 },
             }
-            if resource.subresource:
-                spec["resourceAttributes"]["subresource"] = resource.subresource
             if identity.uid:
                 spec["uid"] = identity.uid
             if identity.extra:
@@ -382,16 +386,6 @@ def reviewed_identity(status: Mapping[str, Any]) -> Identity:
         groups=tuple(str(group) for group in user.get("groups") or ()),
         extra=tuple(sorted((str(k), tuple(map(str, v or ()))) for k, v in extra.items())),
     )
-
-
-def is_loopback(host: str) -> bool:
-    """Whether an address to bind is reachable from this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _reason(error: Exception) -> str:

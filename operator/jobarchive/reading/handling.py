@@ -26,9 +26,12 @@ from multidict import MultiMapping
 from jobarchive.config import DEFAULTS
 from jobarchive.logs import shown
 from jobarchive.reading import auth, gate, queries, requestheader, usage
+from jobarchive.reading.fleet import Fleet
 from jobarchive.reading.frontproxy import FrontProxy
 from jobarchive.reading.gate import Gate
+from jobarchive.reading.params import Clusters, check_cluster
 from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.serving import SEND_TIMEOUT, send
 from jobarchive.storage import failures, reads
 
@@ -186,12 +189,13 @@ class Budget(TypedDict, total=False):
     send_timeout: float
     kinds: KnownKinds
     front_proxy: FrontProxy | None
+    home: str
 
 
 class Reads:
     """The read side as the API and the console use it: an access control, a query
     timeout, how many queries may run at once (the read pool's size), the kinds a
-    filter may name, and the use cases both answer."""
+    filter may name, the cluster it runs in (``home``), and the use cases both answer."""
 
     def __init__(
         self,
@@ -202,8 +206,10 @@ class Reads:
         send_timeout: float = SEND_TIMEOUT,
         kinds: KnownKinds = queries.BUILTIN,
         front_proxy: FrontProxy | None = None,
+        home: str = DEFAULT_CLUSTER,
     ) -> None:
         self.access = access
+        self.fleet = Fleet(home, lambda most: self.within(lambda: queries.job_clusters(most)))
         self.gate = Gate(concurrency, narrowed)
         self.timeout = timeout
         self.send_timeout = send_timeout
@@ -266,13 +272,32 @@ class Reads:
             async with asyncio.timeout(self.timeout + BACKSTOP):
                 return await query()
 
+    async def clusters(self, caller: Caller, asked: str | None = None) -> Clusters:
+        """The cluster a read asks (Forbidden unless the caller may read it), or the
+        clusters a read that names none is read within (``Fleet.scope``; decision 36)."""
+        group = caller.resource.group
+        if asked is None:
+            return await self.fleet.scope(caller.access, caller.identity, group)
+        # Checked before its review: a value no cluster can have is bad input.
+        if await self.fleet.may(caller.access, caller.identity, group, check_cluster(asked)):
+            return asked
+        grant = f"get {auth.Resource(group, 'clusters')} {queries.quoted(asked)}"
+        raise Forbidden(f"user {caller.identity.username!r} may not {grant}")
+
+    async def sees(self, caller: Caller, cluster: str) -> bool:
+        """Whether the caller may read rows of ``cluster``."""
+        return await self.fleet.may(caller.access, caller.identity, caller.resource.group, cluster)
+
     async def visible_job(self, caller: Caller, uid: str) -> str:
         """The namespace of the job with that uid, checked before anything else of it is
-        read; NotFound, alike, for a job that never was and one the caller may not see."""
-        namespace = await self.within(lambda: queries.job_namespace(uid))
-        if namespace is None or not await caller.may("get", namespace):
+        read; NotFound, alike, for a job that never was and one the caller may not see
+        (its namespace, or its cluster: decision 36)."""
+        place = await self.within(lambda: queries.job_place(uid))
+        if place is None or not await caller.may("get", place[0]):
             raise NotFound(_no_job(uid))
-        return namespace
+        if not await self.sees(caller, place[1]):
+            raise NotFound(_no_job(uid))
+        return place[0]
 
     async def job(self, caller: Caller, uid: str, read: Callable[[], Awaitable[T | None]]) -> T:
         """What ``read`` finds of the job with that uid, once the caller may see the job
@@ -295,6 +320,7 @@ class Reads:
         covers them, as ``Caller.require`` says)."""
         values = parse(given, listing.params + queries.PAGE)
         await caller.require("list", values.get("namespace"), what)
+        values["cluster"] = await self.clusters(caller, values.get("cluster"))
         limit, cursor = values.pop("limit", None), values.pop("cursor", None)
         return await self.within(lambda: listing.page(values, limit, cursor, self.kinds))
 

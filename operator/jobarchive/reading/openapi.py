@@ -60,6 +60,7 @@ def _fields(described: dict[str, str] | None = None, **names: str) -> dict[str, 
     return fields
 
 
+CLUSTER = "The cluster it was recorded in; null only in a row KubeDL's own writer inserted."
 JOB = _fields(
     {
         "job_id": "The job's uid.",
@@ -68,10 +69,11 @@ JOB = _fields(
         "duration_seconds": "So far, while it runs.",
         "queue": "Kueue's queue-name label, else Volcano's or the scheduling policy's queue.",
         "gmt_job_running": "When it was first seen running; never moved later.",
+        "cluster": CLUSTER,
     },
     integer="id",
     text="name namespace job_id version status kind tenant owner",
-    maybe_text="deploy_region queue",
+    maybe_text="deploy_region queue cluster",
     json="resources",
     flag="deleted is_in_etcd",
     time="gmt_created gmt_modified",
@@ -85,11 +87,12 @@ POD = _fields(
         "cpu_millis": "CPU requested, in millicores.",
         "memory_bytes": "Memory requested, in bytes.",
         "node_name": "The node it was bound to.",
+        "cluster": CLUSTER,
     },
     integer="id",
     maybe_integer="gpus cpu_millis memory_bytes",
     text="name image namespace pod_id version status job_id replica_type",
-    maybe_text="node_name host_ip pod_ip deploy_region remark",
+    maybe_text="node_name host_ip pod_ip deploy_region remark cluster",
     json="resources",
     flag="is_del is_in_etcd",
     time="gmt_created gmt_modified",
@@ -99,10 +102,11 @@ EVENT = _fields(
     {
         "kind": "The involved object's kind.",
         "job_id": "The uid of the job the Event is about.",
+        "cluster": CLUSTER,
     },
     integer="id count",
     text="event_id name kind type obj_namespace obj_name obj_uid reason message",
-    maybe_text="job_id region",
+    maybe_text="job_id region cluster",
     maybe_time="first_timestamp last_timestamp",
 )
 LOG_TAIL = _fields(

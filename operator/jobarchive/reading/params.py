@@ -17,6 +17,7 @@ from typing import Any
 
 from jobarchive.cutting import clip
 from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
+from jobarchive.rows import CLUSTER_LENGTH, CLUSTER_PATTERN
 
 JOB_STATUSES = (
     "Created",
@@ -94,12 +95,14 @@ class Param:
         return self.label or self.name.replace("_", " ").capitalize()
 
 
+CLUSTER_MEANING = "The cluster it was recorded in (its JOBARCHIVE_CLUSTER, or kube-system's uid)."
 PAGE = (
     Param("limit", "integer", f"Page size, 1..{MAX_PAGE} (default {DEFAULT_PAGE})."),
     Param("cursor", "string", "The next_cursor of the previous page."),
 )
 JOB_PARAMS = (
     Param("namespace", "string", "Namespace."),
+    Param("cluster", "string", CLUSTER_MEANING),
     Param(
         "name",
         "string",
@@ -123,6 +126,7 @@ JOB_PARAMS = (
 )
 EVENT_PARAMS = (
     Param("namespace", "string", "The involved object's namespace."),
+    Param("cluster", "string", CLUSTER_MEANING),
     Param("object", "string", "The involved object's name.", "object_name"),
     Param("uid", "string", "The involved object's uid.", "object_uid"),
     Param("kind", "string", "The involved object's kind (Pod, TFJob, ...).", "object_kind"),
@@ -140,6 +144,7 @@ IDENTITY_PARAMS = (EXACT_NAME, Param("uid", "string", "Uid: the one object recor
 NAMED_JOB_PARAMS = (*JOB_PARAMS, EXACT_NAME)
 POD_PARAMS = (
     Param("namespace", "string", "Namespace."),
+    Param("cluster", "string", CLUSTER_MEANING),
     Param("job_uid", "string", "The uid of the pod's job."),
     Param("status", "string", f"One of {', '.join(POD_STATUSES)}."),
     *IDENTITY_PARAMS,
@@ -184,6 +189,11 @@ USAGE_PARAMS = (
 )
 
 
+# A list's cluster: one asked for, the clusters a caller may read (``reading.fleet``'s
+# scope of a list that names none), or None: every cluster.
+Clusters = str | tuple[str, ...] | None
+
+
 @dataclasses.dataclass(frozen=True)
 class Page:
     """One page of a list, and the cursor of the next one (None on the last page)."""
@@ -201,6 +211,7 @@ class JobQuery:
     """Filters of the job list (``JOB_PARAMS``); None means no filter."""
 
     namespace: str | None = None
+    cluster: Clusters = None
     name_prefix: str | None = None
     name_contains: str | None = None
     kind: str | None = None
@@ -228,6 +239,7 @@ class PodQuery:
     """Filters of the pod list (``POD_PARAMS``); None means no filter."""
 
     namespace: str | None = None
+    cluster: Clusters = None
     job_uid: str | None = None
     status: str | None = None
     exact_name: str | None = None
@@ -239,6 +251,7 @@ class EventQuery:
     """Filters of the Event list (``EVENT_PARAMS``); None means no filter."""
 
     namespace: str | None = None
+    cluster: Clusters = None
     object_name: str | None = None
     object_uid: str | None = None
     object_kind: str | None = None
@@ -339,3 +352,23 @@ def fits(name: str, value: str | None, width: int) -> str | None:
             Named(name), f": {len(value)} characters, longer than any stored value ({width})"
         )
     return value
+
+
+def check_cluster(cluster: str) -> str:
+    """A cluster's name as asked, if it can be one (decision 35), else BadQuery."""
+    fits("cluster", cluster, CLUSTER_LENGTH)
+    if not re.fullmatch(CLUSTER_PATTERN, cluster):
+        raise BadQuery(
+            Named("cluster"),
+            f": {quoted(cluster)} is not a cluster's name (letters, digits, '-', '_', '.')",
+        )
+    return cluster
+
+
+def cluster_filter(cluster: Clusters) -> dict[str, Any]:
+    """The ORM filter of a list's ``cluster``: equal to one, in a scope's, or none."""
+    if cluster is None:
+        return {}
+    if isinstance(cluster, str):
+        return {"cluster": check_cluster(cluster)}
+    return {"cluster__in": list(cluster)}

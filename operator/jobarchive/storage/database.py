@@ -28,9 +28,9 @@ from tortoise.backends.base.config_generator import expand_db_url
 
 from jobarchive import logs
 from jobarchive.accounting import ACCELERATORS
-from jobarchive.config import DbTls, redact_url, url_secrets
+from jobarchive.config import DbTls, first_host_url, hosts, redact_url, url_secrets
 from jobarchive.rows import DEFAULT_CLUSTER
-from jobarchive.storage import dialects, failures, migration, reads, schema, tls
+from jobarchive.storage import dialects, failover, failures, migration, reads, schema, tls
 from jobarchive.storage.models import Job
 from jobarchive.storage.reads import ReadPool
 from jobarchive.storage.reads import ReadSideClosed as ReadSideClosed
@@ -39,6 +39,7 @@ from jobarchive.storage.reads import reader as reader
 logger = logging.getLogger(__name__)
 
 MODELS_MODULE = "jobarchive.storage.models"
+CONNECT_TIMEOUT = 10.0
 
 
 def tortoise_config(
@@ -47,6 +48,11 @@ def tortoise_config(
     """The Tortoise configuration for a database URL (UTC everywhere, utf8mb4 on MySQL),
     with the read side's connection too when ``read_pool`` is given."""
     name, connection = _connection(db_url, pool_size, encryption)
+    if connection["engine"] == dialects.MYSQL.engine:
+        # The writer's connection: its reads see the last write, and it needs a host that
+        # is not read-only (decision 37); the read side's need neither.
+        connection["credentials"]["writer"] = True
+        connection = {**connection, "engine": failover.__name__}
     connections = {name: connection}
     if read_pool is not None:
         connections.update([_read_connection(read_pool, encryption)])
@@ -61,12 +67,13 @@ def reader_config(read_pool: ReadPool, encryption: DbTls) -> dict[str, Any]:
 
 def _connection(url: str, pool_size: int, encryption: DbTls) -> tuple[str, dict[str, Any]]:
     """A connection's name and settings."""
-    connection = expand_db_url(url)
+    connection = expand_db_url(first_host_url(url))
     dialect = dialects.for_engine(connection["engine"])
     # SQLite needs nothing: Tortoise's defaults suit one file and one connection, and the
     # settings refuse TLS for a SQLite file.
     if dialect is dialects.MYSQL:
         _configure_mysql(connection["credentials"], pool_size, encryption)
+        connection["credentials"]["hosts"] = hosts(url)
     # The connection is named after its engine: one process that opens MySQL and then
     # SQLite (the tests) must not find MySQL's placeholders in SQLite's statements.
     return dialect.name, connection
@@ -81,6 +88,8 @@ def _configure_mysql(credentials: dict[str, Any], pool_size: int, encryption: Db
     credentials.setdefault("charset", "utf8mb4")
     credentials["init_command"] = "SET time_zone='+00:00'"
     credentials.setdefault("maxsize", pool_size)
+    # A host that drops packets costs this much before the next one is tried (decision 37).
+    credentials.setdefault("connect_timeout", CONNECT_TIMEOUT)
     # Tortoise decodes the URL's password but passes its user name percent-encoded.
     if credentials.get("user"):
         credentials["user"] = urllib.parse.unquote(credentials["user"])

@@ -30,8 +30,21 @@ MARIADB_CONNECTION_KILLED = 1927
 STATEMENT_TIMEOUT_ERRORS = frozenset({1969, 3024})
 
 # InnoDB rolls back one of two transactions that lock the same index gaps in opposite
-# orders, or one that waited too long for a lock; done again, it succeeds.
+# orders, or one that waited too long for a lock, and Galera one that lost certification
+# to a concurrent write set of another node (1213 too, at COMMIT); done again, it succeeds.
 RETRYABLE_ERRORS = frozenset({ER.LOCK_WAIT_TIMEOUT, ER.LOCK_DEADLOCK})
+
+# Galera's node outside the primary component ("WSREP has not yet prepared node for
+# application use"): another host must be used, and this one waited for (decision 37).
+WSREP_NOT_READY = ER.UNKNOWN_COM_ERROR
+
+# A read-only server (a replica, a secondary, a managed primary demoted by a failover)
+# refused a write: the primary is another host.
+READ_ONLY = ER.OPTION_PREVENTS_STATEMENT
+
+# Galera refused a write set over wsrep_max_ws_rows (or wsrep_max_ws_size): the batch
+# must be split, which the writer does to every batch the database refuses.
+WRITE_SET_TOO_LARGE = ER.ERROR_DURING_COMMIT
 
 # The server is unreachable, restarting, or dropped the connection: not the rows' fault.
 UNAVAILABLE_ERRORS = frozenset(
@@ -39,6 +52,8 @@ UNAVAILABLE_ERRORS = frozenset(
         ER.CON_COUNT_ERROR,
         ER.SERVER_SHUTDOWN,
         MARIADB_CONNECTION_KILLED,
+        WSREP_NOT_READY,
+        READ_ONLY,
         CR.CR_CONNECTION_ERROR,
         CR.CR_CONN_HOST_ERROR,
         CR.CR_SERVER_GONE_ERROR,
@@ -67,6 +82,11 @@ def _code(error: BaseException) -> int | None:
 def is_retryable(error: BaseException) -> bool:
     """Whether a failed transaction may simply be run again (a deadlock, a lock timeout)."""
     return any(_code(cause) in RETRYABLE_ERRORS for cause in causes(error))
+
+
+def is_too_large(error: BaseException) -> bool:
+    """Whether the database refused a transaction for its size: split, it succeeds."""
+    return any(_code(cause) == WRITE_SET_TOO_LARGE for cause in causes(error))
 
 
 def is_statement_timeout(error: BaseException) -> bool:

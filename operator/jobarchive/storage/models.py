@@ -167,6 +167,8 @@ class Job(Stamped):
             ("owner", "gmt_created"),
             ("tenant", "gmt_created"),
             ("name", "gmt_created"),
+            # Also the read side's list of the archive's clusters (decision 36).
+            ("cluster", "gmt_created"),
             ("gmt_created",),
             ("gmt_finished",),
             ("queue", "gmt_created"),

@@ -22,12 +22,12 @@ from typing import Any
 
 from tortoise import connections
 from tortoise.backends.base.client import BaseDBAsyncClient
-from tortoise.backends.mysql.client import MySQLClient
 from tortoise.backends.sqlite.client import SqliteClient
 from tortoise.exceptions import OperationalError
 
 from jobarchive.config import DEFAULTS, DbTls
 from jobarchive.storage import dialects, failures, tls
+from jobarchive.storage.failover import FailoverClient
 
 # Appended to the dialect's name: the read connection's name in Tortoise's config.
 SUFFIX = "_read"
@@ -89,8 +89,8 @@ def engine_info(connection: dict[str, Any], pool: ReadPool, encryption: DbTls) -
     return {"engine": __name__, "credentials": credentials}
 
 
-class MySQLReader(MySQLClient):
-    """Tortoise's MySQL client, each SELECT bounded by the server."""
+class MySQLReader(FailoverClient):
+    """The MySQL client over several hosts, each SELECT bounded by the server."""
 
     def __init__(
         self, *, statement_timeout: float, backend: str, encryption: DbTls, **kwargs: Any

@@ -10,12 +10,14 @@ versions of a row within one batch the way the database would.
 """
 
 import datetime
+import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast, overload
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 
+from jobarchive.logs import shown
 from jobarchive.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects, usage_days
@@ -25,7 +27,10 @@ from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, u
 # size: at most this many rows, and this many bytes of the text the caller weighs.
 ROWS_PER_STATEMENT = 500
 STATEMENT_BYTES = 4 * 2**20
+# The rows of one statement named in the log when another cluster holds their uids.
+FOREIGN_SAID = 10
 K = TypeVar("K", bound=Hashable)
+logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=Mapping[str, Any])
 
 
@@ -73,9 +78,45 @@ async def _upsert(
     await usage_days.lock(execute, dialect, finished)
     stale = 0
     for group in statements(prepared):
-        stale += await dialect.upsert(execute, table, group)
+        kept = await dialect.upsert(execute, table, group)
+        if kept:
+            await _say_foreign(table, [row[table.key] for row in group], cluster, dialect, execute)
+        stale += kept
     await usage_days.rewrite(execute, dialect, finished)
     return stale
+
+
+async def _say_foreign(
+    table: Table,
+    uids: Sequence[str],
+    cluster: str,
+    dialect: dialects.Dialect,
+    execute: dialects.Execute,
+) -> None:
+    """Log each of ``uids`` the guard kept because another cluster's row holds it
+    (decision 35): a uid two clusters share, whose later writer is not written. Asked
+    only of a statement whose guard kept rows, which is rare."""
+    q, mark = dialect.quote, dialect.placeholder
+    column = q("cluster")
+    _, found = await execute(
+        f"SELECT {q(table.key)} AS uid, {column} AS cluster FROM {q(table.name)} WHERE "
+        f"{q(table.key)} IN ({', '.join([mark] * len(uids))}) AND {column} IS NOT NULL "
+        f"AND {column} <> {mark}",
+        [*uids, cluster],
+    )
+    for row in found[:FOREIGN_SAID]:
+        logger.warning(
+            "Not written: %s %s is cluster %s's, not this cluster's (%s): two clusters "
+            "share the uid",
+            table.name,
+            shown(row["uid"]),
+            shown(row["cluster"]),
+            cluster,
+        )
+    if len(found) > FOREIGN_SAID:
+        logger.warning(
+            "Not written: %d more such rows of %s", len(found) - FOREIGN_SAID, table.name
+        )
 
 
 class Store:
@@ -138,9 +179,10 @@ class Store:
             }
 
     async def live_job_uid(self, namespace: str, name: str) -> str | None:
-        """The uid of the newest job of that name still in the cluster, if any is stored."""
+        """The uid of the newest job of that name still in the cluster (this store's), if
+        any is stored."""
         job = (
-            await Job.filter(namespace=namespace, name=name, is_in_etcd=True)
+            await Job.filter(cluster=self.cluster, namespace=namespace, name=name, is_in_etcd=True)
             .using_db(self.connection)
             .order_by("-gmt_created")
             .first()
@@ -149,8 +191,13 @@ class Store:
         return job.job_id if job is not None else None
 
     async def pod_job_uid(self, pod_uid: str) -> str | None:
-        """The job uid stored for a pod, if the pod is stored."""
-        pod = await Pod.filter(pod_id=pod_uid).using_db(self.connection).first().only("job_id")
+        """The job uid stored for a pod of this cluster, if the pod is stored."""
+        pod = (
+            await Pod.filter(cluster=self.cluster, pod_id=pod_uid)
+            .using_db(self.connection)
+            .first()
+            .only("job_id")
+        )
         return pod.job_id if pod is not None else None
 
     async def uids_in_etcd(
@@ -161,12 +208,12 @@ class Store:
         kinds_without_group: Iterable[str] = (),
         namespace: str | None = None,
     ) -> list[str]:
-        """Uids of rows still marked in etcd and last written before ``before``, of one
-        ``namespace`` (None: all, read through its index when given); of jobs, only those
-        of the given (group, kind) pairs, and those written before ``api_version``
-        existed (it is NULL) of the kind names given apart."""
+        """Uids of this cluster's rows still marked in etcd and last written before
+        ``before``, of one ``namespace`` (None: all, read through its index when given); of
+        jobs, only those of the given (group, kind) pairs, and those written before
+        ``api_version`` existed (it is NULL) of the kind names given apart."""
         key = TABLES[model].key
-        query = model.filter(is_in_etcd=True, gmt_modified__lt=before)
+        query = model.filter(cluster=self.cluster, is_in_etcd=True, gmt_modified__lt=before)
         if namespace is not None:
             query = query.filter(namespace=namespace)
         if kinds is not None:
@@ -190,20 +237,21 @@ class Store:
     async def rows(self, model: type[Event], uids: Sequence[str]) -> list[EventRow]: ...
 
     async def rows(self, model: type[Stamped], uids: Sequence[str]) -> Sequence[Row]:
-        """The stored rows of these uids, as the upsert takes them."""
+        """This cluster's stored rows of these uids, as the upsert takes them."""
         key = TABLES[model].key
-        found = await model.filter(**{f"{key}__in": list(uids)}).using_db(self.connection).values()
+        query = model.filter(cluster=self.cluster, **{f"{key}__in": list(uids)})
+        found = await query.using_db(self.connection).values()
         # The columns but ``id`` are the row's keys: a test holds the shapes to the models.
         return [cast(Row, {k: v for k, v in row.items() if k != "id"}) for row in found]
 
     async def live_jobs(
         self, namespaces: Sequence[str] | None = None
     ) -> list[tuple[str, str, str]]:
-        """(namespace, name, uid) of every job still in the cluster, oldest first; only
+        """(namespace, name, uid) of every job still in this cluster, oldest first; only
         of ``namespaces`` when given (a shard's)."""
         within = {} if namespaces is None else {"namespace__in": list(namespaces)}
         rows = (
-            await Job.filter(is_in_etcd=True, **within)
+            await Job.filter(cluster=self.cluster, is_in_etcd=True, **within)
             .using_db(self.connection)
             .order_by("gmt_created")
             .values_list("namespace", "name", "job_id")
@@ -213,7 +261,7 @@ class Store:
     async def recent_pods(
         self, since: datetime.datetime, limit: int, namespaces: Sequence[str] | None = None
     ) -> list[tuple[str, str]]:
-        """(pod uid, job uid) of pods still in the cluster or written since ``since``; only
+        """(pod uid, job uid) of this cluster's pods still in it or written since ``since``; only
         of ``namespaces`` when given (a shard's).
 
         Events outlive their pod by up to an hour, so a pod gone recently may still be
@@ -221,7 +269,9 @@ class Store:
         """
         within = {} if namespaces is None else {"namespace__in": list(namespaces)}
         rows = (
-            await Pod.filter(Q(is_in_etcd=True) | Q(gmt_modified__gte=since), **within)
+            await Pod.filter(
+                Q(is_in_etcd=True) | Q(gmt_modified__gte=since), cluster=self.cluster, **within
+            )
             .using_db(self.connection)
             .limit(limit)
             .values_list("pod_id", "job_id")

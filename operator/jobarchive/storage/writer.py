@@ -22,13 +22,18 @@ from jobarchive.config import DEFAULTS
 from jobarchive.logs import shown
 from jobarchive.rows import Row
 from jobarchive.storage.batches import Group, Intake, Pending, newest_rows, settle
-from jobarchive.storage.failures import is_retryable
+from jobarchive.storage.failures import is_retryable, is_too_large
 from jobarchive.storage.models import Stamped
 from jobarchive.storage.store import Store
 from jobarchive.storage.waiting import Backoff, Outage, ride_out
 
 logger = logging.getLogger(__name__)
 DEADLOCK_RETRIES = 5
+# Between a rolled-back transaction's attempts: jittered, so that two writers whose
+# transactions collided (a deadlock here, a certification conflict on Galera) do not
+# collide again at once.
+RETRY_FIRST = 0.02
+RETRY_CAP = 0.5
 # After stop's deadline, how long cancelled flushers get to let go of their connections.
 STOP_GRACE = 1.0
 
@@ -177,6 +182,7 @@ class _Flusher:
         """Commit a batch, waiting out outages and retrying deadlocks; one the database
         refuses is bisected (``depth``: how many times it was halved already)."""
         groups, superseded = newest_rows(batch)
+        conflicts = Backoff(RETRY_FIRST, RETRY_CAP)
         for attempt in range(1, DEADLOCK_RETRIES + 1):
             try:
                 started, stale = await ride_out(
@@ -186,6 +192,7 @@ class _Flusher:
                 if attempt < DEADLOCK_RETRIES and is_retryable(exc):
                     metrics.DATABASE_ERRORS.labels("retryable").inc()
                     logger.debug("Batch of %d rows rolled back (%s); again", len(batch), shown(exc))
+                    await asyncio.sleep(conflicts.next())
                     continue
                 await self._refused(batch, exc, depth)
                 return
@@ -201,7 +208,8 @@ class _Flusher:
             metrics.OBJECTS.labels(batch[0].kind, "refused").inc()
             settle(batch[0], error)
             return
-        say = logger.warning if depth == 0 else logger.debug
+        # Galera's write set limit (wsrep_max_ws_rows) refuses a batch for its size alone.
+        say = logger.warning if depth == 0 and not is_too_large(error) else logger.debug
         say("A batch of %d rows failed (%s); committing its halves apart", len(batch), shown(error))
         middle = len(batch) // 2
         for half in (batch[:middle], batch[middle:]):

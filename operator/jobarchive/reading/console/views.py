@@ -155,15 +155,20 @@ async def job_page(visit: Visit) -> Page:
     values = parse(visit.params, (UID, *DETAIL_PARAMS))
     uid = _uid(values, "job")
 
-    async def read() -> tuple[dict[str, Any], queries.Timeline, queries.Page, set[str]] | None:
+    async def read() -> tuple[dict[str, Any], queries.Timeline, set[str]] | None:
         detail = await queries.job_detail(uid, **values)
         drawn = None if detail is None else await queries.job_timeline(uid)
         if detail is None or drawn is None:
             return None
-        named = await queries.named_jobs(detail["namespace"], detail["name"], RECREATIONS)
-        return detail, drawn, named, await queries.pod_names_with_log_tails(uid)
+        return detail, drawn, await queries.pod_names_with_log_tails(uid)
 
-    detail, drawn, named, tailed = await visit.reads.job(visit.caller, uid, read)
+    detail, drawn, tailed = await visit.reads.job(visit.caller, uid, read)
+    # The other jobs of its name: those of the clusters the caller may read.
+    scope = await visit.reads.clusters(visit.caller)
+    namespace, name = detail["namespace"], detail["name"]
+    named = await visit.reads.within(
+        lambda: queries.named_jobs(namespace, name, RECREATIONS, clusters=scope)
+    )
     events = await visit.caller.may("list", detail["namespace"], visit.mount.events)
     if not events:
         detail = {**detail, "events": [], "events_next_cursor": None}
@@ -222,13 +227,16 @@ async def stats_page(visit: Visit) -> Page:
         "list", None, "the statistics page", "read the jobs list of a namespace instead"
     )
 
+    # Counted over the clusters the caller may read (decision 36).
+    scope = await visit.reads.clusters(visit.caller)
+
     async def figures() -> tuple[Any, ...]:
         return (
-            await queries.jobs_per_day(since, until),
-            await queries.failure_reasons(since, until),
-            await queries.stats("kind", since, until),
-            await queries.stats("owner", since, until),
-            await queries.gpu_hours(since, until),
+            await queries.jobs_per_day(since, until, scope),
+            await queries.failure_reasons(since, until, scope),
+            await queries.stats("kind", since, until, clusters=scope),
+            await queries.stats("owner", since, until, clusters=scope),
+            await queries.gpu_hours(since, until, scope),
         )
 
     per_day, failures, kinds, owners, gpus = await visit.reads.within(figures)

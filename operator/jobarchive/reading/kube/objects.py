@@ -62,6 +62,7 @@ JOB_FIELDS = (
         ("spec.owner", "owner"),
         ("spec.tenant", "tenant"),
         ("spec.region", "deploy_region"),
+        ("spec.cluster", "cluster"),
         ("spec.queue", "queue"),
         ("spec.resources", "resources"),
         ("status.phase", "status"),
@@ -86,6 +87,7 @@ POD_FIELDS = (
         ("spec.hostIP", "host_ip"),
         ("spec.podIP", "pod_ip"),
         ("spec.region", "deploy_region"),
+        ("spec.cluster", "cluster"),
         ("status.phase", "status"),
         ("status.startedAt", "gmt_started"),
         ("status.finishedAt", "gmt_finished"),
@@ -109,6 +111,7 @@ EVENT_FIELDS = (
         ("lastTimestamp", "last_timestamp"),
         ("jobUID", "job_id"),
         ("region", "region"),
+        ("cluster", "cluster"),
         ("archiveID", "id"),
     ),
 )

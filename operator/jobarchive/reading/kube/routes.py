@@ -16,9 +16,11 @@ from aiohttp import web
 from multidict import MultiDict, MultiMapping
 
 from jobarchive.reading import auth, queries
+from jobarchive.reading.fleet import sees
 from jobarchive.reading.handling import Caller, NotFound, Reads, parse
 from jobarchive.reading.kube import discovery, objects, selectors, status, tables
 from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
+from jobarchive.reading.params import Clusters
 from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, Param, PodQuery
 
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -55,12 +57,12 @@ Shape = Callable[[Sequence[Row]], Awaitable[list[objects.Object]]]
 @dataclasses.dataclass(frozen=True)
 class Served:
     """One resource as served: its kind, its list, how its rows become objects, and how
-    ``get NAME`` finds the row (None when it does not)."""
+    ``get NAME`` finds the row within a scope of clusters (None when it does not)."""
 
     kind: Kind
     listing: Listing
     shape: Shape
-    find: Callable[[str, str], Awaitable[Row | None]]
+    find: Callable[[str, str, Clusters], Awaitable[Row | None]]
 
 
 class Kube:
@@ -167,13 +169,15 @@ class Kube:
         return web.json_response(tables.table(served.kind, [item], None, shown, include, now))
 
     async def _found(self, caller: Caller, served: Served, namespace: str, name: str) -> Row:
-        """The row ``get NAME`` answers, once the caller may get in the namespace;
-        NotFound, alike, for none and for a namespace the caller may not read."""
+        """The row ``get NAME`` answers, once the caller may get in the namespace, of the
+        clusters the caller may read; NotFound, alike, for none and for a namespace or a
+        cluster the caller may not read."""
         plural = served.kind.plural
         if not await caller.may("get", namespace):
             raise NotFound(status.not_found(plural, name))
-        row = await self.reads.within(lambda: served.find(namespace, name))
-        if row is None:
+        scope = await self.reads.clusters(caller)
+        row = await self.reads.within(lambda: served.find(namespace, name, scope))
+        if row is None or not sees(scope, row["cluster"]):
             raise NotFound(status.not_found(plural, name))
         return row
 
@@ -188,9 +192,9 @@ class Kube:
     async def _stats(self, request: web.Request, caller: Caller) -> web.Response:
         values = _in_path(request, queries.STATS_PARAMS)
         await caller.require("list", values["namespace"], "statistics", INSTEAD)
-        return web.json_response(
-            {"items": await self.reads.within(lambda: queries.stats(**values))}
-        )
+        scope = await self.reads.clusters(caller)
+        counted = await self.reads.within(lambda: queries.stats(**values, clusters=scope))
+        return web.json_response({"items": counted})
 
     async def _usage(self, request: web.Request, caller: Caller) -> web.Response:
         return await self.reads.usage(request, caller, _in_path(request, queries.USAGE_PARAMS))
@@ -218,27 +222,29 @@ async def _events(rows: Sequence[Row]) -> list[objects.Object]:
     return [objects.archived_event(row) for row in rows]
 
 
-async def _find_job(namespace: str, name: str) -> Row | None:
-    """A uid names its incarnation (in the namespace); any other name its newest."""
-    if UID.fullmatch(name) and await queries.job_namespace(name) == namespace:
-        return {"job_id": name}
-    return await queries.newest_named(namespace, name)
+async def _find_job(namespace: str, name: str, scope: Clusters) -> Row | None:
+    """A uid names its incarnation (in the namespace); any other name its newest (of the
+    clusters in ``scope``, as every find)."""
+    place = await queries.job_place(name) if UID.fullmatch(name) else None
+    if place is not None and place[0] == namespace:
+        return {"job_id": name, "cluster": place[1]}
+    return await queries.newest_named(namespace, name, scope)
 
 
-async def _find_pod(namespace: str, name: str) -> Row | None:
+async def _find_pod(namespace: str, name: str, scope: Clusters) -> Row | None:
     if UID.fullmatch(name):
         found = (await queries.list_pods(PodQuery(uid=name), 1)).items
         if found and found[0]["namespace"] == namespace:
             return found[0]
-    return await queries.newest_pod(namespace, name)
+    return await queries.newest_pod(namespace, name, scope)
 
 
-async def _find_event(namespace: str, name: str) -> Row | None:
+async def _find_event(namespace: str, name: str, scope: Clusters) -> Row | None:
     if UID.fullmatch(name):
         found = await queries.one_event(name)
         if found is not None and found["obj_namespace"] == namespace:
             return found
-    return await queries.named_event(namespace, name)
+    return await queries.named_event(namespace, name, scope)
 
 
 def _not_acceptable() -> web.Response:

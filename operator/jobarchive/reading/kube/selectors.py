@@ -17,12 +17,14 @@ FIELDS = {
         "spec.owner": "owner",
         "spec.tenant": "tenant",
         "spec.region": "region",
+        "spec.cluster": "cluster",
         "status.inCluster": "in_cluster",
     },
     PODS.plural: {
         "metadata.name": "exact_name",
         "metadata.uid": "uid",
         "spec.jobUID": "job_uid",
+        "spec.cluster": "cluster",
         "status.phase": "status",
     },
     EVENTS.plural: {
@@ -31,6 +33,7 @@ FIELDS = {
         "involvedObject.kind": "kind",
         "reason": "reason",
         "type": "type",
+        "cluster": "cluster",
     },
 }
 

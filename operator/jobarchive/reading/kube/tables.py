@@ -92,6 +92,7 @@ def _job_cells(job: Object, now: datetime.datetime) -> list[Any]:
         status["phase"],
         _since(meta["creationTimestamp"], now),
         None if took is None else human_duration(took),
+        spec["cluster"],
         spec["owner"],
         spec["tenant"],
         spec["region"],
@@ -114,6 +115,7 @@ def _pod_cells(pod: Object, now: datetime.datetime) -> list[Any]:
         _since(meta["creationTimestamp"], now),
         spec["image"],
         _gpus(gpus),
+        spec["cluster"],
         meta["uid"],
     ]
 
@@ -128,11 +130,13 @@ def _event_cells(event: Object, now: datetime.datetime) -> list[Any]:
         event["message"],
         event["count"],
         _since(event["firstTimestamp"], now),
+        event["cluster"],
     ]
 
 
 NAME = Column("Name", "The object's name.", format="name")
 AGE = Column("Age", "Since the object was created.")
+CLUSTER = Column("Cluster", "The cluster it was recorded in.", wide=True)
 COLUMNS: dict[str, tuple[tuple[Column, ...], Callable[[Object, datetime.datetime], list[Any]]]] = {
     JOBS.plural: (
         (
@@ -141,6 +145,7 @@ COLUMNS: dict[str, tuple[tuple[Column, ...], Callable[[Object, datetime.datetime
             Column("Status", "The job's status as last recorded."),
             AGE,
             Column("Duration", "From creation to the finish, or until now."),
+            CLUSTER,
             Column("Owner", "The tenancy's user.", wide=True),
             Column("Tenant", "The tenancy's tenant.", wide=True),
             Column("Region", "The region it ran in.", wide=True),
@@ -159,6 +164,7 @@ COLUMNS: dict[str, tuple[tuple[Column, ...], Callable[[Object, datetime.datetime
             AGE,
             Column("Image", "The main container's image.", wide=True),
             Column("GPUs", "GPUs the pod requests, every accelerator counted.", wide=True),
+            CLUSTER,
             Column("UID", "The pod's uid.", wide=True),
         ),
         _pod_cells,
@@ -172,6 +178,7 @@ COLUMNS: dict[str, tuple[tuple[Column, ...], Callable[[Object, datetime.datetime
             Column("Message", "What it says."),
             Column("Count", "How often it occurred.", type="integer", wide=True),
             Column("First Seen", "Since it first occurred.", wide=True),
+            CLUSTER,
         ),
         _event_cells,
     ),

@@ -18,6 +18,7 @@ from jobarchive.reading.params import (
     JOB_PARAMS,
     UID,
     BadQuery,
+    Clusters,
     Identity,
     JobQuery,
     KnownKinds,
@@ -25,6 +26,7 @@ from jobarchive.reading.params import (
     Named,
     Page,
     check_status,
+    cluster_filter,
     fits,
     one_of,
     page_size,
@@ -90,6 +92,7 @@ async def job_page_sql(
 
 
 def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -> "QuerySet[Job]":
+    clusters = cluster_filter(query.cluster)
     exact = {
         "name": fits("exact_name", identity.name, NAME_LENGTH),
         "job_id": fits("uid", identity.uid, UID_LENGTH),
@@ -112,7 +115,7 @@ def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -
     }
     # After every value's check: an unknown status is told as such, not as a scan.
     _refuse_scans(query)
-    found = bounded(Job)
+    found = bounded(Job).filter(**clusters)
     found = found.filter(**{field: value for field, value in exact.items() if value is not None})
     if prefix is not None:
         found = _prefix_range(found, prefix)
@@ -168,18 +171,41 @@ def _refuse_scans(query: JobQuery) -> None:
             )
 
 
-async def newest_named(namespace: str, name: str) -> dict[str, Any] | None:
-    """The newest job recorded under a name (the last created), as the list shows it."""
-    return next(iter((await named_jobs(namespace, name, limit=1)).items), None)
+async def newest_named(
+    namespace: str, name: str, clusters: Clusters = None
+) -> dict[str, Any] | None:
+    """The newest job recorded under a name (the last created) in the ``clusters``, as
+    the list shows it."""
+    return next(iter((await named_jobs(namespace, name, 1, clusters=clusters)).items), None)
 
 
-async def job_namespace(job_uid: str) -> str | None:
-    """The namespace of the job with that uid (one indexed row, one column); None if no
-    job has it: what is checked before anything else of a job is read."""
+async def job_place(job_uid: str) -> tuple[str, str] | None:
+    """The namespace and the cluster of the job with that uid (one indexed row); None if
+    no job has it: what is checked before anything else of a job is read."""
     found = (
-        await read(Job).filter(job_id=fits("uid", job_uid, UID_LENGTH)).first().values("namespace")
+        await read(Job)
+        .filter(job_id=fits("uid", job_uid, UID_LENGTH))
+        .first()
+        .values("namespace", "cluster")
     )
-    return None if found is None else str(found["namespace"])
+    return None if found is None else (str(found["namespace"]), str(found["cluster"]))
+
+
+def _clusters(limit: int) -> "ValuesListQuery[Any]":
+    return read(Job).distinct().order_by("cluster").limit(limit).values_list("cluster", flat=True)
+
+
+async def job_clusters(limit: int) -> tuple[list[str], bool]:
+    """The first ``limit`` clusters that hold a job, by name, and whether there are more:
+    one entry of the (cluster, gmt_created) index per cluster, no row read."""
+    names = [str(name) for name in await _clusters(limit + 1)]
+    return names[:limit], len(names) > limit
+
+
+def job_clusters_sql(limit: int) -> str:
+    """The SQL of ``job_clusters``, parameters inlined: for EXPLAIN."""
+    sql: str = _clusters(limit + 1).sql(params_inline=True)
+    return sql
 
 
 def _namespaces(limit: int) -> "ValuesListQuery[Any]":
@@ -223,12 +249,18 @@ async def find_jobs(reference: str) -> Page:
 
 
 async def named_jobs(
-    namespace: str, name: str, limit: int | None = None, cursor: str | None = None
+    namespace: str,
+    name: str,
+    limit: int | None = None,
+    cursor: str | None = None,
+    clusters: Clusters = None,
 ) -> Page:
-    """Every job recorded under one name (each recreation has its own uid), newest first."""
+    """Every job recorded under one name (each recreation has its own uid) in the
+    ``clusters``, newest first."""
     query = bounded(Job).filter(
         namespace=fits("namespace", namespace, NAMESPACE_LENGTH),
         name=fits("name", name, NAME_LENGTH),
+        **cluster_filter(clusters),
     )
     now = datetime.datetime.now(datetime.UTC)
     order = Order("gmt_created", "named-jobs")

@@ -15,10 +15,12 @@ from jobarchive.reading.params import (
     POD_PARAMS,
     POD_STATUSES,
     BadQuery,
+    Clusters,
     KnownKinds,
     Listing,
     Page,
     PodQuery,
+    cluster_filter,
     fits,
     one_of,
     page_size,
@@ -55,6 +57,7 @@ def pod_page_sql(query: PodQuery, limit: int | None = None, cursor: str | None =
 
 
 def _pod_filters(query: PodQuery) -> "QuerySet[Pod]":
+    clusters = cluster_filter(query.cluster)
     exact = {
         "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
         "job_id": fits("job_uid", query.job_uid, UID_LENGTH),
@@ -66,15 +69,19 @@ def _pod_filters(query: PodQuery) -> "QuerySet[Pod]":
     leading = (query.namespace, query.job_uid, query.uid)
     if query.exact_name is not None and query.namespace is None and query.uid is None:
         raise BadQuery("exact_name: no index serves it alone; name a namespace with it")
-    if query.status is not None and all(first is None for first in leading):
-        raise BadQuery("status: no index serves it alone; name a namespace or a job with it")
-    found = bounded(Pod)
+    # A cluster asked for, not a caller's scope: both only sift (decision 36).
+    for name, value in (("status", query.status), ("cluster", query.cluster)):
+        if isinstance(value, str) and all(first is None for first in leading):
+            raise BadQuery(f"{name}: no index serves it alone; name a namespace or a job with it")
+    found = bounded(Pod).filter(**clusters)
     return found.filter(**{field: value for field, value in exact.items() if value is not None})
 
 
-async def newest_pod(namespace: str, name: str) -> dict[str, Any] | None:
-    """The newest pod recorded under a name in a namespace (its (namespace, name) index)."""
-    return next(iter((await list_pods(PodQuery(namespace, exact_name=name), 1)).items), None)
+async def newest_pod(namespace: str, name: str, clusters: Clusters = None) -> dict[str, Any] | None:
+    """The newest pod recorded under a name in a namespace (its (namespace, name) index),
+    in the ``clusters``."""
+    query = PodQuery(namespace, clusters, exact_name=name)
+    return next(iter((await list_pods(query, 1)).items), None)
 
 
 async def job_names(job_uids: Sequence[str]) -> dict[str, str]:

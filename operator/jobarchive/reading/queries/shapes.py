@@ -53,6 +53,7 @@ def job_json(job: Job, now: datetime.datetime | None = None) -> dict[str, Any]:
         "kind": job.kind,
         "resources": json_or_text(clip(job.resources, RESOURCES_LENGTH)),
         "deploy_region": job.deploy_region,
+        "cluster": job.cluster,
         "tenant": job.tenant,
         "owner": job.owner,
         "queue": job.queue,
@@ -87,6 +88,7 @@ def pod_json(pod: Pod) -> dict[str, Any]:
         "host_ip": pod.host_ip,
         "pod_ip": pod.pod_ip,
         "deploy_region": pod.deploy_region,
+        "cluster": pod.cluster,
         "is_del": int(pod.deleted),
         "is_in_etcd": int(pod.is_in_etcd),
         "remark": clip(pod.remark, REMARK_LENGTH),
@@ -113,6 +115,7 @@ def event_json(event: Event) -> dict[str, Any]:
         "message": clip(event.message, MESSAGE_LENGTH),
         "count": event.count,
         "region": event.region,
+        "cluster": event.cluster,
         "first_timestamp": rfc3339(event.first_timestamp),
         "last_timestamp": rfc3339(event.last_timestamp),
     }

@@ -7,7 +7,15 @@ import datetime
 from typing import Any
 
 from jobarchive.reading.gpus import requested_gpus
-from jobarchive.reading.params import DEFAULT_GROUP, STATS_GROUPS, BadQuery, Named, fits
+from jobarchive.reading.params import (
+    DEFAULT_GROUP,
+    STATS_GROUPS,
+    BadQuery,
+    Clusters,
+    Named,
+    cluster_filter,
+    fits,
+)
 from jobarchive.reading.queries.shapes import json_or_text, seconds
 from jobarchive.reading.queries.source import Head, read, reader
 from jobarchive.rows import NAMESPACE_LENGTH, RESOURCES_LENGTH
@@ -36,13 +44,28 @@ def _window_sql(
     return where, params
 
 
+def _clusters_sql(
+    dialect: dialects.Dialect, column: str, clusters: Clusters
+) -> tuple[list[str], list[Any]]:
+    """The WHERE of a caller's clusters (decision 36): none, one, or a scope's."""
+    if clusters is None:
+        return [], []
+    names = [clusters] if isinstance(clusters, str) else list(clusters)
+    if not names:
+        return ["1 = 0"], []
+    marks = ", ".join(dialect.placeholder for _ in names)
+    return [f"{column} IN ({marks})"], names
+
+
 async def stats(
     group_by: str | None = None,
     since: datetime.datetime | None = None,
     until: datetime.datetime | None = None,
     namespace: str | None = None,
+    clusters: Clusters = None,
 ) -> list[dict[str, Any]]:
-    """Jobs created in [since, until) (of one namespace when named) counted by a column
+    """Jobs created in [since, until) (of one namespace when named, of the ``clusters``)
+    counted by a column
     (``DEFAULT_GROUP`` when none), with how long the finished ones took: count, finished,
     average and longest duration in seconds."""
     group = DEFAULT_GROUP if group_by is None else group_by
@@ -54,6 +77,8 @@ async def stats(
     if namespace is not None:
         where.append(f"namespace = {dialect.placeholder}")
         params.append(fits("namespace", namespace, NAMESPACE_LENGTH))
+    among, names = _clusters_sql(dialect, "cluster", clusters)
+    where, params = where + among, params + names
     duration = dialect.seconds_between("gmt_created", "gmt_finished")
     sql = (
         f"SELECT {group} AS grp, COUNT(*) AS jobs, COUNT(gmt_finished) AS finished, "
@@ -78,11 +103,15 @@ def _number(value: Any) -> float | None:
     return None if value is None else round(float(value), 1)
 
 
-async def jobs_per_day(since: datetime.datetime, until: datetime.datetime) -> list[dict[str, Any]]:
-    """Jobs created in [since, until) counted per UTC day and status (``day`` as
-    YYYY-MM-DD), read through the creation-time index."""
+async def jobs_per_day(
+    since: datetime.datetime, until: datetime.datetime, clusters: Clusters = None
+) -> list[dict[str, Any]]:
+    """Jobs created in [since, until) of the ``clusters`` counted per UTC day and status
+    (``day`` as YYYY-MM-DD), read through the creation-time index."""
     connection = reader()
     where, params = _window_sql(dialects.of(connection), "gmt_created", since, until)
+    among, names = _clusters_sql(dialects.of(connection), "cluster", clusters)
+    where, params = where + among, params + names
     sql = (
         "SELECT DATE(gmt_created) AS day, status, COUNT(*) AS jobs FROM job_info "
         f"WHERE {' AND '.join(where)} GROUP BY DATE(gmt_created), status"
@@ -95,15 +124,18 @@ async def jobs_per_day(since: datetime.datetime, until: datetime.datetime) -> li
 
 
 async def failure_reasons(
-    since: datetime.datetime, until: datetime.datetime
+    since: datetime.datetime, until: datetime.datetime, clusters: Clusters = None
 ) -> list[dict[str, Any]]:
-    """The failed pods of the failed jobs created in [since, until), counted by why they
+    """The failed pods of the failed jobs created in [since, until) of the ``clusters``
+    (a job's pods are its cluster's), counted by why they
     failed: the head of their remark (``OOMKilled (exit code 137)``), most first.
 
     Read through the jobs' (status, gmt_created) index, then each job's pods by theirs.
     """
     connection = reader()
     where, params = _window_sql(dialects.of(connection), "j.gmt_created", since, until)
+    among, names = _clusters_sql(dialects.of(connection), "j.cluster", clusters)
+    where, params = where + among, params + names
     placeholder = dialects.of(connection).placeholder
     head = (
         "CASE WHEN INSTR(p.remark, ': ') > 0 "
@@ -132,13 +164,15 @@ class GpuHours:
     cut: bool
 
 
-async def gpu_hours(since: datetime.datetime, until: datetime.datetime) -> GpuHours:
+async def gpu_hours(
+    since: datetime.datetime, until: datetime.datetime, clusters: Clusters = None
+) -> GpuHours:
     """Per owner, the GPUs a job's replicas request (``*/gpu`` requests, else limits)
     times how long it ran (created to finished, or to now while it runs), summed over
-    the jobs created in [since, until)."""
+    the jobs created in [since, until) of the ``clusters``."""
     rows = (
         await read(Job)
-        .filter(gmt_created__gte=since, gmt_created__lt=until)
+        .filter(gmt_created__gte=since, gmt_created__lt=until, **cluster_filter(clusters))
         .order_by("-gmt_created", "-id")
         .limit(GPU_SCAN + 1)
         .annotate(head=Head("resources", RESOURCES_LENGTH + 1))

@@ -39,7 +39,19 @@ from jobarchive.storage.migration.steps import BATCH, Report, Step
 from jobarchive.storage.migration.trimming import Trimming
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
 
-__all__ = ["Migration", "Report", "Step", "upgrade"]
+__all__ = ["Migration", "Report", "Step", "lacking_clusters", "upgrade"]
+
+
+async def lacking_clusters(conn: BaseDBAsyncClient) -> list[str]:
+    """The existing tables without the ``cluster`` column (decision 35): their rows get
+    the cluster the migration is given."""
+    lacking = []
+    for model in schema.MODELS:
+        table = model._meta.db_table
+        existing = await introspection.of(conn).columns(conn, table)
+        if existing and "cluster" not in existing:
+            lacking.append(table)
+    return lacking
 
 
 async def upgrade(
