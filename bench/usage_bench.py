@@ -1,12 +1,15 @@
 """Usage over a month (decision 33): an archive whose month holds ``jobs`` jobs and
-``jobs x pods`` pods of 0-8 GPUs, queued, run and finished through the month, rolled up
-by namespace, by queue per day and by owner per week, beside ``jobarchive jobs``'s
-first page, in the same run; and the per-job facts of the month streamed (jobs/s)."""
+``jobs x pods`` pods of 0-8 GPUs, queued, run and finished through the month (those
+whose run ends past the month still running), written through the store (which keeps
+the daily roll-up), rolled up by namespace, by queue per day and one namespace's by
+owner, each from the daily roll-up and from the pods (the indexed query), beside
+``jobarchive jobs``'s first page, in the same run; and the per-job facts of the month
+streamed (jobs/s)."""
 
 import datetime
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from bench.query_bench import measure
@@ -24,12 +27,15 @@ MONTH = datetime.datetime(2026, 10, 1, tzinfo=datetime.UTC)
 UNTIL = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
 QUEUES = ("research", "production", "batch", None)
 GPUS = (0, 1, 1, 2, 4, 8)
+OUTCOMES = ("Succeeded", "Succeeded", "Succeeded", "Failed")
 CHUNK = 2000
+NODES = 500
 
 
 def _month(jobs: int, pods_per_job: int) -> Iterator[tuple[type[Stamped], Row]]:
     """``testbed.bulk``'s archive moved into one month, with the usage facts filled: each
-    job waits 0-30 minutes, then its pods run 10 minutes to a day, some never start."""
+    job waits 0-30 minutes, then its pods run 10 minutes to a day, some never start; a
+    job whose run ends after the month is still running."""
     rng = random.Random(11)
     spread = (UNTIL - MONTH).total_seconds()
     job: dict[str, Any] = {}
@@ -41,11 +47,12 @@ def _month(jobs: int, pods_per_job: int) -> Iterator[tuple[type[Stamped], Row]]:
             created = MONTH + datetime.timedelta(seconds=rng.randrange(int(spread)))
             running = created + datetime.timedelta(seconds=rng.randrange(1800))
             ran = datetime.timedelta(seconds=rng.randrange(600, 86400))
-            done = fields["gmt_finished"] is not None
+            done = running + ran < UNTIL
             fields.update(
                 gmt_created=created,
                 gmt_job_running=running,
                 gmt_finished=running + ran if done else None,
+                status=rng.choice(OUTCOMES) if done else "Running",
                 queue=rng.choice(QUEUES),
             )
             job = fields
@@ -57,6 +64,7 @@ def _month(jobs: int, pods_per_job: int) -> Iterator[tuple[type[Stamped], Row]]:
                 gmt_finished=job["gmt_finished"] if started else None,
                 gpus=rng.choice(GPUS),
                 cpu_millis=4000,
+                node_name=f"node-{rng.randrange(NODES)}" if started else None,
             )
         yield model, fields  # type: ignore[misc]
 
@@ -75,6 +83,18 @@ async def fill_month(jobs: int, pods_per_job: int) -> None:
         await store.upsert(model, rows)
 
 
+Asked = Callable[[random.Random], dict[str, Any]]
+
+
+def _asking(asked: Asked, from_pods: bool) -> Callable[[random.Random], Awaitable[Any]]:
+    """The roll-up of the month ``asked`` says, from the daily roll-up or the pods."""
+
+    def query(rng: random.Random) -> Awaitable[Any]:
+        return queries.rollup(since=MONTH, until=UNTIL, from_pods=from_pods, **asked(rng))
+
+    return query
+
+
 async def _streamed() -> float:
     started, count = time.perf_counter(), 0
     async for batch in queries.job_usage(MONTH, UNTIL):
@@ -90,21 +110,26 @@ async def run(url: str, jobs: int, pods_per_job: int) -> dict[str, tuple[float, 
     try:
         started = time.perf_counter()
         await fill_month(jobs, pods_per_job)
-        await db.connection().execute_script("ANALYZE TABLE job_info, replica_info")
+        await db.connection().execute_script("ANALYZE TABLE job_info, replica_info, usage_day")
         print(f"  (filled in {time.perf_counter() - started:.0f} s)", flush=True)
-        cases = {
-            "jobarchive jobs: newest page (baseline)": lambda rng: queries.list_jobs(JobQuery()),
-            "usage: a month by namespace": lambda rng: queries.rollup(
-                "namespace", since=MONTH, until=UNTIL
-            ),
-            "usage: a month by queue, every day": lambda rng: queries.rollup(
-                "queue", "day", since=MONTH, until=UNTIL
-            ),
-            "usage: a month of one namespace by owner": lambda rng: queries.rollup(
-                "owner", namespace=f"team-{rng.randrange(60)}", since=MONTH, until=UNTIL
-            ),
+        jobs_page = "jobarchive jobs: newest page (baseline)"
+        questions: dict[str, Asked] = {
+            "a month by namespace": lambda rng: {"group_by": "namespace"},
+            "a month by queue, every day": lambda rng: {"group_by": "queue", "every": "day"},
+            "a month of one namespace by owner": lambda rng: {
+                "group_by": "owner",
+                "namespace": f"team-{rng.randrange(60)}",
+            },
         }
-        timings = {name: await measure(query, repeat=5) for name, query in cases.items()}
+        timings = {jobs_page: await measure(lambda rng: queries.list_jobs(JobQuery()), repeat=5)}
+        for question, asked in questions.items():
+            for source, from_pods, repeat in (("roll-up table", False, 5), ("pods", True, 3)):
+                name = f"usage: {question}, from the {source}"
+                timings[name] = await measure(_asking(asked, from_pods), repeat=repeat)
+            same = await _asking(asked, False)(random.Random(1)) == await _asking(asked, True)(
+                random.Random(1)
+            )
+            print(f"  ({question}: the same rows from both: {'yes' if same else 'NO'})")
         timings["usage: per-job facts of the month, jobs/s"] = (await _streamed(), 0.0)
         return timings
     finally:

@@ -209,7 +209,7 @@ async def test_the_kubeconfig_named_on_the_command_line_with_its_context(
         (ALICE, ["stats"], 1, "403 Forbidden in all namespaces: "),
         (ALICE, ["usage"], 1, "403 Forbidden in all namespaces: "),
         (ALICE, ["usage", "-n", "team-b"], 1, "403 Forbidden in namespace team-b: "),
-        (BOB, ["usage", "--by", "cluster"], 2, "--by: cluster has no column yet"),
+        (BOB, ["usage", "--by", "pod"], 2, "--by: 'pod' is not one"),
         ("made-up", ["jobs", "-n", "team-a"], 1, "401 Unauthorized: the credentials of "),
         (ALICE, ["events", "-n", "team-a", "--type", "Bogus"], 2, "--type: 'Bogus' is not one"),
         (BOB, ["jobs", "--name-contains", "x"], 2, "--name-contains: no index serves it"),

@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive.reading import api, auth
 from jobarchive.reading.queries import job_usage, parse_time, rollup
+from jobarchive.storage.models import Job, UsageDay
 from testbed.cluster import Cluster
 from testbed.operator import OperatorProcess
 from tests.support.small_archive import run
@@ -70,3 +71,25 @@ async def test_usage_of_a_recorded_workload_is_what_the_hand_computes(
     async with TestClient(TestServer(api.Api(auth.NoAuth()).app())) as client:
         answer = await client.get(f"{api.PREFIX}/usage?every=day&since={SINCE}&until={UNTIL}")
         assert await answer.json() == {"items": per_day}
+
+
+async def test_the_operator_keeps_the_daily_roll_up_as_its_pods_finish(
+    cluster: Cluster, operator: OperatorProcess, archive: str
+) -> None:
+    await record(cluster)
+    since, until = parse_time(SINCE, "since"), parse_time(UNTIL, "until")
+    # The finished pods' days, written by the operator's writer beside the pods; the
+    # running job's pod has none (it is read live).
+    kept = await UsageDay.all().values("job_id", "day", "gpu_seconds", "reason")
+    jobs = dict(await Job.all().values_list("job_id", "name"))
+    assert {jobs[row["job_id"]] for row in kept} == {"usage-a", "usage-b"}
+    assert {row["reason"] for row in kept if jobs[row["job_id"]] == "usage-b"} == {OOM}
+    assert sum(row["gpu_seconds"] for row in kept) == (10.0 + 4.0) * 3600
+    for every in (None, "day"):
+        for by in ("namespace", "queue", "node", "cluster"):
+            table = await rollup(by, every, since=since, until=until)
+            assert table == await rollup(by, every, since=since, until=until, from_pods=True)
+    edge = parse_time("2026-11-20T23:00:00Z", "since")
+    assert await rollup(since=edge, until=until) == await rollup(
+        since=edge, until=until, from_pods=True
+    )

@@ -119,7 +119,8 @@ def test_migrating_adds_the_unique_keys_and_widens_kubedls_narrow_columns(
         "WHERE TABLE_SCHEMA = DATABASE() AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' "
         "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
     )
-    # The log tails' table is the archive's own: migrate creates it whole.
+    # The log tails' and the usage roll-up's tables are the archive's own: migrate
+    # creates them whole.
     assert unique == [
         ("container_log_tail", "pod_id"),
         ("container_log_tail", "container"),
@@ -127,6 +128,8 @@ def test_migrating_adds_the_unique_keys_and_widens_kubedls_narrow_columns(
         ("event_info", "event_id"),
         ("job_info", "job_id"),
         ("replica_info", "pod_id"),
+        ("usage_day", "job_id"),
+        ("usage_day", "day"),
     ]
     widths = dict(
         query(

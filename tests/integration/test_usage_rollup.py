@@ -14,6 +14,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import BadQuery, rollup
 from jobarchive.reading.queries.usage import job_usage
+from jobarchive.rows import DEFAULT_CLUSTER
+from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
@@ -130,6 +132,50 @@ async def test_a_job_across_midnight_counts_in_both_days(archive: None) -> None:
     assert found[(None, "2026-11-21")]["gpu_hours"] == 120.0
 
 
+async def test_by_node_a_pod_s_time_goes_to_its_node_and_a_job_counts_on_each(
+    archive: None, db_url: str
+) -> None:
+    conn = db.connection()
+    for pod, node in (("a0", "n1"), ("a1", "n2"), ("b0", "n1"), ("c0", "n2")):
+        await conn.execute_script(
+            f"UPDATE replica_info SET node_name = '{node}' WHERE pod_id = '{pod}'"
+        )
+    found = by(await rollup("node", since=SINCE, until=UNTIL), "node")
+    # b1 never ran nor was scheduled: b counts on n1 only, no row of none.
+    assert sorted(found, key=str) == [("n1",), ("n2",)]
+    n1, n2 = found[("n1",)], found[("n2",)]
+    assert (n1["jobs"], n1["succeeded"], n1["failed"]) == (2, 1, 1)
+    assert (n1["gpu_hours"], n1["failed_gpu_hours"], n1["cpu_hours"]) == (19.333, 15.333, 8.0)
+    assert (n1["queue_wait_p50_s"], n1["queue_wait_p95_s"]) == (300, 600)
+    assert (n2["jobs"], n2["succeeded"], n2["gpu_hours"], n2["cpu_hours"]) == (2, 1, 121.0, 1.0)
+    assert (n2["queue_wait_p50_s"], n2["queue_wait_p95_s"]) == (0, 300)
+    window = "since=2026-11-20&until=2026-11-22"
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as client:
+        answer = await client.get(f"{api.PREFIX}/usage?by=node&{window}")
+        assert (await answer.json())["items"] == await rollup("node", since=SINCE, until=UNTIL)
+        page = await client.get(f"/usage?by=node&{window}")
+        assert page.status == 200 and "GPU-hours per day, by node" in await page.text()
+    flags = ["--since=2026-11-20", "--until=2026-11-22", "-o", "json"]
+    ran = await asyncio.to_thread(run, db_url, "usage", "--by", "node", *flags)
+    assert json.loads(ran.stdout)["items"] == await rollup("node", since=SINCE, until=UNTIL)
+    await conn.execute_script("UPDATE replica_info SET node_name = NULL")
+    (none,) = await rollup("node", since=SINCE, until=UNTIL)
+    assert (none["node"], none["jobs"], none["gpu_hours"]) == (None, 3, 140.333)
+
+
+async def test_by_cluster_each_job_counts_in_the_cluster_it_came_from(archive: None) -> None:
+    (one,) = await rollup("cluster", since=SINCE, until=UNTIL)
+    assert (one["cluster"], one["jobs"], one["gpu_hours"]) == (DEFAULT_CLUSTER, 3, 140.333)
+    await db.connection().execute_script("UPDATE job_info SET cluster = 'east' WHERE job_id = 'c'")
+    found = by(await rollup("cluster", since=SINCE, until=UNTIL), "cluster")
+    assert (found[("east",)]["jobs"], found[("east",)]["gpu_hours"]) == (1, 120.0)
+    here = found[(DEFAULT_CLUSTER,)]
+    assert (here["jobs"], here["gpu_hours"], here["failed_gpu_hours"]) == (2, 20.333, 15.333)
+    assert await rollup("cluster", since=SINCE, until=UNTIL) == await rollup(
+        "cluster", since=SINCE, until=UNTIL, from_pods=True
+    )
+
+
 async def test_one_namespace_only(archive: None) -> None:
     found = await rollup("owner", namespace="team-b", since=SINCE, until=UNTIL)
     assert [(row["owner"], row["gpu_hours"]) for row in found] == [("carol", 120.0)]
@@ -152,10 +198,45 @@ async def test_per_job_facts(archive: None) -> None:
     assert (day["b"].gpu_hours, day["b"].all_gpu_hours) == (8.0, 15.333)
 
 
+async def test_an_upgraded_job_waits_by_its_pods_first_start_in_both(database: str) -> None:
+    # Recorded before gmt_job_running was kept (decision 32): NULL, its pods started.
+    await Store().upsert(
+        Job,
+        [
+            rows.job(
+                "old",
+                namespace="team-a",
+                status="Succeeded",
+                gmt_created=at(20, 10),
+                gmt_finished=at(20, 12),
+            )
+        ],
+    )
+    await Store().upsert(
+        Pod,
+        [
+            rows.pod(
+                f"old{n}",
+                job_id="old",
+                namespace="team-a",
+                gpus=1,
+                gmt_started=at(20, 10, start),
+                gmt_finished=at(20, 12),
+                status="Succeeded",
+            )
+            for n, start in enumerate((7, 3))
+        ],
+    )
+    (facts,) = [job async for batch in job_usage(SINCE, UNTIL) for job in batch]
+    (rolled,) = await rollup("namespace", since=SINCE, until=UNTIL)
+    assert facts.queue_wait_s == 180
+    assert rolled["queue_wait_p50_s"] == rolled["queue_wait_p95_s"] == facts.queue_wait_s
+
+
 @pytest.mark.parametrize(
     ("asked", "said"),
     [
-        ({"group_by": "cluster"}, "issue 28"),
+        ({"group_by": "node_name"}, "not one of"),
         ({"group_by": "pod"}, "not one of"),
         ({"every": "hour"}, "not one of"),
         ({"since": UNTIL, "until": SINCE}, "before"),
@@ -188,8 +269,8 @@ async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: 
         lines = (await csv.text()).splitlines()
         assert lines[0] == ",".join(usage.columns("queue", "day"))
         assert "research,2026-11-20,2,1,0,12.333,7.333,9.0,300.0,600.0," in lines[1]
-        bad = await client.get(f"{api.PREFIX}/usage?by=cluster")
-        assert bad.status == 400 and "issue 28" in (await bad.json())["error"]["message"]
+        bad = await client.get(f"{api.PREFIX}/usage?by=pod")
+        assert bad.status == 400 and "not one of" in (await bad.json())["error"]["message"]
     table = await asyncio.to_thread(run, db_url, "usage", *flags)
     assert "usage by namespace (times in UTC)" in table.stdout and "team-a" in table.stdout
     as_csv = await asyncio.to_thread(run, db_url, "usage", "--by", "owner", *flags, "-o", "csv")
@@ -199,7 +280,7 @@ async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: 
 @pytest.mark.parametrize(
     "args",
     [
-        ["--by", "cluster"],
+        ["--by", "node_name"],
         ["--by", "pod"],
         ["--every", "hour"],
         ["--since", "2026-11-22", "--until", "2026-11-20"],
@@ -223,5 +304,5 @@ async def test_the_console_draws_the_usage_page(archive: None) -> None:
         assert "p50 5m, p95 10m" in text
         assert "OOMKilled (exit code 137) (research)" in text
         assert "http://" not in text and "https://" not in text
-        bad = await client.get("/usage?by=cluster")
-        assert bad.status == 400 and "issue 28" in await bad.text()
+        bad = await client.get("/usage?by=pod")
+        assert bad.status == 400 and "not one of" in await bad.text()

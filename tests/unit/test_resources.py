@@ -1,4 +1,4 @@
-from jobarchive.recording.convert.resources import effective_resources
+from jobarchive.recording.convert.resources import effective_resources, pod_resources
 
 
 def container(
@@ -55,6 +55,24 @@ def test_pod_level_resources_win_for_what_they_name() -> None:
         "containers": [container("main", {"cpu": "1", "memory": "1Gi"})],
     }
     assert effective_resources(spec)["requests"] == {"cpu": "8", "memory": "1Gi"}
+
+
+def test_the_runtime_class_overhead_is_added_to_the_larger_of_containers_and_init() -> None:
+    spec = {
+        "overhead": {"cpu": "250m", "memory": "120Mi"},
+        "initContainers": [container("init", {"cpu": "3"})],
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}},
+            container("b", {"cpu": "1", "memory": "1Gi"}),
+        ],
+    }
+    found = effective_resources(spec)
+    # Requests: max(1 + 1, 3) + 0.25 CPU; 1Gi + 120Mi. Limits: only the CPU a pod limits.
+    assert found["requests"] == {"cpu": "3250m", "memory": "1144Mi"}
+    assert found["limits"] == {"cpu": "2250m"}
+    counted = pod_resources(spec, frozenset())[1]
+    assert (counted.cpu_millis, counted.memory_bytes) == (3250, 1144 * 2**20)
+    assert pod_resources({**spec, "overhead": None}, frozenset())[1].cpu_millis == 3000
 
 
 def test_garbage_amounts_and_shapes_are_ignored() -> None:

@@ -90,8 +90,9 @@ def test_percentiles_are_nearest_rank() -> None:
 def test_groups_and_windows_are_checked_before_any_query() -> None:
     assert usage.group_of(None) == "namespace"
     assert usage.group_of("QUEUE") == "queue"
-    with pytest.raises(BadQuery, match="issue 28"):
-        usage.group_of("cluster")
+    assert usage.group_of("cluster") == "cluster"
+    with pytest.raises(BadQuery, match="not one of"):
+        usage.group_of("pod")
     with pytest.raises(BadQuery, match="before"):
         usage.window(at(22), at(20))
     start, end = usage.window(None, at(22))

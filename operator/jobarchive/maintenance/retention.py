@@ -7,7 +7,8 @@
   object they are about (the job, its pods, its JobSets, batch Jobs and RayClusters),
   and by ``obj_uid`` every other Event about the job or its pods (rows from before
   ``event_info.job_id`` name none). That is everything a job's detail shows. The
-  log tails of its failed containers go with it (``container_log_tail``, by job_id).
+  log tails of its failed containers go with it (``container_log_tail``, by job_id),
+  and its days in the usage roll-up (``usage_day``).
 - A pod whose job was never recorded (deleted before the operator saw it) is pruned
   after the same period: once gone and last written before the cutoff, with the
   Events about it and its log tails.
@@ -44,7 +45,7 @@ from jobarchive.logs import shown
 from jobarchive.maintenance.peering import Activity
 from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
-from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, utcnow
+from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, UsageDay, utcnow
 
 logger = logging.getLogger(__name__)
 BATCH_JOBS = 100
@@ -146,6 +147,9 @@ class _Pruning:
             pruned.events += await self.drain(events.filter(unnamed, obj_uid__in=job_uids))
             tails = LogTail.filter(self.within(LogTail), job_id__in=job_uids)
             pruned.log_tails += await self.drain(tails)
+            # Its days in the usage roll-up (decision 33): derived from its pods, not counted;
+            # by the uid alone, as the job is this prune's already.
+            await self.drain(UsageDay.filter(job_id__in=job_uids))
             pruned.pods += await self.drain(pods)
             pruned.jobs += await self.drain(Job.filter(id__in=[pk for pk, _ in due]))
 
@@ -185,6 +189,8 @@ class _Pruning:
                 LogTail.filter(self.within(LogTail), pod_id__in=Subquery(pods.values("pod_id")))
             )
             count = await self.drain(pods)
+            left = Pod.filter(job_id__in=missing).values("job_id")
+            await self.drain(UsageDay.filter(~Q(job_id__in=Subquery(left)), job_id__in=missing))
             pruned.events += events
             pruned.orphan_events += events
             pruned.pods += count

@@ -38,8 +38,9 @@ LOG_TAILS_PAGE = 20
 LOG_TAILS_MAX = 100
 STATS_GROUPS = ("status", "kind", "owner", "namespace", "tenant")
 DEFAULT_GROUP = "status"
-# What usage rolls up by: a job's columns, and ``cluster``, which has none yet.
-USAGE_GROUPS = ("namespace", "owner", "tenant", "queue", "kind", "cluster")
+# What usage rolls up by: a job's columns (``cluster`` among them, decision 35), and its
+# pods' nodes.
+USAGE_GROUPS = ("namespace", "owner", "tenant", "queue", "kind", "node", "cluster")
 # What a DATETIME column can hold; a bound beyond it means "no bound" and is clamped.
 EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)
 LATEST = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)

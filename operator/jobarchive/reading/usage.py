@@ -56,12 +56,8 @@ def _label(start: datetime.datetime, every: str) -> str:
 
 
 def group_of(group_by: str | None) -> str:
-    """The dimension asked for (``namespace`` when none); BadQuery for an unknown one,
-    and for ``cluster``, which no column holds yet."""
-    group = one_of("by", group_by, USAGE_GROUPS) or USAGE_GROUPS[0]
-    if group == "cluster":
-        raise BadQuery(Named("by"), ": cluster has no column yet (it comes with issue 28)")
-    return group
+    """The dimension asked for (``namespace`` when none); BadQuery for an unknown one."""
+    return one_of("by", group_by, USAGE_GROUPS) or USAGE_GROUPS[0]
 
 
 def window(
@@ -161,17 +157,38 @@ def spread(
 
 
 def add_hours(
-    row: dict[str, Any], job: str, gpu_s: float, cpu_ms: float, reasons: Mapping[str, str]
+    row: dict[str, Any],
+    job: str,
+    gpu_s: float,
+    cpu_ms: float,
+    reasons: Mapping[str, str],
+    counts: bool = True,
 ) -> None:
     """Add pods' seconds to a group's row: ``gpu_s``, ``cpu_ms``, and for a failed job
-    (``job`` set) its GPU-seconds again as failed, under the job's reason."""
+    (``job`` set) its GPU-seconds again as failed, under the job's reason, the job among
+    the reason's jobs unless ``counts`` says another part counted it."""
     row["gpu_s"] += gpu_s
     row["cpu_ms"] += cpu_ms
     if job:
         row["failed_gpu_s"] += gpu_s
-        cost = row["reasons"].setdefault(reasons.get(job, "unknown"), [0.0, set()])
+        cost = row["reasons"].setdefault(reasons.get(job, "unknown"), [0.0, set(), 0])
         cost[0] += gpu_s
-        cost[1].add(job)
+        if counts:
+            cost[1].add(job)
+
+
+def add_days(
+    row: dict[str, Any], reason: str | None, gpu_s: float, cpu_ms: float, jobs: int
+) -> None:
+    """Add the daily roll-up's seconds to a group's row, for failed jobs (``reason``
+    set) also as failed under their reason, with how many jobs they are."""
+    row["gpu_s"] += gpu_s
+    row["cpu_ms"] += cpu_ms
+    if reason is not None:
+        row["failed_gpu_s"] += gpu_s
+        cost = row["reasons"].setdefault(reason, [0.0, set(), 0])
+        cost[0] += gpu_s
+        cost[2] += jobs
 
 
 def _hours(seconds: float) -> float:
@@ -193,8 +210,8 @@ def finished_row(
         "queue_wait_p50_s": percentile(row["waits"], 0.5),
         "queue_wait_p95_s": percentile(row["waits"], 0.95),
         REASONS: [
-            {"reason": reason, "gpu_hours": _hours(seconds), "jobs": len(jobs)}
-            for reason, (seconds, jobs) in costliest[:TOP_REASONS]
+            {"reason": reason, "gpu_hours": _hours(seconds), "jobs": len(jobs) + more}
+            for reason, (seconds, jobs, more) in costliest[:TOP_REASONS]
         ],
     }
 

@@ -114,6 +114,17 @@ class Dialect(abc.ABC):
         """A SELECT carrying a time limit the database stops it at, ``seconds`` after it
         starts (other statements unchanged); unchanged where the engine has no limit."""
 
+    # A join that reads its left table first, whatever the planner would choose.
+    in_order_join = "JOIN"
+    # Whether ``locking`` holds rows (SQLite's writers take turns: nothing to hold).
+    locks_rows = False
+
+    def locking(self, sql: str) -> str:
+        """A SELECT that reads the newest committed rows and holds them until the
+        transaction ends, where the engine has such a read (SQLite's writers are one at
+        a time: unchanged)."""
+        return sql
+
     def params(self, table: Table, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
         """The rows' values for a multi-row statement, column by column, row by row."""
         return [self.value(row[column]) for row in rows for column in table.columns]
@@ -141,6 +152,9 @@ class MySQL(Dialect):
     name = "mysql"
     engine = "tortoise.backends.mysql"
     placeholder = "%s"
+    # MariaDB may read every job to find a few pods by theirs: STRAIGHT_JOIN keeps order.
+    in_order_join = "STRAIGHT_JOIN"
+    locks_rows = True
 
     def quote(self, identifier: str) -> str:
         """Backquoted, a backquote in it doubled; NUL and ``%`` refused (decision 13)."""
@@ -182,6 +196,10 @@ class MySQL(Dialect):
         INSERT IGNORE, which would also turn a value that does not fit into a warning."""
         key = self.quote("id")
         return f"{self.insert_sql(table, rows)} ON DUPLICATE KEY UPDATE {key} = {key}"
+
+    def locking(self, sql: str) -> str:
+        """``FOR UPDATE``."""
+        return f"{sql} FOR UPDATE"
 
     def value(self, value: Any) -> Any:
         """Booleans as 0/1, datetimes naive in UTC."""
@@ -288,6 +306,8 @@ class SQLite(Dialect):
     name = "sqlite"
     engine = "tortoise.backends.sqlite"
     placeholder = "?"
+    # SQLite keeps the left table of a CROSS JOIN outer.
+    in_order_join = "CROSS JOIN"
 
     def quote(self, identifier: str) -> str:
         """Double-quoted, a double quote in it doubled; NUL refused."""

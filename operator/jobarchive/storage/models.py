@@ -1,5 +1,6 @@
 """The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``,
-and ``container_log_tail`` for the logs of failed containers.
+``container_log_tail`` for the logs of failed containers, and ``usage_day``, the daily
+usage roll-up.
 
 Column names are KubeDL's (its ``dmo`` package), so KubeDL's consumers keep
 working; widths (``jobarchive.rows``) follow what Kubernetes allows, not the
@@ -215,6 +216,8 @@ class Pod(Stamped):
             ("namespace", "gmt_created"),
             ("namespace", "name"),
             ("gmt_created",),
+            # The pods running now (NULL), read live by the usage roll-ups (decision 33).
+            ("gmt_finished",),
         )
 
 
@@ -308,6 +311,26 @@ class LogTail(Stamped):
         indexes = (("job_id", "gmt_failed"),)
 
 
+class UsageDay(Stamped):
+    """A job's finished pods' GPU- and CPU-seconds on one UTC day (``usage_day``), kept
+    by the writer from the job's pods (decision 33). Not a table of KubeDL's."""
+
+    id = fields.BigIntField(primary_key=True)
+    job_id = fields.CharField(max_length=UID_LENGTH)
+    # The day's start, midnight UTC.
+    day = fields.DatetimeField()
+    gpu_seconds = fields.FloatField()
+    cpu_milli_seconds = fields.FloatField()
+    # Why the job's pods failed: its first failed pod's remark's head (decision 33).
+    reason = fields.TextField(null=True)
+
+    class Meta:
+        table = "usage_day"
+        unique_together = (("job_id", "day"),)
+        # A window's days, then a job's by its uid (the rewrite, retention).
+        indexes = (("day", "job_id"),)
+
+
 @dataclasses.dataclass(frozen=True)
 class Table:
     """What hand-written SQL needs to know of a model: its table, its columns but
@@ -349,3 +372,5 @@ TABLES: dict[type[Stamped], Table] = {
 # The tails' table, for the insert that skips a row already stored (not an upsert:
 # a tail is written once). Not in TABLES: it has no uid of its own to upsert by.
 LOG_TAIL_TABLE = _table(LogTail, "pod_id")
+# The usage roll-up's table, rewritten per job (``storage.usage_days``).
+USAGE_DAY_TABLE = _table(UsageDay, "job_id")

@@ -23,10 +23,10 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.rows import CLUSTER_PATTERN, DEFAULT_CLUSTER
 from jobarchive.storage import dialects, introspection
-from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped
+from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped, UsageDay
 
 logger = logging.getLogger(__name__)
-MODELS: tuple[type[Stamped], ...] = (Job, Pod, Event, LogTail)
+MODELS: tuple[type[Stamped], ...] = (Job, Pod, Event, LogTail, UsageDay)
 
 
 class NotAdopted(Exception):

@@ -20,7 +20,7 @@ from tortoise.expressions import Q
 from jobarchive.logs import shown
 from jobarchive.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row
 from jobarchive.storage import database as db
-from jobarchive.storage import dialects
+from jobarchive.storage import dialects, usage_days
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow
 
 # Keep one statement well under SQLite's 32,766 bound parameters and MySQL's packet
@@ -73,12 +73,16 @@ async def _upsert(
         model.stamp(stamped, now)
         stamped["cluster"] = cluster
         prepared.append(stamped)
+    # The usage roll-up of the jobs whose pods finished, in the same transaction.
+    finished = usage_days.finished_jobs(prepared) if model is Pod else set()
+    await usage_days.lock(execute, dialect, finished)
     stale = 0
     for group in statements(prepared):
         kept = await dialect.upsert(execute, table, group)
         if kept:
             await _say_foreign(table, [row[table.key] for row in group], cluster, dialect, execute)
         stale += kept
+    await usage_days.rewrite(execute, dialect, finished)
     return stale
 
 

@@ -274,7 +274,7 @@ async def usage_page(visit: Visit) -> Page:
         "since": since,
         "until": until,
         "group": group,
-        "groups": [g for g in queries.USAGE_GROUPS if g != "cluster"],
+        "groups": list(queries.USAGE_GROUPS),
         "window": {
             "since": formats.iso(since),
             "until": formats.iso(until),

@@ -3,8 +3,8 @@ and per replica type), how long it waited and ran, how it ended (decision 33).""
 
 import dataclasses
 import datetime
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from tortoise.expressions import Q
 
@@ -31,6 +31,7 @@ JOB_FIELDS = (
     "gmt_job_running",
     "gmt_finished",
 )
+T = TypeVar("T", datetime.datetime, float)
 POD_FIELDS = (
     "job_id",
     "replica_type",
@@ -117,6 +118,15 @@ async def job_usage(
             return
 
 
+def first_ran(running: T | None, pod_starts: Iterable[T | None]) -> T | None:
+    """When a job first ran, decision 32's rule, for the facts and the roll-ups alike:
+    ``gmt_job_running`` when known, else its pods' first start (None when none started).
+    Times as datetimes or as seconds from one origin."""
+    if running is not None:
+        return running
+    return min((start for start in pod_starts if start is not None), default=None)
+
+
 def _reason(remark: str | None) -> str | None:
     return remark.split(": ", 1)[0] if remark else None
 
@@ -134,7 +144,7 @@ def facts(
     finished = aware(job["gmt_finished"])
     starts = [aware(pod["gmt_started"]) for pod in pods]
     ran = [start for start in starts if start is not None]
-    started = aware(job["gmt_job_running"]) or min(ran, default=None)
+    started = first_ran(aware(job["gmt_job_running"]), ran)
     gpu, cpu, whole, whole_cpu = 0.0, 0.0, 0.0, 0.0
     by_type: dict[str, float] = {}
     for pod, start in zip(pods, starts, strict=True):

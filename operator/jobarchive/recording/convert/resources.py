@@ -5,7 +5,10 @@ Per resource name, for requests and limits separately: the larger of
 ``restartPolicy: Always``), and (b) for each ordinary init container, its own
 amount plus the sidecars started before it. A container's request defaults to its
 limit, as the API server's defaulting does. Pod-level ``spec.resources``, where
-set, wins for the resources it names. Quantities are printed canonically.
+set, wins for the resources it names. Then the pod's ``spec.overhead`` (its
+RuntimeClass's, set by the admission controller) is added: to every request, and to
+the limits a pod sets (a resource without a limit stays without one), as the
+scheduler and the kubelet count it. Quantities are printed canonically.
 """
 
 from collections.abc import Mapping
@@ -31,10 +34,17 @@ def effective_amounts(pod_spec: Mapping[str, Any]) -> dict[str, Amounts]:
     containers = [mapping(c) for c in sequence(pod_spec.get("containers"))]
     init_containers = [mapping(c) for c in sequence(pod_spec.get("initContainers"))]
     pod_level = mapping(pod_spec.get("resources"))
+    overhead = _amounts(mapping(pod_spec.get("overhead")))
     result: dict[str, Amounts] = {}
     for which in ("requests", "limits"):
         amounts = _effective(which, containers, init_containers)
         amounts.update(_amounts(mapping(pod_level.get(which))))
+        added = (
+            overhead
+            if which == "requests"
+            else {name: quantity for name, quantity in overhead.items() if name in amounts}
+        )
+        _add_into(amounts, added)
         result[which] = amounts
     return result
 
@@ -63,6 +73,7 @@ def pod_resources(
                 for c in sequence(pod_spec.get("initContainers"))
             ],
             pod_spec.get("resources"),
+            pod_spec.get("overhead"),
             sorted(accelerators),
         )
     )

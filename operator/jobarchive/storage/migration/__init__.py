@@ -30,7 +30,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.accounting import ACCELERATORS
 from jobarchive.rows import DEFAULT_CLUSTER
-from jobarchive.storage import introspection, schema
+from jobarchive.storage import introspection, schema, usage_days
 from jobarchive.storage.migration.columns import Columns
 from jobarchive.storage.migration.counting import Counting
 from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
@@ -67,7 +67,8 @@ async def upgrade(
     get their job; pods' requests just added are counted (``accelerators`` as GPUs),
     and the count goes on at the next start if a start was stopped during it; with
     ``job_info.queue`` (added by the version that keeps a job's running time right)
-    running times not before their finish are cleared. Only the schema, an index range
+    running times not before their finish are cleared; the usage roll-up is filled
+    from the finished pods when its oldest job has no day yet. Only the schema, an index range
     and one row by the primary key are read to find out, so a start with nothing to do
     scans no table.
     """
@@ -92,7 +93,15 @@ async def upgrade(
         steps += await filling.running_times(Job, dry_run=False)
     # Cheap when there is nothing to do: NULL job_ids are a range of their index.
     steps += await filling.event_jobs(Event, dry_run=False)
+    steps += await _usage_days(conn)
     return steps
+
+
+async def _usage_days(conn: BaseDBAsyncClient) -> list[Step]:
+    """The usage roll-up filled from the pods when it lacks the oldest (decision 33)."""
+    if not await usage_days.left(conn):
+        return []
+    return [Step("usage_day", "fill from the finished pods", await usage_days.fill(conn))]
 
 
 class Migration:
@@ -150,6 +159,9 @@ class Migration:
             if created:
                 steps.append(Step("*", "create indexes", len(created)))
                 report(steps[-1])
+            for filled in await _usage_days(self.conn):
+                steps.append(filled)
+                report(filled)
         return steps
 
     async def _trimmed(self, model: type[Stamped], dry_run: bool) -> list[Step]:

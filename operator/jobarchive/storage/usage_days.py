@@ -1,0 +1,187 @@
+"""The daily usage roll-up (``usage_day``, decision 33): per job and UTC day, its finished
+pods' GPU- and CPU-seconds on that day, rewritten from all the job's pods whenever one of
+them is written finished, so that writing the same pods again writes the same rows."""
+
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tortoise.backends.base.client import BaseDBAsyncClient
+
+from jobarchive.storage import dialects
+from jobarchive.storage.models import USAGE_DAY_TABLE, UsageDay, utcnow
+from jobarchive.times import aware
+
+DAY = datetime.timedelta(days=1)
+# A failed pod's reason: the head of its remark (``OOMKilled (exit code 137)``).
+HEAD = "CASE WHEN INSTR({0}, ': ') > 0 THEN SUBSTR({0}, 1, INSTR({0}, ': ') - 1) ELSE {0} END"
+# Jobs rewritten per statement: well under both engines' bound parameters.
+JOBS_PER_STATEMENT = 500
+ROWS_PER_INSERT = 500
+Seconds = dict[tuple[str, datetime.datetime], list[float]]
+
+
+def moment(value: Any) -> datetime.datetime | None:
+    """A stored time as the driver gives it (a naive UTC datetime, or SQLite's text), aware."""
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    return aware(value)
+
+
+def midnight(moment_: datetime.datetime) -> datetime.datetime:
+    """The start of the UTC day that holds ``moment_``."""
+    utc = moment_.astimezone(datetime.UTC)
+    return utc.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def days_of(pods: Iterable[Mapping[str, Any]]) -> Seconds:
+    """(job, day) -> [GPU-seconds, CPU-millicore-seconds] of finished pods, each pod's
+    time cut at UTC midnights; a row for every day from its start's to its finish's, so
+    a job with a finished pod has at least one (zero when it ran no time). Pure."""
+    found: Seconds = {}
+    for pod in pods:
+        start, end = moment(pod["gmt_started"]), moment(pod["gmt_finished"])
+        if start is None or end is None:
+            continue
+        gpus, millis = pod["gpus"] or 0, pod["cpu_millis"] or 0
+        day = midnight(start)
+        while day <= end:
+            ran = max(0.0, (min(end, day + DAY) - max(start, day)).total_seconds())
+            cost = found.setdefault((pod["job_id"], day), [0.0, 0.0])
+            cost[0] += gpus * ran
+            cost[1] += millis * ran
+            day += DAY
+    return found
+
+
+def reasons_of(pods: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each job's first failed pod's reason (``head``), by finish, an unfinished one last
+    (as the per-job facts take it, finishing now); none for a job whose failed pods gave
+    none. Pure."""
+    far = datetime.datetime.max.replace(tzinfo=datetime.UTC)
+    failed = sorted(
+        (pod for pod in pods if pod["status"] == "Failed"),
+        key=lambda pod: moment(pod["gmt_finished"]) or far,
+    )
+    found: dict[str, str] = {}
+    for pod in failed:
+        if pod["head"]:
+            found.setdefault(str(pod["job_id"]), str(pod["head"]))
+    return found
+
+
+async def lock(execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]) -> None:
+    """Hold the jobs' stored pods (and their index's gaps) before the pods are written,
+    where the engine has locking reads: a second transaction writing pods of one of
+    these jobs then waits for this one whole, rather than deadlocking with it midway."""
+    uids = sorted(set(jobs))
+    if not dialect.locks_rows:
+        return
+    for start in range(0, len(uids), JOBS_PER_STATEMENT):
+        chunk = uids[start : start + JOBS_PER_STATEMENT]
+        marks = ", ".join([dialect.placeholder] * len(chunk))
+        await execute(
+            dialect.locking(f"SELECT id FROM replica_info WHERE job_id IN ({marks})"), chunk
+        )
+
+
+async def rewrite(
+    execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]
+) -> None:
+    """Rewrite the jobs' days from their pods, in the caller's transaction. The pods are
+    read with a locking read where the engine has one, so that two transactions writing
+    pods of one job see each other's (one waits, or is rolled back and retried)."""
+    uids = sorted(set(jobs))
+    for start in range(0, len(uids), JOBS_PER_STATEMENT):
+        await _rewrite(execute, dialect, uids[start : start + JOBS_PER_STATEMENT])
+
+
+async def _rewrite(execute: dialects.Execute, dialect: dialects.Dialect, uids: list[str]) -> None:
+    marks = ", ".join([dialect.placeholder] * len(uids))
+    _, pods = await execute(
+        dialect.locking(
+            "SELECT job_id, cluster, gpus, cpu_millis, gmt_started, gmt_finished, status, "
+            f"{HEAD.format('remark')} AS head FROM replica_info WHERE job_id IN ({marks})"
+        ),
+        list(uids),
+    )
+    await execute(f"DELETE FROM {USAGE_DAY_TABLE.name} WHERE job_id IN ({marks})", list(uids))
+    jobs: dict[str, tuple[str | None, str | None]] = {
+        str(pod["job_id"]): (pod["cluster"], None) for pod in pods
+    }
+    jobs.update({job: (jobs[job][0], why) for job, why in reasons_of(pods).items()})
+    await insert(execute, dialect, days_of(pods), jobs)
+
+
+async def insert(
+    execute: dialects.Execute,
+    dialect: dialects.Dialect,
+    days: Seconds,
+    jobs: Mapping[str, tuple[str | None, str | None]],
+) -> None:
+    """Insert the days' rows, stamped as every table's (``Stamped.stamp``), each with its
+    job's (cluster its pods came from, reason its pods failed) from ``jobs``."""
+    now = utcnow()
+    rows: list[dict[str, Any]] = []
+    for (job, day), (gpu, cpu) in sorted(days.items()):
+        row: dict[str, Any] = {
+            "job_id": job,
+            "day": day,
+            "gpu_seconds": gpu,
+            "cpu_milli_seconds": cpu,
+            "cluster": jobs.get(job, (None, None))[0],
+            "reason": jobs.get(job, (None, None))[1],
+        }
+        UsageDay.stamp(row, now)
+        rows.append(row)
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        group: Sequence[Mapping[str, Any]] = rows[start : start + ROWS_PER_INSERT]
+        await execute(
+            dialect.insert_sql(USAGE_DAY_TABLE, len(group)), dialect.params(USAGE_DAY_TABLE, group)
+        )
+
+
+def finished_jobs(rows: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The jobs of the pod rows written finished or failed: those whose days or reason
+    may change."""
+    return {
+        str(row["job_id"])
+        for row in rows
+        if row.get("gmt_finished") is not None or row.get("status") == "Failed"
+    }
+
+
+FINISHED = "FROM replica_info WHERE gmt_finished IS NOT NULL AND gmt_started IS NOT NULL"
+
+
+async def fill(conn: BaseDBAsyncClient, batch: int = ROWS_PER_INSERT) -> int:
+    """Rewrite the days of every job with a finished pod, from the pods ``batch`` at a
+    time by id, newest first (so the oldest is done last: ``left``), each batch's jobs in
+    a transaction of their own; returns the pods read."""
+    dialect = dialects.of(conn)
+    before, count = 2**63 - 1, 0
+    select = (
+        f"SELECT id, job_id {FINISHED} AND id < {dialect.placeholder} "
+        f"ORDER BY id DESC LIMIT {int(batch)}"
+    )
+    while rows := await conn.execute_query_dict(select, [before]):
+        before = rows[-1]["id"]
+        async with dialect.transaction(conn) as execute:
+            await rewrite(execute, dialect, {str(row["job_id"]) for row in rows})
+        count += len(rows)
+    return count
+
+
+async def left(conn: BaseDBAsyncClient) -> bool:
+    """Whether a fill is to do, or was stopped before it finished: the oldest finished
+    pod's job has no day. Two rows read by their indexes, so that every start can ask."""
+    dialect = dialects.of(conn)
+    oldest = await conn.execute_query_dict(f"SELECT job_id {FINISHED} ORDER BY id LIMIT 1")
+    if not oldest:
+        return False
+    days = await conn.execute_query_dict(
+        f"SELECT 1 AS found FROM {USAGE_DAY_TABLE.name} WHERE job_id = {dialect.placeholder} "
+        "LIMIT 1",
+        [oldest[0]["job_id"]],
+    )
+    return not days
