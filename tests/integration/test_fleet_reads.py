@@ -206,3 +206,20 @@ async def test_statistics_count_only_the_clusters_the_caller_may_read(client: Cl
     kube = await get(client, f"{discovery.PREFIX}/stats?by=namespace", BOB)
     assert kube["items"] == mine["items"]
     assert (await page(client, "/stats", BOB)).count("<svg") >= 1
+
+
+async def test_usage_counts_only_the_clusters_the_caller_may_read(client: Client) -> None:
+    window = "since=2026-11-01T00:00:00Z&until=2026-12-01T00:00:00Z"
+    mine = await get(client, f"{api.PREFIX}/usage?by=cluster&{window}", BOB)
+    assert [(row["cluster"], row["jobs"]) for row in mine["items"]] == [(EAST, 1)]
+    both = await get(client, f"{api.PREFIX}/usage?by=cluster&namespace=team-a&{window}", DAVE)
+    assert sorted((row["cluster"], row["jobs"]) for row in both["items"]) == [
+        (EAST, 1),
+        (WEST, 1),
+    ]
+    west = await get(client, f"{api.PREFIX}/usage?cluster={WEST}&namespace=team-a&{window}", DAVE)
+    assert [(row["namespace"], row["jobs"]) for row in west["items"]] == [("team-a", 1)]
+    await get(client, f"{api.PREFIX}/usage?cluster={WEST}&{window}", BOB, status=403)
+    kube = await get(client, f"{discovery.PREFIX}/usage?by=cluster&{window}", BOB)
+    assert kube["items"] == mine["items"]
+    assert "team-b" not in await page(client, f"/usage?by=namespace&{window}", BOB)

@@ -331,7 +331,8 @@ class Reads:
         named (or all of them): ``{"items": [...]}``, or CSV when the request accepts
         ``text/csv`` (decision 33)."""
         await caller.require("list", values.get("namespace"), "usage over all namespaces")
-        rows = await self.within(lambda: queries.rollup(**values))
+        scoped = {**values, "cluster": await self.clusters(caller, values.get("cluster"))}
+        rows = await self.within(lambda: queries.rollup(**scoped))
         if "text/csv" not in request.headers.get("Accept", ""):
             return web.json_response({"items": rows})
         names = usage.columns(usage.group_of(values.get("group_by")), values.get("every"))

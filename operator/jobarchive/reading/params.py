@@ -184,6 +184,7 @@ USAGE_PARAMS = (
     ),
     Param("every", "string", "day, week or month: a row per group and UTC period."),
     Param("namespace", "string", "Only this namespace's jobs."),
+    Param("cluster", "string", CLUSTER_MEANING),
     Param("since", "time", "The window's start, UTC (default 30 days before its end)."),
     Param("until", "time", "The window's end, UTC (default now)."),
 )

@@ -264,10 +264,13 @@ async def usage_page(visit: Visit) -> Page:
     since, until = _window(values)
     namespace = values.get("namespace")
     await visit.caller.require("list", namespace, "the usage page", "name a namespace")
+    # Over the clusters the caller may read (decision 36), or the one named.
+    scope = await visit.reads.clusters(visit.caller, values.get("cluster"))
 
     async def figures() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        by_day = await queries.rollup(group, "day", namespace, since, until)
-        return by_day, await queries.rollup("queue", None, namespace, since, until)
+        by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
+        by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
+        return by_day, by_queue
 
     by_day, by_queue = await visit.reads.within(figures)
     context = {

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobarchive.reading import usage
-from jobarchive.reading.params import BadQuery, Named, fits, one_of
+from jobarchive.reading.params import BadQuery, Clusters, Named, check_cluster, fits, one_of
 from jobarchive.reading.queries.source import reader
 from jobarchive.reading.queries.usage import first_ran
 from jobarchive.rows import NAMESPACE_LENGTH
@@ -48,6 +48,7 @@ class _Window:
         until: datetime.datetime,
         namespace: str | None,
         every: str | None,
+        clusters: Clusters = None,
     ) -> None:
         self.connection = reader()
         self.dialect = dialects.of(self.connection)
@@ -55,6 +56,7 @@ class _Window:
         self.now = min(datetime.datetime.now(datetime.UTC), until)
         self.params: list[Any] = []
         self.namespace = namespace
+        self.clusters = check_cluster(clusters) if isinstance(clusters, str) else clusters
         self.every = every
 
     def value(self, value: str) -> str:
@@ -84,8 +86,9 @@ class _Window:
         if self.group != "node":
             return "job_info j"
         return (
-            "(SELECT DISTINCT j.job_id, j.namespace, j.status, j.gmt_created, j.gmt_finished, "
-            "j.gmt_job_running, p.node_name AS node FROM job_info j LEFT JOIN replica_info p "
+            "(SELECT DISTINCT j.job_id, j.namespace, j.cluster, j.status, j.gmt_created, "
+            "j.gmt_finished, j.gmt_job_running, p.node_name AS node FROM job_info j "
+            "LEFT JOIN replica_info p "
             "ON p.job_id = j.job_id AND p.node_name IS NOT NULL) j"
         )
 
@@ -97,10 +100,20 @@ class _Window:
         )
 
     def jobs_where(self) -> str:
-        """``life``, of the namespace when one is named."""
-        where = self.life()
+        """``life``, of the namespace and the clusters when named."""
+        return self.life() + self.scope()
+
+    def scope(self) -> str:
+        """The namespace named and the clusters read (one, a caller's scope, or every
+        cluster: decision 36), as terms to AND to a statement's jobs."""
+        where = ""
         if self.namespace is not None:
             where += f" AND j.namespace = {self.value(self.namespace)}"
+        if isinstance(self.clusters, str):
+            where += f" AND j.cluster = {self.value(self.clusters)}"
+        elif self.clusters is not None:
+            names = ", ".join(self.value(name) for name in self.clusters) or "NULL"
+            where += f" AND j.cluster IN ({names})"
         return where
 
     async def rows(self, sql: str) -> list[dict[str, Any]]:
@@ -253,8 +266,7 @@ async def _waits(w: _Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]
         f"AND j.gmt_job_running < {w.time(w.until)}) OR (j.gmt_job_running IS NULL "
         f"AND {w.life()}))"
     )
-    if w.namespace is not None:
-        sql += f" AND j.namespace = {w.value(w.namespace)}"
+    sql += w.scope()
     starts = [(p.start - w.since).total_seconds() for p in cut]
     length = (w.until - w.since).total_seconds()
     waits = []
@@ -296,10 +308,12 @@ async def rollup(
     since: datetime.datetime | None = None,
     until: datetime.datetime | None = None,
     from_pods: bool = False,
+    cluster: Clusters = None,
 ) -> list[dict[str, Any]]:
     """The usage rows of [since, until) by ``group_by``, per ``every`` period when asked
     for (``usage.columns`` names them); BadQuery for input that cannot be answered.
-    ``from_pods``: the pods' hours all read from the pods (the same figures, slower)."""
+    ``from_pods``: the pods' hours all read from the pods (the same figures, slower);
+    ``cluster``: one cluster's jobs, those of a caller's scope, or (None) every cluster's."""
     group = usage.group_of(group_by)
     period = one_of("every", every, usage.EVERY)
     start, end = usage.window(since, until)
@@ -307,7 +321,8 @@ async def rollup(
         cut = usage.periods(start, end, period)
     except ValueError as exc:
         raise BadQuery(Named("every"), f": {exc}; narrow the window") from None
-    w = _Window(group, start, end, fits("namespace", namespace, NAMESPACE_LENGTH), period)
+    namespace = fits("namespace", namespace, NAMESPACE_LENGTH)
+    w = _Window(group, start, end, namespace, period, cluster)
     hours, days = await _hours(w, cut, from_pods)
     counts = await _job_counts(w, cut)
     waits = await _waits(w, cut)
