@@ -101,6 +101,12 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     browser.screenshot(driver, shots, "stats")
     clean(driver, origin)
 
+    browser.follow(driver, By.LINK_TEXT, "Usage")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg rect")) >= 2
+    assert "OOMKilled (exit code 137)" in driver.page_source
+    browser.screenshot(driver, shots, "usage")
+    clean(driver, origin)
+
     driver.get(origin + "/?created_since=last+week")
     assert "is not a date or time" in driver.find_element(By.CSS_SELECTOR, ".problem").text
     # The one error logged is the page's own status.

@@ -282,6 +282,7 @@ async def usage_page(visit: Visit) -> Page:
             "since": formats.iso(since),
             "until": formats.iso(until),
             "namespace": namespace or "",
+            "cluster": values.get("cluster") or "",
         },
         "days": usage_charts.gpu_days(by_day, group, charts.days_between(since, until)),
         "waits": usage_charts.queue_waits(by_queue),
