@@ -118,10 +118,10 @@ class EndedWatches(logging.Handler):
         self.ended.append(f"{resource} in {where}")
         logger.error(
             "Kopf's watch of %s in %s ended (%s): Kopf 1.45 stops the operator, and the "
-            "kubelet restarts the pod, which lists again (were Kopf to run on without it, "
-            "the liveness probe fails). A 410 is a paged list that outlived the API "
-            "server's compaction window (5 minutes by default): shard to shorten each "
-            "catch-up (README, Sizing)",
+            "liveness probe fails (it stops answering; should Kopf run on without the "
+            "watch, it answers 500), so the kubelet restarts the pod, which lists again. "
+            "A 410 is a paged list that outlived the API server's compaction window (5 "
+            "minutes by default): shard to shorten each catch-up (README, Sizing)",
             resource,
             where,
             _cause(record),
@@ -129,15 +129,17 @@ class EndedWatches(logging.Handler):
 
 
 def _cause(record: logging.LogRecord) -> str:
-    """What ended a watch, in one line: Kopf's API errors say nothing as text, their
-    cause (the HTTP status) does."""
+    """What ended a watch, in one line. Kopf's API errors carry the HTTP status and the
+    server's message (their text is a tuple of it and the whole Status); without a
+    message, the error they were raised from says it."""
     if record.exc_info is None or record.exc_info[1] is None:
         return "it finished"
-    exc: BaseException | None = record.exc_info[1]
-    while exc is not None and not str(exc):
-        exc = exc.__cause__
-    text = str(exc) if exc is not None else type(record.exc_info[1]).__name__
-    return text.splitlines()[0]
+    exc = record.exc_info[1]
+    texts = [arg for arg in exc.args if isinstance(arg, str) and arg]
+    text = texts[0] if texts else str(exc.__cause__ or "") or type(exc).__name__
+    status = getattr(exc, "status", None)
+    said = f"HTTP {status}: {text}" if isinstance(status, int) else text
+    return said.splitlines()[0]
 
 
 def register(settings: Settings) -> None:
