@@ -15,7 +15,8 @@ kept in Kopf's memo, where every handler finds it (ARCHITECTURE.md, decision 27)
 The operator's exceptions become Kopf's here: ``DatabaseUnavailable`` (and
 ``ClusterUnknown``) a ``TemporaryError``, so that Kopf tries the start again;
 ``Unusable`` (a database to migrate first) a ``PermanentError``, which stops the
-operator; ``Unhealthy`` a ``PermanentError``, which fails the liveness probe.
+operator; ``Unhealthy`` a ``PermanentError``, which fails the liveness probe, as does
+a Kopf watch that ended (``EndedWatches``, ARCHITECTURE.md decision 38).
 """
 
 import contextlib
@@ -23,6 +24,7 @@ import functools
 import gc
 import logging
 import random
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, cast
 
@@ -56,6 +58,16 @@ SHARD_WORKER_LIMIT = 200
 # kubectl's page.
 LIST_CHUNK_SIZE = 500
 
+# What Kopf 1.45's task guard logs when a task ends other than by cancellation, for the
+# task its orchestrator names "watcher for RESOURCE@NAMESPACE", capitalized (so "none"
+# for a cluster-wide watch): the one sign, short of patching Kopf, that a watch is over.
+WATCH_ENDED = re.compile(
+    r"Watcher for (?P<resource>[^@\s]+)@(?P<namespace>\S+) has "
+    r"(?:failed: .*|finished unexpectedly\.)",
+    re.DOTALL,
+)
+KOPF_LOGGER = "kopf"
+
 # Python's collector after start-up: a young collection every 50,000 allocations
 # (Python's own: 700), the older generations as often as Python collects them relative
 # to the young one. Chosen from figures: ARCHITECTURE.md, decision 21.
@@ -88,13 +100,59 @@ class NoDiffBase(kopf.DiffBaseStorage):
         """Store nothing: a write to a watched object is what this operator never does."""
 
 
+class EndedWatches(logging.Handler):
+    """Kopf's watches that ended, learnt from Kopf's log: each said in one line, and
+    kept for the liveness probe (ARCHITECTURE.md, decision 38)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.ended: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Note a record of Kopf's task guard about a watcher; ignore any other."""
+        found = WATCH_ENDED.fullmatch(record.getMessage())
+        if found is None:
+            return
+        resource, namespace = found["resource"], found["namespace"]
+        where = "all namespaces" if namespace == "none" else f"namespace {namespace}"
+        self.ended.append(f"{resource} in {where}")
+        logger.error(
+            "Kopf's watch of %s in %s ended (%s): Kopf 1.45 stops the operator, and the "
+            "liveness probe fails (it stops answering; should Kopf run on without the "
+            "watch, it answers 500), so the kubelet restarts the pod, which lists again. "
+            "A 410 is a paged list that outlived the API server's compaction window (5 "
+            "minutes by default): shard to shorten each catch-up (README, Sizing)",
+            resource,
+            where,
+            _cause(record),
+        )
+
+
+def _cause(record: logging.LogRecord) -> str:
+    """What ended a watch, in one line. Kopf's API errors carry the HTTP status and the
+    server's message (their text is a tuple of it and the whole Status); without a
+    message, the error they were raised from says it."""
+    if record.exc_info is None or record.exc_info[1] is None:
+        return "it finished"
+    exc = record.exc_info[1]
+    texts = [arg for arg in exc.args if isinstance(arg, str) and arg]
+    text = texts[0] if texts else str(exc.__cause__ or "") or type(exc).__name__
+    status = getattr(exc, "status", None)
+    said = f"HTTP {status}: {text}" if isinstance(status, int) else text
+    return said.splitlines()[0]
+
+
 def register(settings: Settings) -> None:
     """Register the operator's handlers with Kopf: its start (which builds the operator
-    from ``settings``), stop and probe; one handler per tracked job kind and per
-    intermediate kind; batch Jobs, pods and Events."""
+    from ``settings``), stop and probes; one handler per tracked job kind and per
+    intermediate kind; batch Jobs, pods and Events. Watches Kopf's log for watches
+    that end."""
+    ended = EndedWatches()
+    logging.getLogger(KOPF_LOGGER).addHandler(ended)
     kopf.on.startup()(functools.partial(start, configured=settings))
     kopf.on.cleanup()(stop)
     kopf.on.probe(id="database")(database_health)
+    kopf.on.probe(id="watches")(functools.partial(watch_health, ended=ended))
     for kind in settings.kinds:
         kopf.on.event(kind.group, kind.version, kind.plural, id=_handler_id(kind))(
             _job_handler(kind)
@@ -210,6 +268,13 @@ async def database_health(memo: kopf.Memo, **_: Any) -> str:
         return _operator(memo).health()
     except app.Unhealthy as exc:
         raise kopf.PermanentError(str(exc)) from None
+
+
+async def watch_health(ended: EndedWatches, **_: Any) -> str:
+    """For Kopf's liveness endpoint: unhealthy once any of Kopf's watches has ended."""
+    if ended.ended:
+        raise kopf.PermanentError("watch ended, nothing recorded of: " + ", ".join(ended.ended))
+    return "all watching"
 
 
 @contextlib.contextmanager
