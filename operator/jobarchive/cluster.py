@@ -103,12 +103,12 @@ def list_path(group: str, version: str, plural: str, namespace: str | None) -> s
     return f"{base}{where}/{plural}"
 
 
-async def pages(api: client.ApiClient, path: str) -> AsyncIterator[JSON]:
-    """The metadata-only pages of a list path (``PAGE_SIZE`` objects a request),
+async def pages(api: client.ApiClient, path: str, size: int = PAGE_SIZE) -> AsyncIterator[JSON]:
+    """The metadata-only pages of a list path (``size`` objects a request),
     following the server's continue token."""
     token: str | None = None
     while True:
-        query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
+        query: list[tuple[str, Any]] = [("limit", size)]
         if token:
             query.append(("continue", token))
         page = await get_json(

@@ -10,6 +10,7 @@ import time
 import kmock
 import pytest
 
+from jobarchive.cluster import METADATA_ONLY
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
@@ -49,13 +50,19 @@ async def logged(process: OperatorProcess, text: str) -> bool:
 
 class FailOnce:
     """The reconciliation's next paged listing of pods answers 500, as an API server
-    whose etcd is away; Kopf lists unpaged, and later listings are answered as usual."""
+    whose etcd is away (paged by 500 with the metadata-only header: Kopf's own listing
+    has no such header, the start-up count pages by 1,000); later listings are answered as usual."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.failed = False
         pods = kmock.resource(PODS.group, PODS.version, PODS.plural)
         (
-            cluster.emulator[kmock.action.LIST, pods, kmock.params(limit="500")].override
+            cluster.emulator[
+                kmock.action.LIST,
+                pods,
+                kmock.params(limit="500"),
+                kmock.headers(Accept=METADATA_ONLY),
+            ].override
             << self._answer
         )
 

@@ -6,6 +6,7 @@ import signal
 import kmock
 import pytest
 
+from jobarchive.cluster import METADATA_ONLY
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Job, Pod
 from testbed import objects as o
@@ -105,9 +106,17 @@ async def test_a_kind_that_cannot_be_listed_keeps_its_rows_in_the_cluster(
     assert await first.kill() == -signal.SIGKILL
 
     # The reconciliation's paged listing fails (its CRD gone meanwhile): a 404 must not
-    # read as "no such jobs". Kopf's own listing, unpaged, still works.
+    # read as "no such jobs". Kopf's own listing (no metadata-only header) still works.
     target = kmock.resource(paddlejobs.group, paddlejobs.version, paddlejobs.plural)
-    cluster.emulator[kmock.action.LIST, target, kmock.params(limit="500")] << 404
+    (
+        cluster.emulator[
+            kmock.action.LIST,
+            target,
+            kmock.params(limit="500"),
+            kmock.headers(Accept=METADATA_ONLY),
+        ]
+        << 404
+    )
     second = await start_operator()
 
     async def reconciled() -> bool:

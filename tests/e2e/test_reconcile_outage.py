@@ -9,6 +9,7 @@ import time
 import kmock
 import pytest
 
+from jobarchive.cluster import METADATA_ONLY
 from jobarchive.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Pod
 from testbed import objects as o
@@ -34,7 +35,8 @@ WITHIN = 20.0
 class Gate:
     """Holds the reconciliation's first paged listing of pods until the test opens it.
 
-    Kopf lists unpaged, the reconciliation 500 at a time: only its listing is held,
+    Kopf lists without the metadata-only header, the start-up count 1,000 at a time,
+    the reconciliation 500 with the header: only its listing is held,
     once, and then answered by the test bed's paging as any other.
     """
 
@@ -42,7 +44,15 @@ class Gate:
         self.reached = asyncio.Event()
         self.opened = asyncio.Event()
         pods = kmock.resource(PODS.group, PODS.version, PODS.plural)
-        cluster.emulator[kmock.action.LIST, pods, kmock.params(limit="500")].override << self._hold
+        (
+            cluster.emulator[
+                kmock.action.LIST,
+                pods,
+                kmock.params(limit="500"),
+                kmock.headers(Accept=METADATA_ONLY),
+            ].override
+            << self._hold
+        )
 
     async def _hold(self) -> None:
         # Answering nothing hands the request on to the next reaction, and spends this one.

@@ -58,8 +58,8 @@ async def test_the_count_pages_full_lists_from_a_server_that_ignores_the_metadat
 
     assert everything == Counts(pods=1264, events=7, jobs=2)
     assert team_a == Counts(pods=1234, events=7, jobs=1)
-    # 1,264 pods in pages of 500: three requests, the second and third continuing.
-    assert len(lists_of(cluster, "/api/v1/pods")) == 3
+    # 1,264 pods in pages of 1,000 (sizing.COUNT_PAGE): two requests, the second continuing.
+    assert len(lists_of(cluster, "/api/v1/pods")) == 2
     assert all(
         r.headers.get("Accept") == METADATA_ONLY for r in cluster.emulator if "pods" in r.url.path
     )

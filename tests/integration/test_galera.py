@@ -113,7 +113,7 @@ async def test_a_node_killed_in_a_burst_beside_a_writer_on_another_node(
     url = create_database(galera, first, second, third)
     name = url.rsplit("/", 1)[1]
     await db.open_database(url, encryption=DbTls())
-    burst = Burst(jobs=150, versions=6)
+    burst = Burst(jobs=150, versions=6, held_after=2)
     writer = Writer(Store(), batch_size=50, max_delay=0.005, flushers=3)
     writer.start()
     beside = Beside(third, name, burst.uids)
@@ -122,9 +122,12 @@ async def test_a_node_killed_in_a_burst_beside_a_writer_on_another_node(
         await Burst(jobs=150, versions=1).run(writer)
         beside.start()
         running = asyncio.create_task(burst.run(writer))
-        await eventually(lambda: _async(len(burst.returned) >= 200))
+        # Every job has written two versions and waits: the other 600 writes are queued
+        # as the node dies, so they are in flight on its connections.
+        await eventually(lambda: _async(len(burst.returned) == 300))
         assert serving() == ("127.0.0.1", first.port)
         killed = time.monotonic()
+        burst.gate.set()
         first.kill()
         moved = ("127.0.0.1", second.port)
         await eventually(lambda: _async(serving() == moved), within=60, interval=0.01)

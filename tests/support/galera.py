@@ -44,6 +44,10 @@ class Burst:
     versions: int
     returned: list[float] = dataclasses.field(default_factory=list)
     errors: list[BaseException] = dataclasses.field(default_factory=list)
+    # Each job waits here after its version ``held_after`` until the gate opens, so that
+    # a test can act in the middle of the burst however fast the writes return.
+    held_after: int | None = None
+    gate: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
     @property
     def uids(self) -> list[str]:
@@ -60,6 +64,8 @@ class Burst:
             result = await writer.write(Job, [row])
             self.returned.append(time.monotonic())
             self.errors.extend(error for error in result if error is not None)
+            if version == self.held_after:
+                await self.gate.wait()
 
 
 class Beside(threading.Thread):
