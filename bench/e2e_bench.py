@@ -233,8 +233,13 @@ async def total() -> int:
 
 
 async def launch(
-    cluster: Cluster, workdir: pathlib.Path, env: dict[str, str | None], script: pathlib.Path | None
+    cluster: Cluster,
+    workdir: pathlib.Path,
+    env: dict[str, str | None],
+    script: pathlib.Path | None,
+    *args: str,
 ) -> OperatorProcess:
+    """The operator (or ``script``) started in ``workdir`` against ``cluster``, with ``args``."""
     kubeconfig = workdir / "kubeconfig"
     write_kubeconfig(kubeconfig, cluster.url)
     process = (
@@ -242,7 +247,7 @@ async def launch(
         if script
         else OperatorProcess(workdir, kubeconfig, env)
     )
-    await process.start()
+    await process.start(*args)
     return process
 
 

@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from bench import data
-from bench.e2e_bench import MIB, NOOP, cpu_seconds, total
+from bench.e2e_bench import MIB, NOOP, cpu_seconds, launch, total
 from jobarchive.bindings import LIST_CHUNK_SIZE
 from jobarchive.config import DbTls
 from jobarchive.storage import database as db
@@ -34,7 +34,7 @@ from testbed.cluster import EVENTS, NAMESPACES, PODS, Cluster, resource_of
 from testbed.fast_emulator import fast_cluster
 from testbed.kubelet import size_note
 from testbed.mariadb import Databases
-from testbed.operator import OperatorProcess, write_kubeconfig
+from testbed.operator import OperatorProcess
 
 NAMESPACES_FILLED = 10
 PODS_PER_JOB = 100
@@ -115,25 +115,6 @@ def fill(cluster: Cluster, pods: int) -> Plan:
     return plan
 
 
-async def launch(
-    cluster: Cluster,
-    workdir: pathlib.Path,
-    env: dict[str, str | None],
-    script: pathlib.Path | None,
-    *args: str,
-) -> OperatorProcess:
-    workdir.mkdir(parents=True)
-    kubeconfig = workdir / "kubeconfig"
-    write_kubeconfig(kubeconfig, cluster.url)
-    process = (
-        OperatorProcess(workdir, kubeconfig, env, script)
-        if script
-        else OperatorProcess(workdir, kubeconfig, env)
-    )
-    await process.start(*args)
-    return process
-
-
 async def finish(run: Run, process: OperatorProcess, started: float) -> Run:
     """The figures once caught up: time, CPU, peak; then the steady RSS; then stop."""
     run.seconds = time.perf_counter() - started
@@ -156,6 +137,7 @@ async def noop(
         "JOBARCHIVE_DB_URL": None,
     }
     started = time.perf_counter()
+    workdir.mkdir(parents=True)
     process = await launch(cluster, workdir, env, NOOP)
     deadline = time.monotonic() + WITHIN
     while "caught up" not in process.log():
@@ -177,6 +159,7 @@ async def jobarchive(
     try:
         started = time.perf_counter()
         args = [f"--namespace={ns}" for ns in namespaces or ()]
+        workdir.mkdir(parents=True)
         process = await launch(cluster, workdir, {"JOBARCHIVE_DB_URL": url}, None, *args)
         while (count := await total()) < objects:
             if not process.running or time.perf_counter() - started > WITHIN:

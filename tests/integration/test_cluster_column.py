@@ -15,6 +15,7 @@ from jobarchive.storage import database as db
 from jobarchive.storage import introspection
 from jobarchive.storage.models import Job
 from jobarchive.storage.store import Store
+from tests.support import rows
 from tests.support.rows import failure
 
 CREATED = datetime.datetime(2026, 11, 30, 8, 0, tzinfo=datetime.UTC)
@@ -22,26 +23,15 @@ TABLES = ("job_info", "replica_info", "event_info", "container_log_tail")
 
 
 def job(uid: str, version: str, status: str = "Running", name: str = "train-1") -> JobRow:
-    return {
-        "name": name,
-        "namespace": "team-a",
-        "job_id": uid,
-        "version": version,
-        "status": status,
-        "kind": "PyTorchJob",
-        "resources": "{}",
-        "deploy_region": None,
-        "tenant": "",
-        "owner": "",
-        "deleted": False,
-        "is_in_etcd": True,
-        "gmt_created": CREATED,
-        "gmt_finished": None,
-        "gmt_job_running": None,
-        "api_version": "kubeflow.org/v1",
-        "remark": None,
-        "queue": None,
-    }
+    return rows.job(
+        uid,
+        version,
+        status=status,
+        name=name,
+        namespace="team-a",
+        kind="PyTorchJob",
+        gmt_created=CREATED,
+    )
 
 
 async def columns(table: str) -> set[str]:
