@@ -12,7 +12,11 @@ watching every namespace into a fresh database, and jobarchive as a shard given 
 the namespaces. Per run: the time until every object is seen (no-op) or committed
 (jobarchive), the operator's CPU seconds, its peak RSS (VmHWM) and its RSS ``SETTLE``
 seconds after the catch-up (steady), each also per 1,000 objects in its scope; for
-jobarchive, the peak its start-up predicted (its log line) beside the one measured. With
+jobarchive, the peak its start-up predicted (its log line) beside the one measured. A run
+that ends before catching up (its process exited, a watch Kopf ended, say by a page
+answered 410 after the emulator's ``HISTORY``, or ``WITHIN`` passed) is a figure too:
+how and when it ended, the objects seen (the no-op's progress lines) or committed by then,
+its CPU seconds and peak RSS read at that moment; the ratios say which side ended early. With
 two sizes or more, the growth between the smallest and the largest, per 1,000 objects:
 the slope of the memory model (ARCHITECTURE.md, decision 38).
 """
@@ -49,21 +53,35 @@ UNPAGED_UP_TO = 20_000
 # How far a start-up prediction may be from the peak measured: a tenth under, half over.
 CLOSE = (0.9, 1.5)
 UNPAGED = "no-op, Kopf's defaults"
+PAGED = f"no-op, chunk_size={CHUNK_SIZE}"
+# Seconds between readings of a running operator's CPU and peak RSS.
+SAMPLE = 1.0
+# Seconds a stopped operator is given to exit before it is killed: Kopf's stop after a
+# watch it ended can hang for minutes (ARCHITECTURE.md, decision 38).
+STOP_GRACE = 30.0
+# jobarchive's line for a watch Kopf ended (``bindings.EndedWatches``; the no-op logs it too).
+ENDED = re.compile(r"Kopf's watch of (?P<watch>.+?) ended \((?P<cause>.*?)\): ")
+SEEN = re.compile(r"seen: (\d+) objects")
 PREDICTED = re.compile(r"catch-up peak predicted at ([\d,]+) MiB")
 PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
 
 
 @dataclasses.dataclass
 class Run:
-    """One operator's catch-up of its scope."""
+    """One operator's catch-up of its scope, or how far it got when it ended early."""
 
     label: str
     objects: int
     seconds: float = 0.0
     cpu: float = 0.0
     peak: int = 0
-    steady: int = 0
+    steady: int | None = None
     predicted: int | None = None
+    # How the run ended before catching up (None: it caught up), and how many of its
+    # objects were seen (no-op, by its last progress line) or committed (jobarchive).
+    ended: str | None = None
+    reached: int = 0
+    counted: str = "seen"
 
     def per_thousand(self, value: float) -> float:
         return 1000 * value / self.objects
@@ -115,15 +133,77 @@ def fill(cluster: Cluster, pods: int) -> Plan:
     return plan
 
 
-async def finish(run: Run, process: OperatorProcess, started: float) -> Run:
-    """The figures once caught up: time, CPU, peak; then the steady RSS; then stop."""
-    run.seconds = time.perf_counter() - started
-    run.cpu = cpu_seconds(process.process.pid if process.process else None)
-    await asyncio.sleep(SETTLE)
-    run.peak, run.steady = process.peak_rss(), process.rss()
+class Watch:
+    """An operator's run as it goes: its log read on from where it was last read, its
+    CPU seconds and peak RSS read every ``SAMPLE`` seconds, so that a process that exits
+    by itself leaves the figures last read."""
+
+    def __init__(self, process: OperatorProcess, run: Run, started: float) -> None:
+        self.process, self.run, self.started = process, run, started
+        self.offset = 0
+        self.caught_up = False
+        self.read_at = 0.0
+
+    def read(self) -> None:
+        """The process's CPU seconds and peak RSS now, if it still runs."""
+        if self.process.process is None:
+            return
+        try:
+            cpu, peak = cpu_seconds(self.process.process.pid), self.process.peak_rss()
+        except (OSError, StopIteration):
+            # Gone (or a zombie, with no memory) since it was last read: those figures stand.
+            return
+        self.run.cpu, self.run.peak = cpu, peak
+        self.read_at = time.perf_counter()
+
+    def poll(self) -> str | None:
+        """How the run ended before catching up; None while it goes on or once caught up."""
+        exited = not self.process.running
+        text = self._news()
+        for count in SEEN.findall(text):
+            self.run.reached = int(count)
+        self.caught_up = self.caught_up or "caught up" in text
+        if time.perf_counter() - self.read_at >= SAMPLE:
+            self.read()
+        if self.caught_up:
+            return None
+        found = ENDED.search(text)
+        if found:
+            return f"watch of {found['watch']} ended ({found['cause']})"
+        if exited and not self.caught_up:
+            code = self.process.process.returncode if self.process.process else None
+            return f"its process exited (code {code})"
+        if time.perf_counter() - self.started > WITHIN:
+            return f"not caught up within {WITHIN:,.0f} s"
+        return None
+
+    def _news(self) -> str:
+        """The log's whole lines written since the last call."""
+        try:
+            with self.process.log_path.open("rb") as log:
+                log.seek(self.offset)
+                chunk = log.read()
+        except FileNotFoundError:
+            return ""
+        whole = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(whole)
+        return whole.decode(errors="replace")
+
+
+async def finish(watch: Watch, ended: str | None) -> Run:
+    """The figures at the end of a run: time, CPU and peak; once caught up, the steady
+    RSS ``SETTLE`` seconds later. Then the process stopped, killed if its stop hangs."""
+    run, process = watch.run, watch.process
+    run.seconds = time.perf_counter() - watch.started
+    watch.read()
+    run.ended = ended
+    if ended is None:
+        run.reached = run.objects
+        await asyncio.sleep(SETTLE)
+        run.peak, run.steady = process.peak_rss(), process.rss()
     found = PREDICTED.search(process.log())
     run.predicted = int(found[1].replace(",", "")) * MIB if found else None
-    await process.stop()
+    await process.stop(STOP_GRACE)
     return run
 
 
@@ -139,12 +219,10 @@ async def noop(
     started = time.perf_counter()
     workdir.mkdir(parents=True)
     process = await launch(cluster, workdir, env, NOOP)
-    deadline = time.monotonic() + WITHIN
-    while "caught up" not in process.log():
-        if not process.running or time.monotonic() > deadline:
-            raise AssertionError(f"the no-op did not catch up:\n{process.log()[-3000:]}")
+    watch = Watch(process, Run(label, objects), started)
+    while (ended := watch.poll()) is None and not watch.caught_up:
         await asyncio.sleep(0.05)
-    return await finish(Run(label, objects), process, started)
+    return await finish(watch, ended)
 
 
 async def jobarchive(
@@ -161,12 +239,14 @@ async def jobarchive(
         args = [f"--namespace={ns}" for ns in namespaces or ()]
         workdir.mkdir(parents=True)
         process = await launch(cluster, workdir, {"JOBARCHIVE_DB_URL": url}, None, *args)
+        watch = Watch(process, Run(label, objects, counted="committed"), started)
         while (count := await total()) < objects:
-            if not process.running or time.perf_counter() - started > WITHIN:
-                raise AssertionError(f"{count:,} of {objects:,} rows:\n{process.log()[-3000:]}")
+            if (ended := watch.poll()) is not None:
+                watch.run.reached = count
+                return await finish(watch, ended)
             # COUNT(*) scans: coarsely, lest it take the CPU of the operator measured.
             await asyncio.sleep(0.1 if count > 0.97 * objects else 1.0)
-        return await finish(Run(label, objects), process, started)
+        return await finish(watch, None)
     finally:
         await db.close_database()
 
@@ -178,16 +258,10 @@ async def size(databases: Databases, workdir: pathlib.Path, pods: int) -> tuple[
         names = sorted(plan.objects)
         half = names[: len(names) // 2]
         every = plan.share(names)
-        runs = [
-            await noop(cluster, workdir / "noop", "no-op, Kopf's defaults", every, None),
-            await noop(
-                cluster,
-                workdir / "noop-chunked",
-                f"no-op, chunk_size={CHUNK_SIZE}",
-                every,
-                CHUNK_SIZE,
-            ),
-        ]
+        runs = []
+        if pods <= UNPAGED_UP_TO:
+            runs.append(await noop(cluster, workdir / "noop", UNPAGED, every, None))
+        runs.append(await noop(cluster, workdir / "noop-chunked", PAGED, every, CHUNK_SIZE))
         url = databases.create(f"jobarchive_bench_memory_{pods}")
         runs.append(await jobarchive(cluster, workdir / "one", url, "jobarchive", every, None))
         url = databases.create(f"jobarchive_bench_memory_{pods}_shard")
@@ -198,9 +272,21 @@ async def size(databases: Databases, workdir: pathlib.Path, pods: int) -> tuple[
     return plan, runs
 
 
-def report(pods: int, plan: Plan, runs: list[Run], line: Any) -> None:
-    print(f"Memory: catch up {pods:,} kubelet-written pods and {pods:,} Events ({plan.sizes})")
-    for run in runs:
+def figures(run: Run, line: Any) -> None:
+    """One run's lines: as measured once caught up, or at its end when it ended early."""
+    if run.ended is not None:
+        line(
+            f"{run.label}: s / CPU s",
+            f"{run.seconds:.1f} / {run.cpu:.1f}",
+            f"ENDED EARLY after {run.seconds:.0f} s: {run.ended}",
+        )
+        whole = f"of {run.objects:,}"
+        # The no-op says its count every 10,000 objects (bench/noop_operator.py, PROGRESS).
+        note = f"{whole}, by its last progress line" if run.counted == "seen" else whole
+        line(f"  objects {run.counted} by its end", f"{run.reached:,}", note)
+        line("  peak RSS MiB at its end", f"{run.peak / MIB:,.0f}", "no steady RSS")
+    else:
+        steady = run.steady or 0
         line(
             f"{run.label}: s / CPU s",
             f"{run.seconds:.1f} / {run.cpu:.1f}",
@@ -208,28 +294,50 @@ def report(pods: int, plan: Plan, runs: list[Run], line: Any) -> None:
         )
         line(
             "  peak / steady RSS MiB",
-            f"{run.peak / MIB:,.0f} / {run.steady / MIB:,.0f}",
+            f"{run.peak / MIB:,.0f} / {steady / MIB:,.0f}",
             f"per 1,000 objects {run.per_thousand(run.peak / MIB):.1f} / "
-            f"{run.per_thousand(run.steady / MIB):.1f}",
+            f"{run.per_thousand(steady / MIB):.1f}",
         )
-        if run.predicted is not None:
-            line(
-                "  predicted at start / measured peak",
-                f"{run.predicted / MIB:,.0f} / {run.peak / MIB:,.0f}",
-                f"{run.predicted / run.peak:.2f}x",
-            )
+    if run.predicted is not None and run.peak:
+        ratio = f"{run.predicted / run.peak:.2f}x"
+        line(
+            "  predicted at start / measured peak",
+            f"{run.predicted / MIB:,.0f} / {run.peak / MIB:,.0f}",
+            f"{ratio} (ended early: not checked)" if run.ended else ratio,
+        )
+
+
+def compare(label: str, ours: Run, theirs: Run, line: Any) -> None:
+    """The ratio of two runs' peaks, saying which of them ended early (their peak is the
+    one at the end of their run), or why there is none."""
+    if not ours.peak or not theirs.peak:
+        unread = ours if not ours.peak else theirs
+        line(label, "none", f"{unread.label} ended before its peak was read")
+        return
+    early = [
+        f"{r.label} ended early: peak at the end of its run" for r in (ours, theirs) if r.ended
+    ]
+    line(label, f"{ours.peak / theirs.peak:.2f}", "; ".join(early))
+
+
+def report(pods: int, plan: Plan, runs: list[Run], line: Any) -> None:
+    """One size's figures: each run's, then the ratios of their peaks."""
+    print(f"Memory: catch up {pods:,} kubelet-written pods and {pods:,} Events ({plan.sizes})")
+    for run in runs:
+        figures(run, line)
     by = {run.label: run for run in runs}
-    ours, paged = by["jobarchive"], by[f"no-op, chunk_size={CHUNK_SIZE}"]
-    line("peak jobarchive / paged no-op", f"{ours.peak / paged.peak:.2f}")
+    ours, paged = by["jobarchive"], by[PAGED]
+    compare("peak jobarchive / paged no-op", ours, paged, line)
     if UNPAGED in by:
-        line("peak jobarchive / Kopf's default no-op", f"{ours.peak / by[UNPAGED].peak:.2f}")
-        line("peak paged no-op / Kopf's default no-op", f"{paged.peak / by[UNPAGED].peak:.2f}")
+        compare("peak jobarchive / Kopf's default no-op", ours, by[UNPAGED], line)
+        compare("peak paged no-op / Kopf's default no-op", paged, by[UNPAGED], line)
     else:
         line(UNPAGED, "left out", f"above {UNPAGED_UP_TO:,} pods (UNPAGED_UP_TO)")
 
 
 def slopes(results: list[tuple[int, list[Run]]], line: Any) -> None:
-    """Growth per 1,000 objects between the smallest and the largest size."""
+    """Growth per 1,000 objects between the smallest and the largest size, for the
+    operators that caught up at both."""
     (_, small), (_, large) = results[0], results[-1]
     print(
         f"Memory: growth from {results[0][0]:,} to {results[-1][0]:,} pods, MiB per 1,000 objects"
@@ -239,17 +347,29 @@ def slopes(results: list[tuple[int, list[Run]]], line: Any) -> None:
         before = before_by.get(after.label)
         if before is None:
             continue
+        label = f"{after.label}: peak / steady"
+        if before.steady is None or after.steady is None:
+            line(label, "none", "ended early at one of the sizes")
+            continue
         objects = after.objects - before.objects
         line(
-            f"{after.label}: peak / steady",
+            label,
             f"{1000 * (after.peak - before.peak) / MIB / objects:.1f} / "
             f"{1000 * (after.steady - before.steady) / MIB / objects:.1f}",
         )
 
 
+def predictions_close(runs: list[Run]) -> bool:
+    """Whether every prediction of a run that caught up was within ``CLOSE`` of its peak
+    (below it by at most a tenth: the warning must not come too late). A run that ended
+    early is a figure, not a failure: its peak is not the catch-up's."""
+    checked = [(r.predicted, r.peak) for r in runs if r.ended is None and r.predicted]
+    return all(CLOSE[0] <= predicted / peak <= CLOSE[1] for predicted, peak in checked if peak)
+
+
 async def run(databases: Databases, line: Any, args: Any) -> bool:
-    """Every size; prints the figures; whether every prediction was within ``CLOSE``
-    of its peak (below it by at most a tenth: the warning must not come too late)."""
+    """Every size; prints the figures; whether the predictions were close
+    (``predictions_close``)."""
     results: list[tuple[int, list[Run]]] = []
     with tempfile.TemporaryDirectory(prefix="jobarchive-bench-memory-") as tmp:
         for pods in args.memory_sizes:
@@ -258,5 +378,4 @@ async def run(databases: Databases, line: Any, args: Any) -> bool:
             results.append((pods, runs))
     if len(results) > 1:
         slopes(results, line)
-    predicted = [r for _, runs in results for r in runs if r.predicted is not None]
-    return all(CLOSE[0] <= r.predicted / r.peak <= CLOSE[1] for r in predicted if r.predicted)
+    return predictions_close([r for _, runs in results for r in runs])

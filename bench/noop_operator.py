@@ -5,9 +5,11 @@ Run as ``kopf run bench/noop_operator.py``. ``NOOP_SETTINGS`` chooses Kopf's set
 ``default`` leaves them as a user would (the baseline of the targets), ``jobarchive``
 applies the ones ``jobarchive.bindings`` applies, its collector thresholds and its emptying
 of each event's object included (its values, imported: importing it registers nothing). When
-``NOOP_EXPECT`` objects have been seen it logs ``caught up``; at exit it writes
-``uid first-seen-time`` lines to ``NOOP_SEEN_FILE``, for the lag comparison. ``NOOP_CHUNK_SIZE``
-sets Kopf's ``settings.watching.chunk_size`` (the LIST's page), either way.
+``NOOP_EXPECT`` objects have been seen it logs ``caught up``, and ``seen`` every
+``PROGRESS`` objects before that, so that a run that ends early says how far it got; a watch
+Kopf ends is said in jobarchive's own line (its ``EndedWatches`` on Kopf's logger). At exit
+it writes ``uid first-seen-time`` lines to ``NOOP_SEEN_FILE``, for the lag comparison.
+``NOOP_CHUNK_SIZE`` sets Kopf's ``settings.watching.chunk_size`` (the LIST's page), either way.
 """
 
 import asyncio
@@ -24,8 +26,10 @@ from jobarchive import config
 from jobarchive.bindings import (
     COLLECTOR_THRESHOLDS,
     FINALIZER,
+    KOPF_LOGGER,
     LIST_CHUNK_SIZE,
     WORKER_IDLE_TIMEOUT,
+    EndedWatches,
     NoDiffBase,
 )
 
@@ -34,7 +38,10 @@ SEEN: dict[str, float] = {}
 EXPECT = int(os.environ.get("NOOP_EXPECT", "0"))
 TUNED = os.environ.get("NOOP_SETTINGS", "default") == "jobarchive"
 CHUNK_SIZE = os.environ.get("NOOP_CHUNK_SIZE")
+# A line per this many objects seen: a few at 200,000, nothing to weigh on the handlers.
+PROGRESS = 10_000
 logger = logging.getLogger("noop")
+logging.getLogger(KOPF_LOGGER).addHandler(EndedWatches())
 
 
 @kopf.on.startup()
@@ -66,13 +73,16 @@ async def stop(**_: Any) -> None:
 
 
 async def seen(body: kopf.Body, event: kopf.RawEvent, **_: Any) -> None:
-    """Note the first sighting of an object; say when all expected ones were seen. Tuned,
-    empty the event's object afterwards, as jobarchive's handlers do."""
+    """Note the first sighting of an object; say how many were seen every ``PROGRESS``,
+    and when all expected ones were. Tuned, empty the event's object afterwards, as
+    jobarchive's handlers do."""
     uid = body.get("metadata", {}).get("uid")
     if uid and uid not in SEEN:
         SEEN[uid] = time.time()
         if len(SEEN) == EXPECT:
             logger.warning("caught up: %d objects", EXPECT)
+        elif len(SEEN) % PROGRESS == 0:
+            logger.warning("seen: %d objects", len(SEEN))
     if TUNED:
         cast("dict[str, Any]", event["object"]).clear()
 
