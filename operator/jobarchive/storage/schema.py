@@ -39,8 +39,11 @@ async def ensure_schema(conn: BaseDBAsyncClient, cluster: str = DEFAULT_CLUSTER)
     (``table.column``). Raises NotAdopted, changing nothing, on tables without their
     unique keys."""
     await require_adopted(conn)
-    await create_tables()
+    # Columns first: Tortoise creates SQLite's indexes of an existing table too, and
+    # SQLite takes a double-quoted name it does not know for a string, so an index over
+    # a column not yet added would index that text and answer it as the column's value.
     added = await ensure_columns(conn, cluster=cluster)
+    await create_tables()
     await clear_cluster_defaults(conn)
     await ensure_indexes(conn)
     return added
