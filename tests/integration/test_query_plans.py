@@ -232,3 +232,18 @@ async def test_the_exports_batches_are_read_off_the_creation_index(
     [step] = await plan(created_page(SINCE, UNTIL, keyset, 1000).sql(params_inline=True))
     assert (await leading_columns("job_info")).get(step["key"]) == "gmt_created", step
     assert step["type"] == "range" and "filesort" not in str(step["Extra"]), step
+
+
+async def test_a_roll_up_s_running_pods_are_read_off_one_index_alone(archive: None) -> None:
+    from jobarchive.reading import usage
+    from jobarchive.reading.queries import rollups
+    from jobarchive.reading.queries.windows import Window
+
+    window = Window("namespace", SINCE, UNTIL, None, None)
+    cut = usage.periods(SINCE, UNTIL, None)
+    sql = rollups.pod_hours_sql(window, cut, SINCE, UNTIL, rollups.RUNNING, pods_first=True)
+    _, steps = await db.connection().execute_query("EXPLAIN " + sql, window.params)
+    [pods] = [step for step in steps if step["table"] == "p"]
+    assert (await leading_columns("replica_info")).get(pods["key"]) == "gmt_finished", pods
+    # Covering: no pod's row is read, only the index (decision 33).
+    assert "Using index" in (pods["Extra"] or "").split("; "), pods

@@ -13,7 +13,7 @@ from jobarchive.maintenance import retention
 from jobarchive.reading.queries import rollup
 from jobarchive.rows import JobRow, PodRow
 from jobarchive.storage import database as db
-from jobarchive.storage import migration, usage_days
+from jobarchive.storage import migration, schema, usage_days
 from jobarchive.storage.models import Job, Pod, UsageDay
 from jobarchive.storage.store import Store
 from tests.support import rows
@@ -67,6 +67,40 @@ async def test_a_job_s_days_follow_its_pods_and_a_relist_writes_the_same(databas
     second_done: PodRow = {**second, "version": "12", "gmt_finished": at(24), "status": "Succeeded"}
     await write([job], [second_done])
     assert (await days())[("j", "2026-11-20")][0] == 2 * 7200 + 3600
+
+
+async def copies(job: str) -> set[tuple[Any, ...]]:
+    """The job's columns as its days hold them."""
+    columns = tuple(usage_days.JOB_COLUMNS)
+    return set(await UsageDay.filter(job_id=job).values_list(*columns))
+
+
+async def test_a_day_holds_its_job_s_columns_whichever_is_written_last(database: str) -> None:
+    pod = rows.pod("p0", job_id="j", gpus=1, gmt_started=at(1), gmt_finished=at(3))
+    await write([], [{**pod, "status": "Failed", "remark": None}])
+    assert await copies("j") == {(None,) * len(usage_days.JOB_COLUMNS)}
+    job = rows.job("j", namespace="team-a", owner="alice", status="Running", gmt_created=at(0))
+    await write([job], [])
+    [running] = await copies("j")
+    assert running[:6] == ("team-a", "alice", job["tenant"], job["queue"], job["kind"], "Running")
+    # The job fails once its pods have: its days follow, its reason with them.
+    failed: JobRow = {
+        **job,
+        "version": "11",
+        "status": "Failed",
+        "gmt_finished": at(4),
+        "remark": "BackoffLimitExceeded: a pod failed",
+    }
+    await write([failed], [])
+    [row] = await copies("j")
+    assert row[5:7] == ("Failed", "BackoffLimitExceeded")
+    assert [usage_days.moment(value) for value in row[7:]] == [at(0), at(4)]
+    window: dict[str, Any] = {"since": T0, "until": T0 + 2 * usage_days.DAY}
+    found = await rollup("namespace", **window)
+    assert found == await rollup("namespace", **window, from_pods=True)
+    assert found[0]["top_failure_reasons"] == [
+        {"reason": "BackoffLimitExceeded", "gpu_hours": 2.0, "jobs": 1}
+    ]
 
 
 async def test_the_days_go_with_their_job_when_it_is_pruned(database: str) -> None:
@@ -176,3 +210,24 @@ async def test_an_archive_from_before_is_filled_at_start_and_by_migrate(
     found = await migration.Migration(conn).run(dry_run=False, report=lambda step: None)
     assert "usage_day" in {step.table for step in found}
     assert {k: v[:2] for k, v in (await days()).items()} == {k: v[:2] for k, v in kept.items()}
+
+
+async def test_days_from_before_their_job_columns_are_filled_again_at_start(
+    database: str,
+) -> None:
+    jobs, pods = archive(5)
+    await write(jobs, pods)
+    window: dict[str, Any] = {"since": T0, "until": T0 + 4 * usage_days.DAY}
+    expected = await rollup("owner", "day", **window, from_pods=True)
+    conn = db.connection()
+    for column in usage_days.JOB_COLUMNS:
+        await conn.execute_script(f"ALTER TABLE usage_day DROP COLUMN {column}")
+    added = await schema.ensure_schema(conn)
+    assert {f"usage_day.{column}" for column in usage_days.JOB_COLUMNS} <= set(added)
+    steps = await migration.upgrade(conn, added)
+    assert [step.what for step in steps] == [
+        "empty, to fill with the jobs' columns",
+        "fill from the finished pods",
+    ]
+    assert alike(await rollup("owner", "day", **window), expected)
+    assert await migration.upgrade(conn, []) == []

@@ -3,7 +3,9 @@ window, sums over pods spread into periods exactly as cutting each pod would, ne
 percentiles, and CSV that a spreadsheet cannot run."""
 
 import datetime
+import math
 import random
+from fractions import Fraction
 
 import pytest
 
@@ -80,11 +82,23 @@ def test_sums_spread_into_periods_as_each_pod_cut_alone() -> None:
         assert spread.get(n, 0.0) == pytest.approx(expected[n], abs=1e-3)
 
 
-def test_percentiles_are_nearest_rank() -> None:
-    assert usage.percentile([], 0.5) is None
-    assert usage.percentile([600, 300], 0.5) == 300
-    assert usage.percentile([600, 300], 0.95) == 600
-    assert usage.percentile(list(range(1, 101)), 0.95) == 95
+@pytest.mark.parametrize("count", [1, 2, 3, 19, 20, 21, 60, 99, 100, 101, 10**6 + 7])
+@pytest.mark.parametrize("percent", usage.WAIT_PERCENTS)
+def test_percentiles_are_nearest_ranks_in_integers(count: int, percent: int) -> None:
+    k = usage.rank(count, percent)
+    # The least rank holding at least ``percent`` of the values, as the SQL's test.
+    assert 100 * (k - 1) < percent * count <= 100 * k
+    assert usage.rank(count, percent) == max(1, math.ceil(Fraction(percent * count, 100)))
+
+
+def test_a_wait_fills_each_percentile_its_rank_is() -> None:
+    row = usage.empty_row()
+    usage.add_wait(row, 1, 1, 30.04)
+    assert row["waits"] == {50: 30.0, 95: 30.0}
+    row = usage.empty_row()
+    usage.add_wait(row, 10, 20, 300)
+    usage.add_wait(row, 19, 20, 600)
+    assert row["waits"] == {50: 300.0, 95: 600.0}
 
 
 def test_groups_and_windows_are_checked_before_any_query() -> None:

@@ -6,7 +6,6 @@ import csv
 import dataclasses
 import datetime
 import io
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -19,6 +18,8 @@ MAX_PERIODS = 530
 # How many failure reasons a row names, the costliest first.
 TOP_REASONS = 3
 COUNTS = ("jobs", "succeeded", "failed")
+# The percentiles of the queue waits a row gives (``queue_wait_p50_s``, ...).
+WAIT_PERCENTS = (50, 95)
 FIGURES = ("gpu_hours", "failed_gpu_hours", "cpu_hours", "queue_wait_p50_s", "queue_wait_p95_s")
 REASONS = "top_failure_reasons"
 
@@ -102,13 +103,11 @@ def overlap(
     return max(0.0, (min(end, until) - max(start, since)).total_seconds())
 
 
-def percentile(values: Sequence[float], fraction: float) -> float | None:
-    """The nearest-rank percentile of ``values`` (sorted or not); None when empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(fraction * len(ordered)))
-    return ordered[rank - 1]
+def rank(count: int, percent: int) -> int:
+    """The nearest rank of the ``percent``th percentile among ``count`` values (1 for
+    one value): the least k with 100 k >= percent x count, in integers, so that the
+    database's ranking (``queries.rollups``) picks the same value."""
+    return max(1, -(-percent * count // 100))
 
 
 def period_of(starts: Sequence[float], moment: float) -> int:
@@ -123,7 +122,7 @@ def empty_row() -> dict[str, Any]:
         "gpu_s": 0.0,
         "failed_gpu_s": 0.0,
         "cpu_ms": 0.0,
-        "waits": [],
+        "waits": dict.fromkeys(WAIT_PERCENTS),
         "reasons": {},
     }
 
@@ -177,6 +176,14 @@ def add_hours(
             cost[1].add(job)
 
 
+def add_wait(row: dict[str, Any], k: Any, count: Any, wait: Any) -> None:
+    """Set a group's waits at the percentiles whose rank among its ``count`` waits is
+    ``k`` (one wait may be both)."""
+    for percent in WAIT_PERCENTS:
+        if rank(int(count), percent) == int(k):
+            row["waits"][percent] = round(float(wait), 1)
+
+
 def add_days(
     row: dict[str, Any], reason: str | None, gpu_s: float, cpu_ms: float, jobs: int
 ) -> None:
@@ -207,8 +214,7 @@ def finished_row(
         "gpu_hours": _hours(row["gpu_s"]),
         "failed_gpu_hours": _hours(row["failed_gpu_s"]),
         "cpu_hours": _hours(row["cpu_ms"] / 1000),
-        "queue_wait_p50_s": percentile(row["waits"], 0.5),
-        "queue_wait_p95_s": percentile(row["waits"], 0.95),
+        **{f"queue_wait_p{p}_s": row["waits"][p] for p in WAIT_PERCENTS},
         REASONS: [
             {"reason": reason, "gpu_hours": _hours(seconds), "jobs": len(jobs) + more}
             for reason, (seconds, jobs, more) in costliest[:TOP_REASONS]

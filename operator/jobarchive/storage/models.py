@@ -216,8 +216,9 @@ class Pod(Stamped):
             ("namespace", "gmt_created"),
             ("namespace", "name"),
             ("gmt_created",),
-            # The pods running now (NULL), read live by the usage roll-ups (decision 33).
-            ("gmt_finished",),
+            # The pods running now (NULL), read live by the usage roll-ups: everything
+            # they read of a pod is in the index (decision 33).
+            ("gmt_finished", "gmt_started", "job_id", "gpus", "cpu_millis"),
         )
 
 
@@ -323,6 +324,17 @@ class UsageDay(Stamped):
     cpu_milli_seconds = fields.FloatField()
     # Why the job's pods failed: its first failed pod's remark's head (decision 33).
     reason = fields.TextField(null=True)
+    # The job's columns a roll-up groups, scopes and counts by, copied from its row
+    # whenever either is written (decision 33); NULL until the job is recorded.
+    namespace = fields.CharField(max_length=NAMESPACE_LENGTH, null=True)
+    owner = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    tenant = fields.CharField(max_length=SHORT_TEXT_LENGTH, null=True)
+    queue = fields.CharField(max_length=NAME_LENGTH, null=True)
+    kind = fields.CharField(max_length=KIND_LENGTH, null=True)
+    status = fields.CharField(max_length=STATUS_LENGTH, null=True)
+    job_reason = fields.TextField(null=True)
+    job_created = fields.DatetimeField(null=True)
+    job_finished = fields.DatetimeField(null=True)
 
     class Meta:
         table = "usage_day"

@@ -83,6 +83,8 @@ async def _upsert(
             await _say_foreign(table, [row[table.key] for row in group], cluster, dialect, execute)
         stale += kept
     await usage_days.rewrite(execute, dialect, finished)
+    if model is Job:
+        await usage_days.refresh(execute, dialect, [row[table.key] for row in prepared])
     return stale
 
 

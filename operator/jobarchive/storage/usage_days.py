@@ -1,6 +1,7 @@
 """The daily usage roll-up (``usage_day``, decision 33): per job and UTC day, its finished
 pods' GPU- and CPU-seconds on that day, rewritten from all the job's pods whenever one of
-them is written finished, so that writing the same pods again writes the same rows."""
+them is written finished, so that writing the same pods again writes the same rows; and
+its job's columns, copied whenever the job or its days are written."""
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,6 +20,18 @@ HEAD = "CASE WHEN INSTR({0}, ': ') > 0 THEN SUBSTR({0}, 1, INSTR({0}, ': ') - 1)
 JOBS_PER_STATEMENT = 500
 ROWS_PER_INSERT = 500
 Seconds = dict[tuple[str, datetime.datetime], list[float]]
+# A day's copies of its job's columns, as read from its ``job_info`` row (``j``).
+JOB_COLUMNS: dict[str, str] = {
+    "namespace": "j.namespace",
+    "owner": "j.owner",
+    "tenant": "j.tenant",
+    "queue": "j.queue",
+    "kind": "j.kind",
+    "status": "j.status",
+    "job_reason": f"NULLIF({HEAD.format('j.remark')}, '')",
+    "job_created": "j.gmt_created",
+    "job_finished": "j.gmt_finished",
+}
 
 
 def moment(value: Any) -> datetime.datetime | None:
@@ -71,18 +84,39 @@ def reasons_of(pods: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 
 async def lock(execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]) -> None:
-    """Hold the jobs' stored pods (and their index's gaps) before the pods are written,
-    where the engine has locking reads: a second transaction writing pods of one of
-    these jobs then waits for this one whole, rather than deadlocking with it midway."""
+    """Hold the jobs' rows, then their stored pods (and their index's gaps), before the
+    pods are written, where the engine has locking reads: a second transaction writing
+    one of these jobs or pods of it then waits for this one whole, rather than
+    deadlocking with it midway; and the job's columns copied into its days are its
+    newest (a job's write takes its row first too, then its days: one order)."""
     uids = sorted(set(jobs))
     if not dialect.locks_rows:
         return
+    for table in ("job_info", "replica_info"):
+        for start in range(0, len(uids), JOBS_PER_STATEMENT):
+            chunk = uids[start : start + JOBS_PER_STATEMENT]
+            marks = ", ".join([dialect.placeholder] * len(chunk))
+            await execute(
+                dialect.locking(f"SELECT id FROM {table} WHERE job_id IN ({marks})"), chunk
+            )
+
+
+async def refresh(
+    execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]
+) -> None:
+    """Copy the jobs' columns (``JOB_COLUMNS``) into their days, in the caller's
+    transaction: after the jobs' rows are written, and after their days are. A day of a
+    job not recorded gets NULLs, which no window's jobs match."""
+    uids = sorted(set(jobs))
+    day = USAGE_DAY_TABLE.name
+    sets = ", ".join(
+        f"{column} = (SELECT {value} FROM job_info j WHERE j.job_id = {day}.job_id)"
+        for column, value in JOB_COLUMNS.items()
+    )
     for start in range(0, len(uids), JOBS_PER_STATEMENT):
         chunk = uids[start : start + JOBS_PER_STATEMENT]
         marks = ", ".join([dialect.placeholder] * len(chunk))
-        await execute(
-            dialect.locking(f"SELECT id FROM replica_info WHERE job_id IN ({marks})"), chunk
-        )
+        await execute(f"UPDATE {day} SET {sets} WHERE job_id IN ({marks})", chunk)
 
 
 async def rewrite(
@@ -111,6 +145,7 @@ async def _rewrite(execute: dialects.Execute, dialect: dialects.Dialect, uids: l
     }
     jobs.update({job: (jobs[job][0], why) for job, why in reasons_of(pods).items()})
     await insert(execute, dialect, days_of(pods), jobs)
+    await refresh(execute, dialect, uids)
 
 
 async def insert(
@@ -131,6 +166,8 @@ async def insert(
             "cpu_milli_seconds": cpu,
             "cluster": jobs.get(job, (None, None))[0],
             "reason": jobs.get(job, (None, None))[1],
+            # Copied from the job's row next (``refresh``).
+            **dict.fromkeys(JOB_COLUMNS),
         }
         UsageDay.stamp(row, now)
         rows.append(row)

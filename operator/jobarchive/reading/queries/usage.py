@@ -127,6 +127,13 @@ def first_ran(running: T | None, pod_starts: Iterable[T | None]) -> T | None:
     return min((start for start in pod_starts if start is not None), default=None)
 
 
+def first_ran_sql(column: str, running: str, first_pod: str) -> str:
+    """``first_ran`` in SQL, for the roll-ups to rank waits by: ``running`` (the time
+    ``column`` holds, as the statement counts time) when ``column`` is set, else
+    ``first_pod`` (the pods' first start, read only then)."""
+    return f"CASE WHEN {column} IS NULL THEN {first_pod} ELSE {running} END"
+
+
 def _reason(remark: str | None) -> str | None:
     return remark.split(": ", 1)[0] if remark else None
 

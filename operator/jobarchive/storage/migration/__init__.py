@@ -37,7 +37,7 @@ from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
 from jobarchive.storage.migration.merging import Merging
 from jobarchive.storage.migration.steps import BATCH, Report, Step
 from jobarchive.storage.migration.trimming import Trimming
-from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
+from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, UsageDay
 
 __all__ = ["Migration", "Report", "Step", "lacking_clusters", "upgrade"]
 
@@ -93,15 +93,21 @@ async def upgrade(
         steps += await filling.running_times(Job, dry_run=False)
     # Cheap when there is nothing to do: NULL job_ids are a range of their index.
     steps += await filling.event_jobs(Event, dry_run=False)
-    steps += await _usage_days(conn)
+    steps += await _usage_days(conn, added)
     return steps
 
 
-async def _usage_days(conn: BaseDBAsyncClient) -> list[Step]:
-    """The usage roll-up filled from the pods when it lacks the oldest (decision 33)."""
-    if not await usage_days.left(conn):
-        return []
-    return [Step("usage_day", "fill from the finished pods", await usage_days.fill(conn))]
+async def _usage_days(conn: BaseDBAsyncClient, added: Sequence[str] = ()) -> list[Step]:
+    """The usage roll-up filled from the pods when it lacks the oldest (decision 33);
+    emptied first when its copies of the jobs' columns were just added, so that the
+    fill writes them (and a start stopped during it fills again)."""
+    steps = []
+    if any(f"{UsageDay._meta.db_table}.{column}" in added for column in usage_days.JOB_COLUMNS):
+        emptied = await conn.execute_query(f"DELETE FROM {UsageDay._meta.db_table}")
+        steps.append(Step("usage_day", "empty, to fill with the jobs' columns", emptied[0]))
+    if await usage_days.left(conn):
+        steps.append(Step("usage_day", "fill from the finished pods", await usage_days.fill(conn)))
+    return steps
 
 
 class Migration:
@@ -154,12 +160,15 @@ class Migration:
                 steps.append(Step(table.name, "create the table", 1))
                 report(steps[-1])
         if not dry_run:
+            # The roll-up is jobarchive's own table: it only ever gains columns (added
+            # before the tables are created, as ``schema.ensure_schema`` says why).
+            added = await schema.ensure_columns(self.conn, (UsageDay,))
             await schema.create_tables()
             created = await schema.ensure_indexes(self.conn)
             if created:
                 steps.append(Step("*", "create indexes", len(created)))
                 report(steps[-1])
-            for filled in await _usage_days(self.conn):
+            for filled in await _usage_days(self.conn, added):
                 steps.append(filled)
                 report(filled)
         return steps

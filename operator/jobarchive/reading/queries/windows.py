@@ -1,0 +1,118 @@
+"""The SQL a usage roll-up's statements share (decision 33): a window's times as
+seconds from its start, the period a time falls in, the jobs whose life overlaps it,
+of the namespace and the clusters asked for."""
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+from jobarchive.reading import usage
+from jobarchive.reading.params import Clusters, check_cluster
+from jobarchive.reading.queries.source import reader
+from jobarchive.storage import dialects
+
+
+def period_sql(
+    cut: Sequence[usage.Period], since: datetime.datetime, every: str | None, term: str
+) -> str:
+    """The index of the period that holds ``term`` (seconds from ``since``; clamped to the
+    periods by ``usage.spread``): days and weeks divided, months a CASE over their starts.
+    Integers computed here, no user text."""
+    if len(cut) == 1:
+        return "0"
+    if every in ("day", "week"):
+        length = 86400 if every == "day" else 7 * 86400
+        offset = int((since - usage.calendar_start(since, every)).total_seconds())
+        return f"FLOOR(({term} + {offset}) / {length})"
+    starts = [int((p.start - since).total_seconds()) for p in cut[1:]]
+    branches = " ".join(f"WHEN {term} < {start} THEN {n}" for n, start in enumerate(starts))
+    return f"CASE {branches} ELSE {len(starts)} END"
+
+
+class Window:
+    """The SQL a roll-up's statements share: times as seconds from the window's start,
+    the jobs whose life overlaps it, of a namespace when named."""
+
+    def __init__(
+        self,
+        group: str,
+        since: datetime.datetime,
+        until: datetime.datetime,
+        namespace: str | None,
+        every: str | None,
+        clusters: Clusters = None,
+    ) -> None:
+        self.connection = reader()
+        self.dialect = dialects.of(self.connection)
+        self.group, self.since, self.until = group, since, until
+        self.now = min(datetime.datetime.now(datetime.UTC), until)
+        self.params: list[Any] = []
+        self.namespace = namespace
+        self.clusters = check_cluster(clusters) if isinstance(clusters, str) else clusters
+        self.every = every
+
+    def value(self, value: str) -> str:
+        """A placeholder for user text, its value kept in the statement's order."""
+        self.params.append(value)
+        return self.dialect.placeholder
+
+    @staticmethod
+    def time(moment: datetime.datetime) -> str:
+        """A time as an SQL literal, written as the drivers write a parameter: times are
+        inlined (they hold digits only), so that the placeholders' order never depends
+        on the order a dialect writes its arguments in."""
+        naive = moment.astimezone(datetime.UTC).replace(tzinfo=None)
+        return f"'{naive.isoformat(' ')}'"
+
+    def rel(self, column: str) -> str:
+        """``column``'s time as seconds from the window's start."""
+        return self.dialect.seconds_between(self.time(self.since), column)
+
+    def pod_group(self) -> str:
+        """The group of a pod's time: its node for ``node``, else its job's column."""
+        return "p.node_name" if self.group == "node" else f"j.{self.group}"
+
+    def jobs(self) -> str:
+        """The jobs, each once per group it counts in: by ``node``, once per node its pods
+        were on (once as none when none was scheduled), else once."""
+        if self.group != "node":
+            return "job_info j"
+        return (
+            "(SELECT DISTINCT j.job_id, j.namespace, j.cluster, j.status, j.gmt_created, "
+            "j.gmt_finished, j.gmt_job_running, p.node_name AS node FROM job_info j "
+            "LEFT JOIN replica_info p "
+            "ON p.job_id = j.job_id AND p.node_name IS NOT NULL) j"
+        )
+
+    def life(self, created: str = "j.gmt_created", finished: str = "j.gmt_finished") -> str:
+        """The jobs whose life (creation to finish, or now) overlaps the window; by the
+        job's columns, or a day's copies of them."""
+        return (
+            f"{created} < {self.time(self.until)} "
+            f"AND ({finished} IS NULL OR {finished} >= {self.time(self.since)})"
+        )
+
+    def jobs_where(self, table: str = "j") -> str:
+        """``life``, of the namespace and the clusters when named: of the jobs (``j``),
+        or of the days (``d``) by their copies of their jobs' columns."""
+        if table == "j":
+            return self.life() + self.scope()
+        return self.life(f"{table}.job_created", f"{table}.job_finished") + self.scope(table)
+
+    def scope(self, table: str = "j") -> str:
+        """The namespace named and the clusters read (one, a caller's scope, or every
+        cluster: decision 36), as terms to AND to a statement's jobs (or days)."""
+        where = ""
+        if self.namespace is not None:
+            where += f" AND {table}.namespace = {self.value(self.namespace)}"
+        if isinstance(self.clusters, str):
+            where += f" AND {table}.cluster = {self.value(self.clusters)}"
+        elif self.clusters is not None:
+            names = ", ".join(self.value(name) for name in self.clusters) or "NULL"
+            where += f" AND {table}.cluster IN ({names})"
+        return where
+
+    async def rows(self, sql: str) -> list[dict[str, Any]]:
+        params, self.params = self.params, []
+        _, rows = await self.connection.execute_query(sql, params)
+        return list(rows)
