@@ -170,7 +170,7 @@ class Watch:
         found = ENDED.search(text)
         if found:
             return f"watch of {found['watch']} ended ({found['cause']})"
-        if exited and not self.caught_up:
+        if exited:
             code = self.process.process.returncode if self.process.process else None
             return f"its process exited (code {code})"
         if time.perf_counter() - self.started > WITHIN:

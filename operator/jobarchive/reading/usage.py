@@ -1,7 +1,6 @@
 """Usage's arithmetic, without a database: a window cut into UTC periods, a pod's time
 cut to a window, percentiles, and the roll-up's rows as columns and CSV (decision 33)."""
 
-import bisect
 import csv
 import dataclasses
 import datetime
@@ -20,7 +19,8 @@ TOP_REASONS = 3
 COUNTS = ("jobs", "succeeded", "failed")
 # The percentiles of the queue waits a row gives (``queue_wait_p50_s``, ...).
 WAIT_PERCENTS = (50, 95)
-FIGURES = ("gpu_hours", "failed_gpu_hours", "cpu_hours", "queue_wait_p50_s", "queue_wait_p95_s")
+WAIT_FIGURES = tuple(f"queue_wait_p{p}_s" for p in WAIT_PERCENTS)
+FIGURES = ("gpu_hours", "failed_gpu_hours", "cpu_hours", *WAIT_FIGURES)
 REASONS = "top_failure_reasons"
 
 
@@ -108,11 +108,6 @@ def rank(count: int, percent: int) -> int:
     one value): the least k with 100 k >= percent x count, in integers, so that the
     database's ranking (``queries.rollups``) picks the same value."""
     return max(1, -(-percent * count // 100))
-
-
-def period_of(starts: Sequence[float], moment: float) -> int:
-    """The index of the period (by their starts, ascending) that holds ``moment``."""
-    return max(0, bisect.bisect_right(starts, moment) - 1)
 
 
 def empty_row() -> dict[str, Any]:
@@ -214,7 +209,7 @@ def finished_row(
         "gpu_hours": _hours(row["gpu_s"]),
         "failed_gpu_hours": _hours(row["failed_gpu_s"]),
         "cpu_hours": _hours(row["cpu_ms"] / 1000),
-        **{f"queue_wait_p{p}_s": row["waits"][p] for p in WAIT_PERCENTS},
+        **{name: row["waits"][p] for name, p in zip(WAIT_FIGURES, WAIT_PERCENTS, strict=True)},
         REASONS: [
             {"reason": reason, "gpu_hours": _hours(seconds), "jobs": len(jobs) + more}
             for reason, (seconds, jobs, more) in costliest[:TOP_REASONS]

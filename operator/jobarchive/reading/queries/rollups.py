@@ -72,7 +72,7 @@ async def _day_hours(
             f"SELECT d.{w.group} AS grp, {n} AS n, {reason} AS reason, d.job_id AS job, "
             "d.gpu_seconds AS g, d.cpu_milli_seconds AS c FROM usage_day d "
             f"WHERE d.day >= {w.time(first)} AND d.day < {w.time(last)}{failed} AND "
-            f"{w.jobs_where('d')}"
+            f"{w.days_where()}"
         )
 
     sums = await w.rows(

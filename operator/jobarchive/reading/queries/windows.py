@@ -92,12 +92,13 @@ class Window:
             f"AND ({finished} IS NULL OR {finished} >= {self.time(self.since)})"
         )
 
-    def jobs_where(self, table: str = "j") -> str:
-        """``life``, of the namespace and the clusters when named: of the jobs (``j``),
-        or of the days (``d``) by their copies of their jobs' columns."""
-        if table == "j":
-            return self.life() + self.scope()
-        return self.life(f"{table}.job_created", f"{table}.job_finished") + self.scope(table)
+    def jobs_where(self) -> str:
+        """``life``, of the namespace and the clusters when named."""
+        return self.life() + self.scope()
+
+    def days_where(self) -> str:
+        """``jobs_where`` of the days (``d``), by their copies of their jobs' columns."""
+        return self.life("d.job_created", "d.job_finished") + self.scope("d")
 
     def scope(self, table: str = "j") -> str:
         """The namespace named and the clusters read (one, a caller's scope, or every
