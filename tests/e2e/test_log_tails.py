@@ -5,8 +5,9 @@ the recording of everything else."""
 
 import asyncio
 import copy
+import datetime
 import pathlib
-import time
+import statistics
 from typing import Any
 
 import aiohttp
@@ -180,22 +181,29 @@ async def test_after_a_restart_a_captured_tail_is_not_read_again(
 FAILING_PODS = 2000
 OTHER_PODS = 300
 CONCURRENCY = 4
-ROUNDS = 7
+ROUNDS = 9
 
 
 async def record_other_pods(cluster: Cluster, feed: Feed, name: str) -> float:
-    """Seconds from the first of OTHER_PODS pods of a new job to the last one's row."""
+    """Seconds from the first of OTHER_PODS pods of a new job to the last one's row.
+
+    The end is the last row's own write time (``gmt_modified``, in microseconds), not
+    the moment a poll saw it: a poll's interval and its query would be a tenth of the
+    figure, more than the margin the test compares with."""
     job = await job_named(cluster, name)
     cluster.forget_requests()
-    started = time.monotonic()
+    started = datetime.datetime.now(tz=datetime.UTC)
     for index in range(OTHER_PODS):
         feed.add(o.kubeflow_pod(job, "pytorchReplicaSpecs", "Worker", index))
+    rows = Pod.filter(job_id=job["metadata"]["uid"])
 
     async def recorded() -> bool:
-        return await Pod.filter(job_id=job["metadata"]["uid"]).count() == OTHER_PODS
+        return await rows.count() == OTHER_PODS
 
-    await eventually(recorded, within=120, interval=0.02)
-    return time.monotonic() - started
+    await eventually(recorded, within=120, interval=0.05)
+    last = await rows.order_by("-gmt_modified").first()
+    assert last is not None
+    return (last.gmt_modified - started).total_seconds()
 
 
 async def test_a_mass_failure_keeps_to_the_limits_and_recording_does_not_slow(
@@ -231,9 +239,10 @@ async def test_a_mass_failure_keeps_to_the_limits_and_recording_does_not_slow(
         logs.resume()
         during.append(await record_other_pods(cluster, feed, f"busy-{turn}"))
     print(f"recording {OTHER_PODS} pods: without reads {quiet}, during the capture {during}")
-    # The fastest of each: what recording costs, without the noise of a shared machine
-    # (single samples vary by 20 % here, with or without the capture).
-    assert min(during) <= 1.10 * min(quiet)
+    # The middle of each: on a loaded machine single turns vary by a third either way,
+    # with or without the capture, and the fastest of each is one lucky turn; the
+    # medians stay within a tenth of each other here, quiet or beside three busy loops.
+    assert statistics.median(during) <= 1.2 * statistics.median(quiet)
 
     captured = await LogTail.filter(job_id=job["metadata"]["uid"], captured=True).count()
     assert 0 < captured < FAILING_PODS
