@@ -34,11 +34,13 @@ from testbed.ports import free_port
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 ARCHIVE = "jobarchive.sqlite3"
-# What the demo shows, in order: the jobs, the failed TFJob, why the LLM job failed.
+# What the demo shows, in order: the jobs, the failed TFJob, why the LLM job failed,
+# what each queue's jobs cost and waited.
 COMMANDS = (
     ("jobs",),
     ("job", "nlp/bert-finetune"),
     ("logs", "nlp/llama-sft", "--pod", "llama-sft-worker-0", "--limit", "1"),
+    ("usage", "--by", "queue"),
 )
 
 

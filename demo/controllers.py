@@ -78,7 +78,12 @@ async def start_pods(
 
 
 async def scheduled(cluster: Cluster, pod: Body, node: int, at: str) -> None:
+    """Bind the pod to its node, as the scheduler's binding sets ``spec.nodeName``, and
+    say so in its Event."""
     meta = pod["metadata"]
+    await cluster.patch(
+        PODS, meta["namespace"], meta["name"], {"spec": {"nodeName": f"gpu-node-{node}"}}
+    )
     message = f"Successfully assigned {meta['namespace']}/{meta['name']} to gpu-node-{node}"
     await cluster.create(
         EVENTS, o.event(pod, "Scheduled", message, first=at, component="default-scheduler")

@@ -51,12 +51,17 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     for owner in ("alice", "bob", "carol", "dave", "erin"):
         assert owner in jobs
     detail = out.split("$ jobarchive job nlp/bert-finetune")[1]
-    for text in ("OOMKilled (exit code 137)", "OOMKilling", "TFJobFailed", "10.0.3.12"):
+    for text in ("OOMKilled (exit code 137)", "OOMKilling", "TFJobFailed", "gpu-node-12"):
         assert text in detail
     tail = out.split("$ jobarchive logs nlp/llama-sft")[1]
     assert "(restart 1): exit code 1 Error" in tail
     assert "torch.cuda.OutOfMemoryError: CUDA out of memory." in tail
     assert '"kind": "Pod"' not in out
+    costs = out.split("$ jobarchive usage --by queue")[1]
+    assert "usage by queue (times in UTC)" in costs
+    for queue in ("nlp-a100", "research", "vision"):
+        assert queue in costs
+    assert "OOMKilled (exit code 137)=" in costs
     [archive] = re.findall(r"The archive: (\S+), deleted now", out)
     assert not pathlib.Path(archive).exists()
 

@@ -107,6 +107,7 @@ async def test_the_job_page_draws_every_pod_the_failure_and_the_warnings(
     assert f'href="job?uid={recorded["earlier"]}"' in html  # the earlier incarnation
     assert re.search(r"<td>Worker</td>\s*<td[^>]*>2</td>", html)  # replicas per role
     assert "<dt>Duration</dt><dd>32m</dd>" in html
+    assert "<td>gpu-node-0</td>" in html and "<td>gpu-node-1</td>" in html  # spec.nodeName
 
 
 async def test_errors_are_pages_with_the_apis_status_and_message(client: Client) -> None:

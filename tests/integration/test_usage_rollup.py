@@ -273,6 +273,9 @@ async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: 
         assert bad.status == 400 and "not one of" in (await bad.json())["error"]["message"]
     table = await asyncio.to_thread(run, db_url, "usage", *flags)
     assert "usage by namespace (times in UTC)" in table.stdout and "team-a" in table.stdout
+    # The waits as durations: team-a's p50 300 s and p95 600 s.
+    [team_a] = [line for line in table.stdout.splitlines() if line.startswith("team-a")]
+    assert [cell.strip() for cell in team_a.split("│")][7:9] == ["5m", "10m"]
     as_csv = await asyncio.to_thread(run, db_url, "usage", "--by", "owner", *flags, "-o", "csv")
     assert as_csv.stdout.splitlines()[0] == ",".join(usage.columns("owner", None))
 

@@ -53,6 +53,7 @@ async def pod(
         creationTimestamp=at(created),
     )
     if started is not None:
+        body["spec"]["nodeName"] = f"gpu-node-{index}"
         running = o.running_status("tensorflow", IMAGE, f"10.0.3.{index % 250}", "172.16.3.9")
         running["startTime"] = at(started)
         status = running

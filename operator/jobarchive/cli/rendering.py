@@ -168,7 +168,7 @@ def print_job(detail: Mapping[str, Any]) -> None:
             pod["name"],
             pod["replica_type"],
             pod["status"],
-            pod["host_ip"] or "-",
+            pod["node_name"] or pod["host_ip"] or "-",
             short(pod["gmt_started"]),
             short(pod["gmt_finished"]),
             pod["remark"] or "",
@@ -256,16 +256,23 @@ def print_usage(rows: list[dict[str, Any]], names: Sequence[str], output: str) -
         for line in usage.to_csv(rows, names).splitlines():
             echo(line)
         return
-    cells = [
-        [
-            usage.reasons_text(row[name]) if name == usage.REASONS else _figure(row.get(name))
-            for name in names
-        ]
-        for row in rows
-    ]
+    cells = [[_usage_cell(name, row.get(name)) for name in names] for row in rows]
+    # The seconds' columns show durations, so their unit leaves the header.
     shown = [name.replace("_", " ").removesuffix(" s") for name in names]
     headers = [Column(name, 0 if index == 0 else index + 1) for index, name in enumerate(shown)]
     table(f"usage by {names[0]} (times in UTC)", headers, cells)
+
+
+def _usage_cell(name: str, value: Any) -> str:
+    """A usage figure as a table shows it: seconds (``*_s``) as a duration, the reasons
+    as their text."""
+    from jobarchive.reading import usage
+
+    if name == usage.REASONS:
+        return usage.reasons_text(value)
+    if name.endswith("_s"):
+        return duration(value)
+    return _figure(value)
 
 
 def _figure(value: Any) -> str:
