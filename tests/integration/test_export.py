@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.reading.queries.usage import job_usage
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
@@ -117,11 +118,12 @@ async def test_the_export_holds_each_job_of_the_window_with_usages_numbers(recor
     }
     a, b, c = found["a"], found["b"], found["c"]
     assert (a["gpu_hours"], a["cpu_hours"], a["queue_wait_s"], a["replicas"]) == (5.0, 9.0, 300, 2)
-    assert (a["queue"], a["owner"], a["status"], a["reason"]) == (
+    assert (a["queue"], a["owner"], a["status"], a["reason"], a["cluster"]) == (
         "research",
         "alice",
         "Succeeded",
         None,
+        DEFAULT_CLUSTER,
     )
     assert (b["gpu_hours"], b["status"], b["reason"]) == (
         15.333,

@@ -35,6 +35,7 @@ def usage(uid: str, created: datetime.datetime, gpu_hours: float = 2.0, **change
         "owner": "alice",
         "tenant": "",
         "queue": "research",
+        "cluster": "east",
         "kind": "PyTorchJob",
         "status": "Succeeded",
         "reason": None,

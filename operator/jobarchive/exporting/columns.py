@@ -25,7 +25,11 @@ COLUMNS = (
     Column("owner", "string", "its owner (the `kubedl.io/tenancy` user), empty when none"),
     Column("tenant", "string", "its tenant, empty when none"),
     Column("queue", "string", "its queue (Kueue, Volcano or Kubeflow), null when none"),
-    Column("cluster", "string", "the cluster that ran it: null until the archive keeps one"),
+    Column(
+        "cluster",
+        "string",
+        "the cluster that recorded it (its JOBARCHIVE_CLUSTER); null for a row KubeDL's writer added",
+    ),
     Column("kind", "string", "its kind (PyTorchJob, TFJob, ...)"),
     Column("status", "string", "its status when exported (Running for a running job)"),
     Column("reason", "string", "why it failed, null unless it failed"),
@@ -59,8 +63,7 @@ def record(usage: JobUsage, exported_at: datetime.datetime) -> dict[str, Any]:
         "owner": usage.owner,
         "tenant": usage.tenant,
         "queue": usage.queue,
-        # No column holds a job's cluster yet; the column is there for when one does.
-        "cluster": None,
+        "cluster": usage.cluster,
         "kind": usage.kind,
         "status": usage.status,
         "reason": usage.reason,

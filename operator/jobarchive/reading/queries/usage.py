@@ -25,6 +25,7 @@ JOB_FIELDS = (
     "owner",
     "tenant",
     "queue",
+    "cluster",
     "kind",
     "status",
     "gmt_created",
@@ -57,6 +58,7 @@ class JobUsage:
     owner: str
     tenant: str
     queue: str | None
+    cluster: str | None
     kind: str
     status: str
     reason: str | None
@@ -176,6 +178,7 @@ def facts(
         owner=job["owner"],
         tenant=job["tenant"],
         queue=job["queue"],
+        cluster=job["cluster"],
         kind=job["kind"],
         status=job["status"],
         reason=reason if job["status"] == "Failed" else None,
