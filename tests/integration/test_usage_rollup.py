@@ -249,6 +249,25 @@ async def test_bad_input_is_refused(database: str, asked: dict[str, Any], said: 
         await rollup(**{"until": UNTIL, **asked})
 
 
+async def test_an_answer_past_its_row_bound_is_a_400_before_its_rows_are_built(
+    database: str,
+) -> None:
+    # 25 owners (a tenant's labels) with a job running all along: 25 x 500 days of rows.
+    until = at(22, 0)
+    since = until - datetime.timedelta(days=500)
+    jobs = [rows.job(f"j{n}", name=f"j{n}", owner=f"o{n}", gmt_created=since) for n in range(25)]
+    await Store().upsert(Job, jobs)
+    with pytest.raises(BadQuery, match="25 of owner over 500 periods would be 12,500 rows"):
+        await rollup("owner", "day", since=since, until=until)
+    weeks = usage.periods(since, until, "week")
+    assert len(await rollup("owner", "week", since=since, until=until)) == 25 * len(weeks)
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).app())) as client:
+        window = f"since={since.date()}&until={until.date()}"
+        answer = await client.get(f"{api.PREFIX}/usage?by=owner&every=day&{window}")
+        assert answer.status == 400
+        assert "more than 10,000; name a namespace" in (await answer.json())["error"]["message"]
+
+
 async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: str) -> None:
     window = {"since": "2026-11-20", "until": "2026-11-22T00:00:00Z"}
     expected = await rollup("queue", "day", since=SINCE, until=UNTIL)

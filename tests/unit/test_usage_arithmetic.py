@@ -46,6 +46,27 @@ def test_no_period_is_the_window_itself_and_too_many_are_refused() -> None:
         usage.periods(at(1, month=1).replace(year=2000), at(1), "day")
 
 
+def test_a_window_past_what_a_column_holds_is_cut_to_the_calendars_ends() -> None:
+    # Beyond them, no bound: so no period's end and no whole day passes year 9999.
+    start, end = usage.window(at(1).replace(year=1), at(1).replace(year=9999, month=12, day=31))
+    assert (start, end) == (usage.FIRST, usage.LAST)
+    for every in ("day", "week", "month"):
+        assert usage.periods(usage.LAST - datetime.timedelta(days=40), end, every)[-1].end == end
+    with pytest.raises(BadQuery, match="before"):
+        usage.window(at(30, month=12).replace(year=9999), None)
+
+
+def test_an_answer_of_more_rows_than_the_bound_is_refused_before_it_is_built() -> None:
+    # Per group, the periods its jobs' lives span, overlaps counted once.
+    one = [{"grp": "alice", "n0": 0, "n1": 9}, {"grp": "alice", "n0": 5, "n1": 19}]
+    usage.check_rows("owner", one, 30)
+    groups = usage.MAX_ROWS // 30 + 1
+    many = [{"grp": f"owner-{n}", "n0": -3, "n1": 99} for n in range(groups)]
+    with pytest.raises(BadQuery, match=f"{groups:,} of owner over 30 periods would be"):
+        usage.check_rows("owner", many, 30)
+    usage.check_rows("owner", many[:-1], 30)
+
+
 def test_a_pods_time_is_cut_at_the_windows_edges() -> None:
     # Across midnight: 22:00 to 02:00 counts two hours in each day.
     assert usage.overlap(at(20, 22), at(21, 2), at(20), at(21)) == 7200

@@ -28,7 +28,7 @@ COLUMNS = (
     Column(
         "cluster",
         "string",
-        "the cluster that recorded it (its JOBARCHIVE_CLUSTER); null for a row KubeDL's writer added",
+        "the cluster that recorded it (its JOBARCHIVE_CLUSTER); null for a KubeDL-written row",
     ),
     Column("kind", "string", "its kind (PyTorchJob, TFJob, ...)"),
     Column("status", "string", "its status when exported (Running for a running job)"),

@@ -8,12 +8,20 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from jobarchive.reading.params import USAGE_GROUPS, BadQuery, Named, one_of
+from jobarchive.reading.params import EARLIEST, LATEST, USAGE_GROUPS, BadQuery, Named, one_of
 
 EVERY = ("day", "week", "month")
 DEFAULT_DAYS = 30
 # The most periods one answer may hold: a year by day, a decade by week or month.
 MAX_PERIODS = 530
+# The most rows (groups x periods) one answer may hold: a month by day of 322 groups.
+# Groups are tenants' text (owners, queues), so without it one reader's request could
+# build an answer of any size.
+MAX_ROWS = 10_000
+# Where a window is cut: what a DATETIME column holds, a day and a month within it, so
+# that no period's end or whole day passes the calendar's ends.
+FIRST = EARLIEST + datetime.timedelta(days=1)
+LAST = LATEST.replace(day=1, hour=0, minute=0, second=0)
 # How many failure reasons a row names, the costliest first.
 TOP_REASONS = 3
 COUNTS = ("jobs", "succeeded", "failed")
@@ -64,10 +72,11 @@ def group_of(group_by: str | None) -> str:
 def window(
     since: datetime.datetime | None, until: datetime.datetime | None
 ) -> tuple[datetime.datetime, datetime.datetime]:
-    """The window asked for: until now, from ``DEFAULT_DAYS`` before its end by default;
-    BadQuery when it ends before it starts."""
-    end = until or datetime.datetime.now(datetime.UTC)
-    start = since or end - datetime.timedelta(days=DEFAULT_DAYS)
+    """The window asked for: until now, from ``DEFAULT_DAYS`` before its end by default,
+    cut to [``FIRST``, ``LAST``) (beyond, no bound); BadQuery when it ends before it
+    starts."""
+    end = min(until or datetime.datetime.now(datetime.UTC), LAST)
+    start = max(since or end - datetime.timedelta(days=DEFAULT_DAYS), FIRST)
     if start >= end:
         raise BadQuery(Named("since"), " must be before ", Named("until"))
     return start, end
@@ -120,6 +129,28 @@ def empty_row() -> dict[str, Any]:
         "waits": dict.fromkeys(WAIT_PERCENTS),
         "reasons": {},
     }
+
+
+def check_rows(group: str, counts: Iterable[Mapping[str, Any]], periods: int) -> None:
+    """BadQuery when the answer would pass ``MAX_ROWS``: per group, the periods its jobs'
+    lives span (``counts``: ``grp`` and the first and last period, ``n0`` and ``n1``)."""
+    spans: dict[Any, list[tuple[int, int]]] = {}
+    for found in counts:
+        span = (clamp(found["n0"], periods), clamp(found["n1"], periods))
+        spans.setdefault(found["grp"], []).append(span)
+    rows = 0
+    for group_spans in spans.values():
+        covered = -1
+        for first, last in sorted(group_spans):
+            if last > covered:
+                rows += last - max(first, covered + 1) + 1
+                covered = last
+    if rows > MAX_ROWS:
+        raise BadQuery(
+            Named("by"),
+            f": {len(spans):,} of {group} over {periods:,} periods would be {rows:,} rows, "
+            f"more than {MAX_ROWS:,}; name a namespace, a longer every or a shorter window",
+        )
 
 
 def clamp(index: Any, periods: int) -> int:

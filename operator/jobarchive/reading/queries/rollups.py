@@ -241,8 +241,9 @@ async def rollup(
         raise BadQuery(Named("every"), f": {exc}; narrow the window") from None
     namespace = fits("namespace", namespace, NAMESPACE_LENGTH)
     w = Window(group, start, end, namespace, period, cluster)
-    hours, days = await _hours(w, cut, from_pods)
     counts = await _job_counts(w, cut)
+    usage.check_rows(group, counts, len(cut))
+    hours, days = await _hours(w, cut, from_pods)
     waits = await _waits(w, cut)
     failed = sorted({row["job"] for row in hours if row["job"]})
     reasons = await _reasons(w, failed)
