@@ -14,8 +14,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive.reading import api, auth
+from jobarchive.reading import api, auth, queries
 from jobarchive.reading.kube import discovery
+from jobarchive.storage.models import Job
 from testbed.cluster import ACCESS_REVIEWS, Cluster, Reviews
 from tests.support import fleet
 from tests.support.fleet import ALICE, BOB, DAVE, EAST, ERIN, WEST
@@ -105,6 +106,19 @@ async def test_a_grant_naming_a_cluster_adds_its_rows(
     # A grant of every cluster reads them all, reviewed once.
     every = await get(client, f"{api.PREFIX}/jobs?namespace=team-a", ERIN)
     assert clusters_of(every) == [("mnist", WEST), ("mnist", EAST)]
+
+
+async def test_a_row_kubedls_writer_inserted_is_no_clusters_and_needs_every_cluster(
+    client: Client, uids: dict[str, str], reviews: Reviews
+) -> None:
+    # KubeDL's writer names no cluster: not the home cluster's, nor one named "None".
+    await Job.filter(job_id=uids["east"]).update(cluster=None)
+    assert await queries.job_clusters(100) == ([WEST], False)  # east's one job was it
+    path = f"{api.PREFIX}/jobs/{uids['east']}"
+    assert (await get(client, path, ALICE, 404))["error"]["message"].startswith("no job")
+    assert (await get(client, path, ERIN))["cluster"] is None
+    named = {a.get("name", "") for a in reviews.asked if a["resource"] == "clusters"}
+    assert named <= {"", WEST}, named
 
 
 async def test_a_list_over_every_namespace_leaks_no_other_clusters_rows(

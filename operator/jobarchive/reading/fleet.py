@@ -94,6 +94,6 @@ class Fleet:
         return self._cached[1], self._cached[2]
 
 
-def sees(scope: Clusters, cluster: str) -> bool:
+def sees(scope: Clusters, cluster: str | None) -> bool:
     """Whether a row of ``cluster`` is within ``scope``."""
     return scope is None or cluster == scope or (isinstance(scope, tuple) and cluster in scope)

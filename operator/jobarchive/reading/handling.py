@@ -284,9 +284,11 @@ class Reads:
         grant = f"get {auth.Resource(group, 'clusters')} {queries.quoted(asked)}"
         raise Forbidden(f"user {caller.identity.username!r} may not {grant}")
 
-    async def sees(self, caller: Caller, cluster: str) -> bool:
-        """Whether the caller may read rows of ``cluster``."""
-        return await self.fleet.may(caller.access, caller.identity, caller.resource.group, cluster)
+    async def sees(self, caller: Caller, cluster: str | None) -> bool:
+        """Whether the caller may read rows of ``cluster``; a row of none (KubeDL's
+        writer's) is every cluster's grant's, as lists read it (outside any scope)."""
+        group = caller.resource.group
+        return await self.fleet.may(caller.access, caller.identity, group, cluster or "")
 
     async def visible_job(self, caller: Caller, uid: str) -> str:
         """The namespace of the job with that uid, checked before anything else of it is

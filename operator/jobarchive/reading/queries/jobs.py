@@ -179,25 +179,31 @@ async def newest_named(
     return next(iter((await named_jobs(namespace, name, 1, clusters=clusters)).items), None)
 
 
-async def job_place(job_uid: str) -> tuple[str, str] | None:
-    """The namespace and the cluster of the job with that uid (one indexed row); None if
-    no job has it: what is checked before anything else of a job is read."""
+async def job_place(job_uid: str) -> tuple[str, str | None] | None:
+    """The namespace and the cluster of the job with that uid (one indexed row; the
+    cluster None in a row KubeDL's writer inserted); None if no job has it: what is
+    checked before anything else of a job is read."""
     found = (
         await read(Job)
         .filter(job_id=fits("uid", job_uid, UID_LENGTH))
         .first()
         .values("namespace", "cluster")
     )
-    return None if found is None else (str(found["namespace"]), str(found["cluster"]))
+    if found is None:
+        return None
+    cluster = found["cluster"]
+    return str(found["namespace"]), None if cluster is None else str(cluster)
 
 
 def _clusters(limit: int) -> "ValuesListQuery[Any]":
-    return read(Job).distinct().order_by("cluster").limit(limit).values_list("cluster", flat=True)
+    named = read(Job).filter(cluster__isnull=False).distinct()
+    return named.order_by("cluster").limit(limit).values_list("cluster", flat=True)
 
 
 async def job_clusters(limit: int) -> tuple[list[str], bool]:
     """The first ``limit`` clusters that hold a job, by name, and whether there are more:
-    one entry of the (cluster, gmt_created) index per cluster, no row read."""
+    one entry of the (cluster, gmt_created) index per cluster, no row read. The rows
+    KubeDL's writer inserted name none, so they are no cluster's name here."""
     names = [str(name) for name in await _clusters(limit + 1)]
     return names[:limit], len(names) > limit
 
