@@ -147,6 +147,17 @@ async def test_a_bad_cluster_value_is_a_400(client: Client) -> None:
     assert (status["kind"], status["reason"]) == ("Status", "BadRequest")
 
 
+async def test_a_namespace_longer_than_any_stored_is_a_400_before_any_review(
+    client: Client, cluster: Cluster
+) -> None:
+    before = cluster.requests_to(ACCESS_REVIEWS)
+    for route in ("jobs", "events", "usage", "stats"):
+        refused = await get(client, f"{api.PREFIX}/{route}?namespace={'x' * 129}", ALICE, 400)
+        said = "namespace: 129 characters, longer than any stored value (128)"
+        assert refused["error"]["message"] == said
+    assert cluster.requests_to(ACCESS_REVIEWS) == before
+
+
 async def test_the_aggregated_api_shows_the_cluster_and_selects_by_it(
     client: Client, uids: dict[str, str]
 ) -> None:
