@@ -176,6 +176,19 @@ async def test_by_cluster_each_job_counts_in_the_cluster_it_came_from(archive: N
     )
 
 
+async def test_a_window_after_now_holds_nothing_and_one_across_now_runs_to_now(
+    archive: None,
+) -> None:
+    # C runs on 8 GPUs: a later window has none of its life, so no row at all.
+    now = datetime.datetime.now(datetime.UTC)
+    hour = datetime.timedelta(hours=1)
+    for every in (None, "day"):
+        assert await rollup("namespace", every, since=now + hour, until=now + 30 * hour) == []
+    (across,) = await rollup("namespace", since=now - hour, until=now + hour)
+    assert (across["namespace"], across["jobs"]) == ("team-b", 1)
+    assert across["gpu_hours"] == pytest.approx(8.0, abs=0.01)
+
+
 async def test_one_namespace_only(archive: None) -> None:
     found = await rollup("owner", namespace="team-b", since=SINCE, until=UNTIL)
     assert [(row["owner"], row["gpu_hours"]) for row in found] == [("carol", 120.0)]

@@ -36,12 +36,14 @@ def pod_hours_sql(
     ``pods_first``: the pods read before their jobs (a few pods found by an index:
     ``RUNNING``'s, whose index holds all a pod's columns read here)."""
     join = w.dialect.in_order_join if pods_first else "JOIN"
-    start = w.rel(w.dialect.later("p.gmt_started", w.time(lo)))
+    begun = w.dialect.later("p.gmt_started", w.time(lo))
     ending = w.dialect.earlier(f"COALESCE(p.gmt_finished, {w.time(w.now)})", w.time(hi))
+    # Never before its start: a start stamped by a clock ahead of this one is no time.
+    ending = w.dialect.later(ending, begun)
     pods = (
         f"SELECT {w.pod_group()} AS grp, CASE WHEN j.status = 'Failed' THEN j.job_id ELSE '' "
         f"END AS job, COALESCE(p.gpus, 0) AS g, COALESCE(p.cpu_millis, 0) AS c, "
-        f"{start} AS a, {w.rel(ending)} AS b "
+        f"{w.rel(begun)} AS a, {w.rel(ending)} AS b "
         f"FROM replica_info p {join} job_info j ON j.job_id = p.job_id "
         f"WHERE {which} AND {w.jobs_where()} AND p.gmt_started IS NOT NULL "
         f"AND p.gmt_started < {w.time(hi)} "

@@ -45,7 +45,11 @@ class Window:
         self.connection = reader()
         self.dialect = dialects.of(self.connection)
         self.group, self.since, self.until = group, since, until
-        self.now = min(datetime.datetime.now(datetime.UTC), until)
+        now = datetime.datetime.now(datetime.UTC)
+        # Whether a job still running lives in the window: not in one that begins later.
+        self.running = now >= since
+        # Where a running pod's time ends: now, within the window (none after it).
+        self.now = max(min(now, until), since)
         self.params: list[Any] = []
         self.namespace = namespace
         self.clusters = check_cluster(clusters) if isinstance(clusters, str) else clusters
@@ -87,9 +91,10 @@ class Window:
     def life(self, created: str = "j.gmt_created", finished: str = "j.gmt_finished") -> str:
         """The jobs whose life (creation to finish, or now) overlaps the window; by the
         job's columns, or a day's copies of them."""
+        running = f"{finished} IS NULL OR " if self.running else ""
         return (
             f"{created} < {self.time(self.until)} "
-            f"AND ({finished} IS NULL OR {finished} >= {self.time(self.since)})"
+            f"AND ({running}{finished} >= {self.time(self.since)})"
         )
 
     def jobs_where(self) -> str:
