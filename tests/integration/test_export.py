@@ -160,8 +160,13 @@ async def test_a_day_exported_again_is_replaced_and_csv_too(recorded, tmp_path):
     export(recorded, tmp_path, "--format", "csv")
     assert sorted(path.name for path in tmp_path.glob("date=*/*")) == ["part-0.csv"] * 2
     assert sorted(read_export(tmp_path, "csv")) == ["a", "b", "c"]
-    resumed = export(recorded, tmp_path, "--resume")
+    resumed = export(recorded, tmp_path, "--resume", "--format", "csv")
     assert "0 jobs in 0 days" in resumed.stdout and "2 days kept as written" in resumed.stdout
+    # Resumed in the other format, the days are written again in it, each replacing its
+    # day's file of the first.
+    switched = export(recorded, tmp_path, "--resume")
+    assert switched.stdout.startswith("Exported 3 jobs in 2 days"), switched.stdout
+    assert sorted(path.name for path in tmp_path.glob("date=*/*")) == ["part-0.parquet"] * 2
 
 
 @pytest.mark.parametrize(
@@ -171,6 +176,8 @@ async def test_a_day_exported_again_is_replaced_and_csv_too(recorded, tmp_path):
         (["--since", "2026-11-20T10:00:00Z"], "--since: '2026-11-20T10:00:00Z' is not a day"),
         (["--until", "2026-11-19"], "--until must be a later day than --since"),
         (["--until", "2999-01-01"], "--until 2999-01-01 is after tomorrow"),
+        (["--since", "1000-01-01"], "--since: 375,064 days, more than 3,660"),
+        (["--to", ""], "--to: an empty path"),
         (["--to", "FILE"], "--to: FILE is a file, not a folder"),
         (["--to", "FILE/day"], "--to: cannot make FILE/day: Not a directory"),
         (["--to", "/sys"], "--to: /sys cannot be written"),

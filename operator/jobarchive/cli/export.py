@@ -17,6 +17,9 @@ FORMATS = click.Choice(layout.FORMATS)
 # A window of days: the first, and the day after the last.
 Days = tuple[datetime.date, datetime.date]
 MISSING = "jobarchive export needs pyarrow: pip install 'jobarchive[export]'"
+# The most days one export writes (ten years): each is a folder and a file, empty or
+# not, so a --since mistyped centuries back would fill the disk with empty days.
+MOST_DAYS = 3660
 
 
 def _day(_: click.Context, option: click.Parameter, value: str) -> datetime.date:
@@ -37,6 +40,8 @@ def _day(_: click.Context, option: click.Parameter, value: str) -> datetime.date
 
 def _folder(_: click.Context, __: click.Parameter, value: str) -> pathlib.Path:
     """The folder written, made if missing; refused if it is a file or cannot be written."""
+    if not value.strip():
+        raise click.UsageError("--to: an empty path: name the folder to write")
     path = pathlib.Path(value)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -81,6 +86,11 @@ def export(
         raise click.UsageError(
             f"--until {until} is after tomorrow: a day is exported once it has begun"
         )
+    if (until - since).days > MOST_DAYS:
+        raise click.UsageError(
+            f"--since: {(until - since).days:,} days, more than {MOST_DAYS:,}: export the "
+            "window in parts"
+        )
     _run(db_url, (since, until), folder, format_, resume)
 
 
@@ -114,8 +124,12 @@ def _run(db_url: str | None, days: Days, folder: pathlib.Path, format_: str, res
     except OSError as exc:
         raise click.ClickException(f"cannot write {folder}: {exc}") from None
     took = time.perf_counter() - started
-    kept = f"; {len(done.kept)} days kept as written (--resume)" if done.kept else ""
+    kept = f"; {_days(len(done.kept))} kept as written (--resume)" if done.kept else ""
     click.echo(
-        f"Exported {done.rows:,} jobs in {len(done.written)} days to {folder} ({format_}) "
+        f"Exported {done.rows:,} jobs in {_days(len(done.written))} to {folder} ({format_}) "
         f"in {took:.1f} s{kept}"
     )
+
+
+def _days(count: int) -> str:
+    return f"{count:,} day" if count == 1 else f"{count:,} days"

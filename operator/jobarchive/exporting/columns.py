@@ -41,7 +41,7 @@ COLUMNS = (
     Column("run_s", "double", "seconds from its first Running to its finish (or the export)"),
     Column("gpu_hours", "double", "its pods' requested GPUs x hours run, its whole life"),
     Column("cpu_hours", "double", "its pods' requested CPUs x hours run, its whole life"),
-    Column("gpu_hours_by_type", "string", 'the GPU-hours per replica type, JSON: {"Worker": 8.0}'),
+    Column("gpu_hours_by_type", "string", 'the GPU-hours per replica type, JSON: {"worker": 8.0}'),
     Column("replicas", "int32", "the pods recorded for it"),
     Column("exported_at", "timestamp[us, UTC]", "when this row was written: its usage's as-of"),
 )

@@ -31,9 +31,10 @@ def part(root: pathlib.Path, day: datetime.date, format: str) -> pathlib.Path:
     return day_folder(root, day) / f"part-0.{format}"
 
 
-def done(root: pathlib.Path, day: datetime.date) -> bool:
-    """Whether a day was written whole, in either format."""
-    return any(part(root, day, format).is_file() for format in FORMATS)
+def done(root: pathlib.Path, day: datetime.date, format: str) -> bool:
+    """Whether a day was written whole in ``format`` (a day of the other format is
+    written again, which replaces it: a folder is never left of both)."""
+    return part(root, day, format).is_file()
 
 
 def temporary(root: pathlib.Path, day: datetime.date, format: str) -> pathlib.Path:

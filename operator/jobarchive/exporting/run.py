@@ -70,7 +70,7 @@ async def export(
     days = window.days()
     result = Exported()
     if resume:
-        while days and layout.done(root, days[0]):
+        while days and layout.done(root, days[0], format):
             result.kept.append(days.pop(0))
     if not days:
         return result
