@@ -338,7 +338,7 @@ class Reads:
         await caller.require("list", values.get("namespace"), "usage over all namespaces")
         scoped = {**values, "cluster": await self.clusters(caller, values.get("cluster"))}
         rows = await self.within(lambda: queries.rollup(**scoped))
-        if "text/csv" not in request.headers.get("Accept", ""):
+        if not usage.wants_csv(request.headers.get("Accept", "")):
             return web.json_response({"items": rows})
         names = usage.columns(usage.group_of(values.get("group_by")), values.get("every"))
         return web.Response(text=usage.to_csv(rows, names), content_type="text/csv")

@@ -239,6 +239,14 @@ def _parameter(param: Param) -> Schema:
     return {"name": param.name, "in": "query", "description": param.description, "schema": schema}
 
 
+# The usage rows as CSV: the JSON's columns, in order, the reasons as one cell.
+CSV_ROWS: Schema = {
+    "type": "string",
+    "description": "A header of the JSON items' names, then a line per item; "
+    "top_failure_reasons as reason=hours; ...; text a spreadsheet would run quoted with '.",
+}
+
+
 def _answer(description: str, schema: str) -> Schema:
     return {"description": description, "content": {"application/json": {"schema": _ref(schema)}}}
 
@@ -291,12 +299,13 @@ def document(prefix: str, description: str) -> dict[str, Any]:
         ),
         "/usage": _operation(
             "GPU- and CPU-hours, jobs, outcomes, queue waits and the costliest failure "
-            "reasons by a job's column over a window, per UTC period when asked; CSV with "
-            "Accept: text/csv.",
+            "reasons by a job's column over a window, per UTC period when asked; CSV when "
+            "Accept prefers text/csv (by q, then order).",
             "Usage",
             queries.USAGE_PARAMS,
         ),
     }
+    paths["/usage"]["get"]["responses"]["200"]["content"]["text/csv"] = {"schema": CSV_ROWS}
     return {
         "openapi": "3.1.0",
         "info": {"title": "jobarchive", "version": "1", "description": description},
