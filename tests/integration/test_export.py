@@ -193,8 +193,8 @@ def test_bad_input_is_one_line_and_exit_status_2(tmp_path, arguments, message):
     ]
     done = run(f"sqlite:///{tmp_path}/none.sqlite3", "export", *words)
     assert done.returncode == 2, done.stderr
-    [error] = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
-    assert message.replace("FILE", str(tmp_path / "FILE")) in error
+    [error] = done.stderr.splitlines()
+    assert error.startswith("Error: ") and message.replace("FILE", str(tmp_path / "FILE")) in error
     assert "Traceback" not in done.stderr
 
 

@@ -2,6 +2,8 @@
 for the aggregated API), checked before any command runs, and its commands."""
 
 import os
+import sys
+from typing import Any
 
 import click
 
@@ -17,7 +19,30 @@ PASSWORD_WARNING = (
 )
 
 
-@click.group(commands=[*reads.COMMANDS, export.export, serve.serve, *admin.COMMANDS])
+class Commands(click.Group):
+    """The command group, whose bad input is one line: click's own usage and hint lines
+    left out (``--help`` shows them), as every other failure is one line."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run as click does, but say a usage error in its one line."""
+        try:
+            return super().main(*args, **{**kwargs, "standalone_mode": False})
+        except click.exceptions.NoArgsIsHelpError as exc:
+            # No command at all: the help, as click shows it.
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            click.echo(f"Error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=Commands, commands=[*reads.COMMANDS, export.export, serve.serve, *admin.COMMANDS])
 @click.option(
     "--db-url",
     help="Database URL, in place of JOBARCHIVE_DB_URL. Every user of the machine can "
