@@ -58,7 +58,7 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     assert "torch.cuda.OutOfMemoryError: CUDA out of memory." in tail
     assert '"kind": "Pod"' not in out
     costs = out.split("$ jobarchive usage --by queue")[1]
-    assert "usage by queue (times in UTC)" in costs
+    assert "usage by queue, " in costs and " UTC" in costs
     for queue in ("nlp-a100", "research", "vision"):
         assert queue in costs
     assert "OOMKilled (exit code 137)=" in costs

@@ -172,7 +172,7 @@ async def test_a_day_exported_again_is_replaced_and_csv_too(recorded, tmp_path):
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--since", "yesterday"], "--since: 'yesterday' is not a date or time"),
+        (["--since", "yesterday"], "--since: 'yesterday' is not a day (use 2026-11-29)"),
         (["--since", "2026-11-20T10:00:00Z"], "--since: '2026-11-20T10:00:00Z' is not a day"),
         (["--until", "2026-11-19"], "--until must be a later day than --since"),
         (["--until", "2999-01-01"], "--until 2999-01-01 is after tomorrow"),

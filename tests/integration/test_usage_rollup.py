@@ -304,12 +304,23 @@ async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: 
         bad = await client.get(f"{api.PREFIX}/usage?by=pod")
         assert bad.status == 400 and "not one of" in (await bad.json())["error"]["message"]
     table = await asyncio.to_thread(run, db_url, "usage", *flags)
-    assert "usage by namespace (times in UTC)" in table.stdout and "team-a" in table.stdout
+    title = "usage by namespace, 2026-11-20 00:00:00 to 2026-11-22 00:00:00 UTC"
+    assert title in table.stdout and "team-a" in table.stdout
     # The waits as durations: team-a's p50 300 s and p95 600 s.
     [team_a] = [line for line in table.stdout.splitlines() if line.startswith("team-a")]
     assert [cell.strip() for cell in team_a.split("│")][7:9] == ["5m", "10m"]
     as_csv = await asyncio.to_thread(run, db_url, "usage", "--by", "owner", *flags, "-o", "csv")
     assert as_csv.stdout.splitlines()[0] == ",".join(usage.columns("owner", None))
+
+
+async def test_the_cli_says_a_window_without_jobs_holds_no_usage(
+    archive: None, db_url: str
+) -> None:
+    window = ("--since", "2025-01-01", "--until", "2025-02-01")
+    ran = await asyncio.to_thread(run, db_url, "usage", *window)
+    assert ran.returncode == 0, ran.stderr
+    said = "No job lived from 2025-01-01 00:00:00 to 2025-02-01 00:00:00 UTC: no usage by namespace"
+    assert ran.stdout.splitlines() == [said]
 
 
 @pytest.mark.parametrize(

@@ -28,8 +28,8 @@ def _day(_: click.Context, option: click.Parameter, value: str) -> datetime.date
     name = option.opts[0]
     try:
         moment = parse_time(value, name).astimezone(datetime.UTC)
-    except BadQuery as exc:
-        raise click.UsageError(str(exc)) from None
+    except BadQuery:
+        raise click.UsageError(f"{name}: {value!r} is not a day (use 2026-11-29)") from None
     if moment.time() != datetime.time():
         raise click.UsageError(
             f"{name}: {value!r} is not a day: give YYYY-MM-DD (UTC), since each day's file "

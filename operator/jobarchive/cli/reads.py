@@ -131,10 +131,10 @@ def usage(where: Where, /, output: str, **window: Any) -> None:
     from jobarchive.reading import usage as arithmetic
 
     group = arithmetic.group_of(window["group_by"])
-    arithmetic.window(window["since"], window["until"])
+    span = arithmetic.window(window["since"], window["until"])
     params.one_of("every", window["every"], arithmetic.EVERY)
     rows = archive(where).usage(**window)
-    rendering.print_usage(rows, arithmetic.columns(group, window["every"]), output)
+    rendering.print_usage(rows, arithmetic.columns(group, window["every"]), output, span)
 
 
 COMMANDS = (jobs, job, logs, events, stats, usage)

@@ -2,6 +2,7 @@
 stored values in them, each value neutralised first (``visible``) so that nothing a
 tenant wrote can move the cursor, forge a line or act on the terminal."""
 
+import datetime
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -245,8 +246,14 @@ def print_stats(rows: list[dict[str, Any]], group: str, output: str) -> None:
     table(f"jobs by {group}", headers, counted)
 
 
-def print_usage(rows: list[dict[str, Any]], names: Sequence[str], output: str) -> None:
-    """Usage rows under ``names`` (``reading.usage.columns``): a table, JSON or CSV."""
+def print_usage(
+    rows: list[dict[str, Any]],
+    names: Sequence[str],
+    output: str,
+    window: tuple[datetime.datetime, datetime.datetime],
+) -> None:
+    """Usage rows under ``names`` (``reading.usage.columns``): a table (titled with its
+    ``window``, or a line saying it holds nothing), JSON or CSV."""
     if output == "json":
         print_json({"items": rows})
         return
@@ -257,10 +264,14 @@ def print_usage(rows: list[dict[str, Any]], names: Sequence[str], output: str) -
             echo(line)
         return
     cells = [[_usage_cell(name, row.get(name)) for name in names] for row in rows]
+    since, until = (short(moment.isoformat().replace("+00:00", "Z")) for moment in window)
+    if not rows:
+        echo(f"No job lived from {since} to {until} UTC: no usage by {names[0]}")
+        return
     # The seconds' columns show durations, so their unit leaves the header.
     shown = [name.replace("_", " ").removesuffix(" s") for name in names]
     headers = [Column(name, 0 if index == 0 else index + 1) for index, name in enumerate(shown)]
-    table(f"usage by {names[0]} (times in UTC)", headers, cells)
+    table(f"usage by {names[0]}, {since} to {until} UTC", headers, cells)
 
 
 def _usage_cell(name: str, value: Any) -> str:

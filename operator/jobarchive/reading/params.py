@@ -182,7 +182,11 @@ USAGE_PARAMS = (
         f"One of {', '.join(USAGE_GROUPS)} (default {USAGE_GROUPS[0]}).",
         "group_by",
     ),
-    Param("every", "string", "day, week or month: a row per group and UTC period."),
+    Param(
+        "every",
+        "string",
+        "day, week (from Monday) or month: a row per group and UTC period, named by its first day.",
+    ),
     Param("namespace", "string", "Only this namespace's jobs."),
     Param("cluster", "string", CLUSTER_MEANING),
     Param("since", "time", "The window's start, UTC (default 30 days before its end)."),

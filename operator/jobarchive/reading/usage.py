@@ -80,6 +80,8 @@ def window(
     end = min(until or datetime.datetime.now(datetime.UTC), LAST)
     start = max(since or end - datetime.timedelta(days=DEFAULT_DAYS), FIRST)
     if start >= end:
+        if until is None:
+            raise BadQuery(Named("since"), " must be before now (the default ", Named("until"), ")")
         raise BadQuery(Named("since"), " must be before ", Named("until"))
     return start, end
 
