@@ -34,6 +34,11 @@ REASONS = "top_failure_reasons"
 JSON_RANGES = ("application/json", "application/*", "*/*")
 
 
+class TooManyRows(BadQuery):
+    """An answer that would pass ``MAX_ROWS``: bad input, which a coarser period may
+    answer (the console's chart falls back to weeks)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Period:
     """A part of a window: its label (the calendar period's first day, ``2026-11`` for a
@@ -150,7 +155,7 @@ def check_rows(group: str, counts: Iterable[Mapping[str, Any]], periods: int) ->
                 rows += last - max(first, covered + 1) + 1
                 covered = last
     if rows > MAX_ROWS:
-        raise BadQuery(
+        raise TooManyRows(
             Named("by"),
             f": {len(spans):,} of {group} over {periods:,} periods would be {rows:,} rows, "
             f"more than {MAX_ROWS:,}; name a namespace, a longer every or a shorter window",

@@ -267,12 +267,18 @@ async def usage_page(visit: Visit) -> Page:
     # Over the clusters the caller may read (decision 36), or the one named.
     scope = await visit.reads.clusters(visit.caller, values.get("cluster"))
 
-    async def figures() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
+    async def figures() -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
         by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
-        return by_day, by_queue
+        try:
+            by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
+        except usage.TooManyRows:
+            # Too many groups for a row each a day: the same chart a bar a week.
+            every = await queries.rollup(group, "week", namespace, since, until, cluster=scope)
+            return "week", every, by_queue
+        return "day", by_day, by_queue
 
-    by_day, by_queue = await visit.reads.within(figures)
+    per, by_period, by_queue = await visit.reads.within(figures)
+    periods = [period.label for period in usage.periods(since, until, per)]
     context = {
         "since": since,
         "until": until,
@@ -284,7 +290,8 @@ async def usage_page(visit: Visit) -> Page:
             "namespace": namespace or "",
             "cluster": values.get("cluster") or "",
         },
-        "days": usage_charts.gpu_days(by_day, group, charts.days_between(since, until)),
+        "per": per,
+        "days": usage_charts.gpu_days(by_period, group, periods),
         "waits": usage_charts.queue_waits(by_queue),
         "reasons": usage_charts.costliest_reasons(by_queue, "queue"),
     }
