@@ -3,7 +3,7 @@ for the aggregated API), checked before any command runs, and its commands."""
 
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -23,10 +23,10 @@ class Commands(click.Group):
     """The command group, whose bad input is one line: click's own usage and hint lines
     left out (``--help`` shows them), as every other failure is one line."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
+    def main(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Run as click does, but say a usage error in its one line."""
         try:
-            return super().main(*args, **{**kwargs, "standalone_mode": False})
+            done = super().main(*args, **{**kwargs, "standalone_mode": False})
         except click.exceptions.NoArgsIsHelpError as exc:
             # No command at all: the help, as click shows it.
             exc.show()
@@ -40,6 +40,8 @@ class Commands(click.Group):
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        # As click's own standalone mode ends: with the code a command exited with, else 0.
+        sys.exit(done if isinstance(done, int) else 0)
 
 
 @click.group(cls=Commands, commands=[*reads.COMMANDS, export.export, serve.serve, *admin.COMMANDS])
