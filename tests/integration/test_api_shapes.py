@@ -46,6 +46,11 @@ def answer_schema(path: str, code: str) -> str:
     return reference.rsplit("/", 1)[1]
 
 
+def test_usage_is_documented_as_json_and_as_csv() -> None:
+    content = DOCUMENT["paths"]["/usage"]["get"]["responses"]["200"]["content"]
+    assert sorted(content) == ["application/json", "text/csv"]
+
+
 def test_every_schema_is_json_schema() -> None:
     assert DOCUMENT["openapi"] == "3.1.0"
     for schema in openapi.SCHEMAS.values():

@@ -160,6 +160,8 @@ async def test_a_day_exported_again_is_replaced_and_csv_too(recorded, tmp_path):
     export(recorded, tmp_path, "--format", "csv")
     assert sorted(path.name for path in tmp_path.glob("date=*/*")) == ["part-0.csv"] * 2
     assert sorted(read_export(tmp_path, "csv")) == ["a", "b", "c"]
+    one = export(recorded, tmp_path, "--until", "2026-11-21", "--format", "csv")
+    assert one.stdout.startswith("Exported 2 jobs in 1 day to "), one.stdout
     resumed = export(recorded, tmp_path, "--resume", "--format", "csv")
     assert "0 jobs in 0 days" in resumed.stdout and "2 days kept as written" in resumed.stdout
     # Resumed in the other format, the days are written again in it, each replacing its

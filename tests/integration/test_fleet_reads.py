@@ -155,6 +155,11 @@ async def test_a_namespace_longer_than_any_stored_is_a_400_before_any_review(
         refused = await get(client, f"{api.PREFIX}/{route}?namespace={'x' * 129}", ALICE, 400)
         said = "namespace: 129 characters, longer than any stored value (128)"
         assert refused["error"]["message"] == said
+    # The aggregated API's namespace is its path's.
+    for route in ("archivedjobs", "archivedjobs/x", "usage"):
+        path = f"{discovery.PREFIX}/namespaces/{'x' * 129}/{route}"
+        status = await get(client, path, ALICE, 400)
+        assert (status["kind"], status["reason"]) == ("Status", "BadRequest")
     assert cluster.requests_to(ACCESS_REVIEWS) == before
 
 

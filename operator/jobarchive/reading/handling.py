@@ -338,7 +338,8 @@ class Reads:
         await caller.require("list", values.get("namespace"), "usage over all namespaces")
         scoped = {**values, "cluster": await self.clusters(caller, values.get("cluster"))}
         rows = await self.within(lambda: queries.rollup(**scoped))
-        if not usage.wants_csv(request.headers.get("Accept", "")):
+        # Several Accept headers are one list, as HTTP joins them.
+        if not usage.wants_csv(",".join(request.headers.getall("Accept", []))):
             return web.json_response({"items": rows})
         names = usage.columns(usage.group_of(values.get("group_by")), values.get("every"))
         return web.Response(text=usage.to_csv(rows, names), content_type="text/csv")

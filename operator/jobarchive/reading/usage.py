@@ -85,6 +85,11 @@ def window(
     end = min(until or datetime.datetime.now(datetime.UTC), LAST)
     start = max(since or end - datetime.timedelta(days=DEFAULT_DAYS), FIRST)
     if start >= end:
+        if (since or end) >= LAST or (until or start) <= FIRST:
+            raise BadQuery(
+                Named("since"),
+                f": the window lies outside {FIRST.date()} .. {LAST.date()}, the times answered",
+            )
         if until is None:
             raise BadQuery(Named("since"), " must be before now (the default ", Named("until"), ")")
         raise BadQuery(Named("since"), " must be before ", Named("until"))
@@ -158,7 +163,8 @@ def check_rows(group: str, counts: Iterable[Mapping[str, Any]], periods: int) ->
         raise TooManyRows(
             Named("by"),
             f": {len(spans):,} of {group} over {periods:,} periods would be {rows:,} rows, "
-            f"more than {MAX_ROWS:,}; name a namespace, a longer every or a shorter window",
+            f"more than {MAX_ROWS:,}; name a namespace"
+            + (", a longer every or a shorter window" if periods > 1 else ""),
         )
 
 

@@ -261,7 +261,8 @@ async def usage_page(visit: Visit) -> Page:
     namespace or all, as the API's /usage (decision 33)."""
     values = parse(visit.params, USAGE_WINDOW)
     group = usage.group_of(values.get("group_by"))
-    since, until = _window(values)
+    # Cut as the roll-up cuts it, so that the chart's periods are the answer's.
+    since, until = usage.window(*_window(values))
     namespace = values.get("namespace")
     await visit.caller.require("list", namespace, "the usage page", "name a namespace")
     # Over the clusters the caller may read (decision 36), or the one named.

@@ -20,8 +20,9 @@ from jobarchive.reading.fleet import sees
 from jobarchive.reading.handling import Caller, NotFound, Reads, parse
 from jobarchive.reading.kube import discovery, objects, selectors, status, tables
 from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
-from jobarchive.reading.params import Clusters
+from jobarchive.reading.params import Clusters, fits
 from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, Param, PodQuery
+from jobarchive.rows import NAMESPACE_LENGTH
 
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Parameters every Kubernetes client may send a list; those not named in ``_listed``
@@ -129,7 +130,7 @@ class Kube:
         if query.get("watch", "false").lower() not in ("false", "0", ""):
             return status.response(405, "watch is not served: the archive is read by lists")
         include = _include(query)
-        namespace = request.match_info.get("namespace")
+        namespace = _namespace(request)
         given, capped = _listed(served, query, namespace)
         await caller.require("list", namespace, ALL, INSTEAD)
         page = await self.reads.page(caller, given, served.listing, ALL)
@@ -153,7 +154,7 @@ class Kube:
         detail = served.kind == discovery.JOBS
         extra = queries.DETAIL_PARAMS if detail else ()
         values = parse(_without(request.query, GET_PARAMS), extra)
-        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        namespace, name = _namespace(request) or "", request.match_info["name"]
         row = await self._found(caller, served, namespace, name)
         if detail:
             uid = row["job_id"]
@@ -183,7 +184,7 @@ class Kube:
 
     async def _log(self, request: web.Request, caller: Caller) -> web.Response:
         values = parse(_without(request.query, COMMON_PARAMS), queries.LOG_PARAMS)
-        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        namespace, name = _namespace(request) or "", request.match_info["name"]
         row = await self._found(caller, self.served[discovery.JOBS.plural], namespace, name)
         uid = row["job_id"]
         page = await self.reads.within(lambda: queries.job_log_tails(uid, **values))
@@ -211,7 +212,13 @@ def _in_path(request: web.Request, table: tuple[Param, ...]) -> dict[str, Any]:
     values = parse(
         _without(request.query, COMMON_PARAMS), tuple(p for p in table if p.name != "namespace")
     )
-    return {**values, "namespace": request.match_info.get("namespace")}
+    return {**values, "namespace": _namespace(request)}
+
+
+def _namespace(request: web.Request) -> str | None:
+    """The path's namespace (None: all), refused before any review of it when no stored
+    namespace is that long, as the query's is (``handling.parse``)."""
+    return fits("namespace", request.match_info.get("namespace"), NAMESPACE_LENGTH)
 
 
 async def _jobs(rows: Sequence[Row]) -> list[objects.Object]:
