@@ -148,24 +148,3 @@ def test_csv_quotes_what_a_spreadsheet_would_run() -> None:
     assert header.startswith("owner,jobs,succeeded,failed,gpu_hours")
     assert line.startswith('"\'=HYPERLINK(""http://x"")",1,1,1,,,,,,')
     assert line.endswith("'@SUM(A1)=2.5")
-
-
-@pytest.mark.parametrize(
-    ("accept", "csv"),
-    [
-        ("text/csv", True),
-        ("", False),
-        ("*/*", False),
-        ("application/json", False),
-        ("text/csv, application/json", True),
-        ("application/json, text/csv", False),
-        ("text/csv;q=0.1, application/json", False),
-        ("application/json;q=0.5, text/csv", True),
-        ("TEXT/CSV; Q=0.9, */*;q=0.8", True),
-        ("text/csv;q=0", False),
-        ("text/csv;q=abc", False),
-        ("text/csv;charset=utf-8", True),
-    ],
-)
-def test_csv_is_answered_when_the_accept_header_prefers_it(accept: str, csv: bool) -> None:
-    assert usage.wants_csv(accept) is csv

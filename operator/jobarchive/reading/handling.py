@@ -25,7 +25,7 @@ from multidict import MultiMapping
 
 from jobarchive.config import DEFAULTS
 from jobarchive.logs import shown
-from jobarchive.reading import auth, gate, queries, requestheader, usage
+from jobarchive.reading import accept, auth, gate, queries, requestheader, usage
 from jobarchive.reading.fleet import Fleet
 from jobarchive.reading.frontproxy import FrontProxy
 from jobarchive.reading.gate import Gate
@@ -339,7 +339,7 @@ class Reads:
         scoped = {**values, "cluster": await self.clusters(caller, values.get("cluster"))}
         rows = await self.within(lambda: queries.rollup(**scoped))
         # Several Accept headers are one list, as HTTP joins them.
-        if not usage.wants_csv(",".join(request.headers.getall("Accept", []))):
+        if not accept.wants_csv(",".join(request.headers.getall("Accept", []))):
             return web.json_response({"items": rows})
         names = usage.columns(usage.group_of(values.get("group_by")), values.get("every"))
         return web.Response(text=usage.to_csv(rows, names), content_type="text/csv")

@@ -30,8 +30,6 @@ WAIT_PERCENTS = (50, 95)
 WAIT_FIGURES = tuple(f"queue_wait_p{p}_s" for p in WAIT_PERCENTS)
 FIGURES = ("gpu_hours", "failed_gpu_hours", "cpu_hours", *WAIT_FIGURES)
 REASONS = "top_failure_reasons"
-# The Accept media ranges that take this API's JSON.
-JSON_RANGES = ("application/json", "application/*", "*/*")
 
 
 class TooManyRows(BadQuery):
@@ -296,32 +294,3 @@ def _cell(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(FORMULA):
         return "'" + value
     return "" if value is None else value
-
-
-def wants_csv(accept: str) -> bool:
-    """Whether an Accept header prefers CSV (``text/csv``) to JSON (``application/json``,
-    ``application/*``, ``*/*``): the higher quality, the one listed first on a tie; JSON
-    when it names neither."""
-    best: dict[str, tuple[float, int]] = {}
-    for index, part in enumerate(accept.split(",")):
-        media, *params = (item.strip().lower() for item in part.split(";"))
-        quality = 1.0
-        for param in params:
-            key, _, value = param.partition("=")
-            if key.strip() == "q":
-                quality = _quality(value)
-        kind = "csv" if media == "text/csv" else "json" if media in JSON_RANGES else None
-        if kind and (kind not in best or quality > best[kind][0]):
-            best[kind] = (quality, index)
-    csv_q, csv_at = best.get("csv", (0.0, 0))
-    json_q, json_at = best.get("json", (0.0, 0))
-    return csv_q > 0 and (csv_q > json_q or (csv_q == json_q and csv_at < json_at))
-
-
-def _quality(value: str) -> float:
-    """A q parameter's value; one that is not a number is none (0), as unusable."""
-    try:
-        quality = float(value.strip())
-    except ValueError:
-        return 0.0
-    return quality if 0 <= quality <= 1 else 0.0

@@ -6,6 +6,8 @@ the Accept header. Fixed data, built once; nothing here reads the archive (decis
 import dataclasses
 from typing import Any
 
+from jobarchive.reading.accept import is_json, media_ranges
+
 GROUP = "archive.jobarchive.io"
 VERSION = "v1"
 GROUP_VERSION = f"{GROUP}/{VERSION}"
@@ -117,28 +119,6 @@ def aggregated() -> dict[str, Any]:
         "metadata": {},
         "items": [{"metadata": {"name": GROUP}, "versions": [version]}],
     }
-
-
-def media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:
-    """An Accept header's media ranges in the order given (each its type and its
-    parameters but q), those of q=0 left out: what a client will take, first choice
-    first, as Kubernetes reads it."""
-    ranges: list[tuple[str, dict[str, str]]] = []
-    for part in accept.split(","):
-        media, *rest = part.split(";")
-        params: dict[str, str] = {}
-        for item in rest:
-            key, _, value = item.partition("=")
-            params[key.strip().lower()] = value.strip().strip('"')
-        quality = params.pop("q", "1")
-        if media.strip() and quality not in ("0", "0.0", "0.00", "0.000"):
-            ranges.append((media.strip().lower(), params))
-    return ranges
-
-
-def is_json(media: str) -> bool:
-    """Whether a media range takes plain JSON."""
-    return media in ("application/json", "application/*", "*/*")
 
 
 def wants_aggregated(accept: str) -> bool | None:

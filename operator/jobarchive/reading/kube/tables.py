@@ -8,8 +8,9 @@ import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jobarchive.reading.accept import is_json, media_ranges
 from jobarchive.reading.gpus import requested_gpus
-from jobarchive.reading.kube.discovery import EVENTS, JOBS, PODS, Kind, is_json, media_ranges
+from jobarchive.reading.kube.discovery import EVENTS, JOBS, PODS, Kind
 from jobarchive.visible import visible
 
 Object = Mapping[str, Any]
