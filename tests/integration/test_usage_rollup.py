@@ -269,14 +269,23 @@ async def test_bad_input_is_refused(database: str, asked: dict[str, Any], said: 
         await rollup(**{"until": UNTIL, **asked})
 
 
+async def owners_running(owners: int, days: int) -> tuple[datetime.datetime, datetime.datetime]:
+    """A job of each of ``owners`` owners running through a window of ``days`` days
+    ending at the 22nd; the window."""
+    until = at(22, 0)
+    since = until - datetime.timedelta(days=days)
+    jobs = [
+        rows.job(f"j{n}", name=f"j{n}", owner=f"o{n}", gmt_created=since) for n in range(owners)
+    ]
+    await Store().upsert(Job, jobs)
+    return since, until
+
+
 async def test_an_answer_past_its_row_bound_is_a_400_before_its_rows_are_built(
     database: str,
 ) -> None:
     # 25 owners (a tenant's labels) with a job running all along: 25 x 500 days of rows.
-    until = at(22, 0)
-    since = until - datetime.timedelta(days=500)
-    jobs = [rows.job(f"j{n}", name=f"j{n}", owner=f"o{n}", gmt_created=since) for n in range(25)]
-    await Store().upsert(Job, jobs)
+    since, until = await owners_running(25, days=500)
     with pytest.raises(BadQuery, match="25 of owner over 500 periods would be 12,500 rows"):
         await rollup("owner", "day", since=since, until=until)
     weeks = usage.periods(since, until, "week")
@@ -366,10 +375,7 @@ async def test_the_console_charts_weeks_where_days_would_pass_the_row_bound(
     database: str,
 ) -> None:
     # 400 owners with a job running through 30 days: 12,400 rows by day, 2,000 by week.
-    until = at(22, 0)
-    since = until - datetime.timedelta(days=30)
-    jobs = [rows.job(f"j{n}", name=f"j{n}", owner=f"o{n}", gmt_created=since) for n in range(400)]
-    await Store().upsert(Job, jobs)
+    since, until = await owners_running(400, days=30)
     async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as client:
         page = await client.get(f"/usage?by=owner&since={since.date()}&until={until.date()}")
         text = await page.text()
