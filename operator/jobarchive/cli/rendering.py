@@ -13,7 +13,7 @@ from jobarchive.cli.archive import Found
 from jobarchive.cli.options import again, elsewhere
 from jobarchive.cli.tables import Column, print_table
 from jobarchive.reading.params import Page
-from jobarchive.times import duration
+from jobarchive.times import duration, rfc3339
 from jobarchive.visible import visible
 
 # In a narrow terminal the columns are taken by rank while they fit (``tables.fit``):
@@ -264,7 +264,7 @@ def print_usage(
             echo(line)
         return
     cells = [[_usage_cell(name, row.get(name)) for name in names] for row in rows]
-    since, until = (short(moment.isoformat().replace("+00:00", "Z")) for moment in window)
+    since, until = (short(rfc3339(moment)) for moment in window)
     if not rows:
         echo(f"No job lived from {since} to {until} UTC: no usage by {names[0]}")
         return

@@ -83,7 +83,7 @@ def window(
     end = min(until or datetime.datetime.now(datetime.UTC), LAST)
     start = max(since or end - datetime.timedelta(days=DEFAULT_DAYS), FIRST)
     if start >= end:
-        if (since or end) >= LAST or (until or start) <= FIRST:
+        if start >= LAST or end <= FIRST:
             raise BadQuery(
                 Named("since"),
                 f": the window lies outside {FIRST.date()} .. {LAST.date()}, the times answered",
