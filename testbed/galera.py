@@ -161,6 +161,15 @@ class GaleraCluster:
             node.start()
         self.wait_synced(self.nodes)
 
+    def heal(self) -> None:
+        """Start again every node that is down while another is up, then wait synced."""
+        if not any(node.running for node in self.nodes):
+            raise GaleraUnavailable("every node of the Galera cluster is down")
+        for node in self.nodes:
+            if not node.running:
+                node.start()
+        self.wait_synced()
+
     def wait_synced(self, nodes: Sequence[GaleraNode] | None = None) -> None:
         """Wait until every node of ``nodes`` (all by default) is synced in a primary
         component of that many nodes; GaleraUnavailable with their states if not."""

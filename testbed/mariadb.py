@@ -178,10 +178,14 @@ class MariaDBServer:
         return True
 
     def _log_tail(self) -> str:
+        # The last lines say how it ended; the errors and warnings before them say why
+        # (a Galera joiner's failed state transfer is logged well before it exits).
         try:
-            return " | ".join(self.log_path.read_text(errors="replace").splitlines()[-5:])
+            lines = self.log_path.read_text(errors="replace").splitlines()
         except OSError:
             return "no error log"
+        causes = [line for line in lines[-400:-5] if "[ERROR]" in line or "[Warning]" in line]
+        return " | ".join([*causes[-15:], *lines[-5:]])
 
 
 def connect(server_url: str, **options: Any) -> "pymysql.connections.Connection[Any]":

@@ -64,7 +64,7 @@ def private_mariadb(mysql_server: tuple[str, MariaDBServer | None]) -> MariaDBSe
 
 
 @pytest.fixture(scope="session")
-def galera() -> Iterator[GaleraCluster]:
+def galera_for_run() -> Iterator[GaleraCluster]:
     """A three-node MariaDB Galera cluster of the run's own, removed at the end; skipped
     only where galera-4, rsync or the ``mysql`` user is missing (CI installs them)."""
     reason = galera_missing()
@@ -72,6 +72,14 @@ def galera() -> Iterator[GaleraCluster]:
         pytest.skip(reason)
     with galera_cluster() as cluster:
         yield cluster
+
+
+@pytest.fixture
+def galera(galera_for_run: GaleraCluster) -> GaleraCluster:
+    """The run's Galera cluster with every node up and synced, whatever the test before
+    left it in (a failed one may leave a node killed or isolated)."""
+    galera_for_run.heal()
+    return galera_for_run
 
 
 @pytest.fixture(scope="session")
