@@ -49,7 +49,8 @@ class ClusterUnknown(Exception):
 
 
 class Unusable(Exception):
-    """The database is one the operator must not write to (``jobarchive migrate`` first)."""
+    """The database is one the operator must not write to: ``jobarchive migrate`` first,
+    or a name for this cluster that the database tells apart from the others'."""
 
 
 class Unhealthy(Exception):

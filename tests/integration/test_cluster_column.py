@@ -12,7 +12,7 @@ from jobarchive.logtails import store as tails
 from jobarchive.maintenance import retention
 from jobarchive.rows import JobRow
 from jobarchive.storage import database as db
-from jobarchive.storage import introspection
+from jobarchive.storage import introspection, schema
 from jobarchive.storage.models import Job
 from jobarchive.storage.store import Store
 from tests.support import rows
@@ -151,3 +151,22 @@ async def test_a_log_tail_names_the_stores_cluster_and_is_written_once(database:
     # Another cluster's tail of the same pod uid and container: the first is kept.
     await tails.TailStore(Store(cluster="west")).insert([tails.row(failed, "uid-9", None, "n")])
     assert await clusters("container_log_tail") == ["east"]
+
+
+async def test_a_cluster_named_as_another_but_for_case_is_refused_at_start(
+    database: str, db_url: str
+) -> None:
+    await Store(cluster="east").upsert(Job, [job("uid-1", "1")])
+    await db.close_database()
+    for name in ("East", "EAST"):
+        if database == "sqlite":
+            # SQLite compares bytes: its filters keep the two apart.
+            await db.open_database(db_url, encryption=DbTls(), cluster=name)
+        else:
+            said = f"cluster 'east', which the database does not tell apart from this one, {name!r}"
+            with pytest.raises(schema.ClusterClash, match=said):
+                await db.open_database(db_url, encryption=DbTls(), cluster=name)
+        await db.close_database()
+    for name in ("east", "west"):
+        await db.open_database(db_url, encryption=DbTls(), cluster=name)
+        await db.close_database()

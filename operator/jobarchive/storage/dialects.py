@@ -1,21 +1,11 @@
 """The SQL each engine writes differently: MySQL (MariaDB) and SQLite.
 
 The rest of the package picks a ``Dialect`` for its connection (``of``) and never
-asks which database it talks to. A dialect knows how its engine quotes names and
-marks parameters, how it upserts and counts the rows the stale-write guard kept,
-how it inserts rows written once, how a write transaction is run, how it computes a
-duration and bounds a name prefix, and how a SELECT carries the time limit the
-server stops it at. What a database says of its schema is ``introspection``; how
-its connections are set up, ``database``.
-
-The upserts are hand-written because Tortoise's ``bulk_create(update_fields=...)``
-emits MySQL 8 syntax that MariaDB rejects, and because the stale-write guard must
-be evaluated by the database, row by row, against what is stored: a row whose
-stored resourceVersion is newer keeps every column. resourceVersions are compared
-as integers when both are decimal digit strings (shorter is smaller, then lexical,
-so no cast can overflow); otherwise the incoming write wins, as Kubernetes calls
-them opaque. ``gmt_created`` is written on insert only, and a table's ``earliest``
-columns keep the earlier of the stored and the written time (decision 32).
+asks which database it talks to. A dialect quotes names, marks parameters, upserts
+(decisions 13 and 32) counting the rows the stale-write guard kept, inserts rows
+written once, runs a write transaction, computes durations, bounds a name prefix,
+compares text exactly and bounds a SELECT's time. What a database says of its
+schema is ``introspection``; how its connections are set up, ``database``.
 """
 
 import abc
@@ -96,6 +86,10 @@ class Dialect(abc.ABC):
     def prefix_range(self, prefix: str) -> tuple[str, str] | None:
         """Bounds that every value starting with ``prefix`` lies in, as the engine
         compares text; None when it cannot say."""
+
+    @abc.abstractmethod
+    def exact(self, sql: str) -> str:
+        """An SQL expression: the text of ``sql``, compared and grouped byte by byte."""
 
     @abc.abstractmethod
     def seconds_between(self, start: str, end: str) -> str:
@@ -255,6 +249,11 @@ class MySQL(Dialect):
             return None
         return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
+    def exact(self, sql: str) -> str:
+        """Under the binary collation (the columns' ignores case and accents), converted
+        first: a table KubeDL made may be in utf8mb3."""
+        return f"CONVERT({sql} USING utf8mb4) COLLATE utf8mb4_bin"
+
     def seconds_between(self, start: str, end: str) -> str:
         """TIMESTAMPDIFF in whole seconds."""
         return f"TIMESTAMPDIFF(SECOND, {start}, {end})"
@@ -362,6 +361,10 @@ class SQLite(Dialect):
     def prefix_range(self, prefix: str) -> tuple[str, str] | None:
         """None: SQLite's LIKE ignores ASCII case where its comparisons do not."""
         return None
+
+    def exact(self, sql: str) -> str:
+        """Unchanged: SQLite compares and groups text byte by byte."""
+        return sql
 
     def seconds_between(self, start: str, end: str) -> str:
         """The difference of Julian days, in (fractional) seconds."""

@@ -33,6 +33,10 @@ class NotAdopted(Exception):
     """The database has tables jobarchive cannot write to before ``jobarchive migrate``."""
 
 
+class ClusterClash(NotAdopted):
+    """The archive holds another cluster whose name the database cannot tell apart."""
+
+
 async def ensure_schema(conn: BaseDBAsyncClient, cluster: str = DEFAULT_CLUSTER) -> list[str]:
     """Create the tables that do not exist, then the columns and indexes they lack (the
     rows from before ``cluster`` existed given ``cluster``); returns the columns added
@@ -46,7 +50,29 @@ async def ensure_schema(conn: BaseDBAsyncClient, cluster: str = DEFAULT_CLUSTER)
     await create_tables()
     await clear_cluster_defaults(conn)
     await ensure_indexes(conn)
+    await require_distinct_cluster(conn, cluster)
     return added
+
+
+async def require_distinct_cluster(conn: BaseDBAsyncClient, cluster: str) -> None:
+    """Raise ClusterClash if the archive holds jobs of a cluster whose name differs from
+    ``cluster`` only in case, which MariaDB's text comparison ignores: the cluster
+    filters, and so the grants of decision 36, could not keep the two apart. An index
+    range of this cluster's own jobs; a no-op on SQLite, which compares bytes."""
+    dialect = dialects.of(conn)
+    name = dialect.exact("cluster")
+    mark = dialect.placeholder
+    sql = (
+        f"SELECT {name} AS name FROM {dialect.quote(Job._meta.db_table)} "
+        f"WHERE cluster = {mark} AND {name} <> {mark} LIMIT 1"
+    )
+    _, found = await conn.execute_query(sql, [cluster, cluster])
+    if found:
+        raise ClusterClash(
+            f"the archive holds jobs of the cluster {found[0]['name']!r}, which the database "
+            f"does not tell apart from this one, {cluster!r} (it compares text without "
+            "regard to case): name this cluster otherwise (JOBARCHIVE_CLUSTER)"
+        )
 
 
 async def require_adopted(conn: BaseDBAsyncClient) -> None:

@@ -71,8 +71,8 @@ async def _day_hours(
 
     def days(failed: str) -> str:
         return (
-            f"SELECT d.{w.group} AS grp, {n} AS n, {reason} AS reason, d.job_id AS job, "
-            "d.gpu_seconds AS g, d.cpu_milli_seconds AS c FROM usage_day d "
+            f"SELECT {w.grouped('d')} AS grp, {n} AS n, {w.dialect.exact(reason)} AS reason, "
+            "d.job_id AS job, d.gpu_seconds AS g, d.cpu_milli_seconds AS c FROM usage_day d "
             f"WHERE d.day >= {w.time(first)} AND d.day < {w.time(last)}{failed} AND "
             f"{w.days_where()}"
         )
@@ -150,7 +150,7 @@ async def _job_counts(w: Window, cut: Sequence[usage.Period]) -> list[dict[str, 
         "THEN j.status ELSE '' END"
     )
     jobs = (
-        f"SELECT j.{w.group} AS grp, {outcome} AS outcome, {created} AS c, {ended} AS f "
+        f"SELECT {w.grouped()} AS grp, {outcome} AS outcome, {created} AS c, {ended} AS f "
         f"FROM {w.jobs()} WHERE {w.jobs_where()}"
     )
     n0, n1 = period_sql(cut, w.since, w.every, "u.c"), period_sql(cut, w.since, w.every, "u.f")
@@ -172,7 +172,7 @@ async def _waits(w: Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]
     )
     started = first_ran_sql("j.gmt_job_running", w.rel("j.gmt_job_running"), first_pod)
     jobs = (
-        f"SELECT j.{w.group} AS grp, {w.rel('j.gmt_created')} AS created, {started} AS started "
+        f"SELECT {w.grouped()} AS grp, {w.rel('j.gmt_created')} AS created, {started} AS started "
         f"FROM {w.jobs()} WHERE ((j.gmt_job_running >= {w.time(w.since)} "
         f"AND j.gmt_job_running < {w.time(w.until)}) OR (j.gmt_job_running IS NULL "
         f"AND {w.life()})){w.scope()}"

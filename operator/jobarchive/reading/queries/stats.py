@@ -80,11 +80,12 @@ async def stats(
     among, names = _clusters_sql(dialect, "cluster", clusters)
     where, params = where + among, params + names
     duration = dialect.seconds_between("gmt_created", "gmt_finished")
+    grp = dialect.exact(group)
     sql = (
-        f"SELECT {group} AS grp, COUNT(*) AS jobs, COUNT(gmt_finished) AS finished, "
+        f"SELECT {grp} AS grp, COUNT(*) AS jobs, COUNT(gmt_finished) AS finished, "
         f"AVG({duration}) AS avg_seconds, MAX({duration}) AS max_seconds "
         f"FROM job_info {'WHERE ' + ' AND '.join(where) if where else ''} "
-        f"GROUP BY {group} ORDER BY jobs DESC, grp"
+        f"GROUP BY {grp} ORDER BY jobs DESC, grp"
     )
     _, rows = await connection.execute_query(sql, params)
     return [
