@@ -41,18 +41,18 @@ UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
 def duration(seconds: float | None) -> str:
-    """``1h 23m``, ``45s``, ``2d 3h``: the two largest units, or ``-`` when unknown; the
-    one way the CLI and the console write a duration."""
+    """``1h 23m``, ``45s``, ``2d 3h``, ``13d``: the largest unit and the one after it
+    (left out when zero: ``13d 39s`` would claim a precision the first unit does not
+    have), or ``-`` when unknown; the one way the CLI and the console write a duration."""
     if seconds is None:
         return "-"
     left = round(seconds)
-    if left < 1:
-        return "0s"
-    parts = []
-    for unit, size in UNITS:
+    for index, (unit, size) in enumerate(UNITS):
         if left >= size:
-            parts.append(f"{left // size}{unit}")
-            left %= size
-        if len(parts) == 2:
-            break
-    return " ".join(parts)
+            written = f"{left // size}{unit}"
+            if index + 1 == len(UNITS):
+                return written
+            smaller, smaller_size = UNITS[index + 1]
+            rest = left % size // smaller_size
+            return f"{written} {rest}{smaller}" if rest else written
+    return "0s"
