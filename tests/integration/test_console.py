@@ -121,8 +121,12 @@ async def test_errors_are_pages_with_the_apis_status_and_message(client: Client)
     assert "no such page" in await page(client, "/no/such/page", 404)
     too_long = await page(client, "/stats?since=2020-01-01&until=2026-01-01", 400)
     assert "over 366 days" in too_long
-    hostile = await page(client, "/?namespace=%3Cscript%3Ealert(1)%3C/script%3E", 200)
-    assert "<script>alert" not in hostile and "&lt;script&gt;alert(1)" in hostile
+    script = "%3Cscript%3Ealert(1)%3C/script%3E"
+    for hostile in (
+        await page(client, f"/?owner={script}", 200),
+        await page(client, f"/?namespace={script}", 400),
+    ):
+        assert "<script>alert" not in hostile and "&lt;script&gt;alert(1)" in hostile
     json_404 = await client.get(api.PREFIX + "/nothing-here")
     assert json_404.status == 404 and json_404.content_type != "text/html"
 

@@ -29,9 +29,9 @@ from jobarchive.reading import accept, auth, gate, queries, requestheader, usage
 from jobarchive.reading.fleet import Fleet
 from jobarchive.reading.frontproxy import FrontProxy
 from jobarchive.reading.gate import Gate
-from jobarchive.reading.params import Clusters, check_cluster, fits
+from jobarchive.reading.params import Clusters, check_cluster, check_namespace
 from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
-from jobarchive.rows import DEFAULT_CLUSTER, NAMESPACE_LENGTH
+from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.serving import SEND_TIMEOUT, send
 from jobarchive.storage import failures, reads
 
@@ -85,8 +85,8 @@ def _typed(param: Param, raw: str) -> Any:
             raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not a number")
         return int(raw)
     if param.name == "namespace":
-        # Before any review of it: no namespace of that length can be granted or stored.
-        return fits("namespace", raw, NAMESPACE_LENGTH)
+        # Before any review of it: no namespace so named can be granted or stored.
+        return check_namespace(raw)
     return raw
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from jobarchive.cutting import clip
 from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
-from jobarchive.rows import CLUSTER_LENGTH, CLUSTER_PATTERN
+from jobarchive.rows import CLUSTER_LENGTH, CLUSTER_PATTERN, NAMESPACE_LENGTH
 
 JOB_STATUSES = (
     "Created",
@@ -45,6 +45,9 @@ USAGE_GROUPS = ("namespace", "owner", "tenant", "queue", "kind", "node", "cluste
 EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)
 LATEST = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
 MAX_TIME_TEXT = 64
+# A namespace's name as the API server takes one: a DNS label (RFC 1123).
+NAMESPACE_NAME_LENGTH = 63
+NAMESPACE_PATTERN = rf"(?=.{{1,{NAMESPACE_NAME_LENGTH}}}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 # How Kubernetes writes a uid: what a reference to a job may name instead of its name.
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -357,6 +360,20 @@ def fits(name: str, value: str | None, width: int) -> str | None:
             Named(name), f": {len(value)} characters, longer than any stored value ({width})"
         )
     return value
+
+
+def check_namespace(namespace: str | None) -> str | None:
+    """A namespace as asked, if one can be named so (a DNS label, as the API server makes
+    every namespace; "" for none, an Event's about a cluster-scoped object), else
+    BadQuery: before any review of it, and never an empty answer for a typo's case."""
+    fits("namespace", namespace, NAMESPACE_LENGTH)
+    if namespace and not re.fullmatch(NAMESPACE_PATTERN, namespace):
+        raise BadQuery(
+            Named("namespace"),
+            f": {quoted(namespace)} is not a namespace's name (lowercase letters, digits "
+            f"and '-', at most {NAMESPACE_NAME_LENGTH}, beginning and ending alphanumeric)",
+        )
+    return namespace
 
 
 def check_cluster(cluster: str) -> str:

@@ -20,9 +20,8 @@ from jobarchive.reading.fleet import sees
 from jobarchive.reading.handling import Caller, NotFound, Reads, parse
 from jobarchive.reading.kube import discovery, objects, selectors, status, tables
 from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
-from jobarchive.reading.params import Clusters, fits
+from jobarchive.reading.params import Clusters, check_namespace
 from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, Param, PodQuery
-from jobarchive.rows import NAMESPACE_LENGTH
 
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Parameters every Kubernetes client may send a list; those not named in ``_listed``
@@ -216,9 +215,9 @@ def _in_path(request: web.Request, table: tuple[Param, ...]) -> dict[str, Any]:
 
 
 def _namespace(request: web.Request) -> str | None:
-    """The path's namespace (None: all), refused before any review of it when no stored
-    namespace is that long, as the query's is (``handling.parse``)."""
-    return fits("namespace", request.match_info.get("namespace"), NAMESPACE_LENGTH)
+    """The path's namespace (None: all), refused before any review of it when no
+    namespace can be so named, as the query's is (``handling.parse``)."""
+    return check_namespace(request.match_info.get("namespace"))
 
 
 async def _jobs(rows: Sequence[Row]) -> list[objects.Object]:

@@ -20,6 +20,7 @@ from jobarchive.reading.params import (
     Listing,
     Named,
     Page,
+    check_namespace,
     cluster_filter,
     fits,
     one_of,
@@ -31,7 +32,6 @@ from jobarchive.reading.queries.source import bounded
 from jobarchive.rows import (
     EVENT_NAME_LENGTH,
     NAME_LENGTH,
-    NAMESPACE_LENGTH,
     SHORT_TEXT_LENGTH,
     UID_LENGTH,
 )
@@ -73,7 +73,7 @@ def _event_filters(query: EventQuery, kinds: KnownKinds) -> "QuerySet[Event]":
     # be told as such, not a filter to be placed.
     clusters = cluster_filter(query.cluster)
     exact = {
-        "obj_namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
+        "obj_namespace": check_namespace(query.namespace),
         "obj_name": fits("object", query.object_name, NAME_LENGTH),
         "obj_uid": fits("uid", query.object_uid, UID_LENGTH),
         "kind": one_of("kind", query.object_kind, kinds.objects),
@@ -121,7 +121,7 @@ async def named_event(
     found = (
         await bounded(Event)
         .filter(
-            obj_namespace=fits("namespace", namespace, NAMESPACE_LENGTH),
+            obj_namespace=check_namespace(namespace),
             obj_name=fits("name", subject, NAME_LENGTH),
             name=fits("name", name, EVENT_NAME_LENGTH),
             **cluster_filter(clusters),

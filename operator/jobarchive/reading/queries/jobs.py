@@ -25,6 +25,7 @@ from jobarchive.reading.params import (
     Listing,
     Named,
     Page,
+    check_namespace,
     check_status,
     cluster_filter,
     fits,
@@ -35,7 +36,7 @@ from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.reading.queries.source import bounded, read, reader
 from jobarchive.reading.queries.tails import pods_with_log_tails
-from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
+from jobarchive.rows import NAME_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import Event, Job, Pod
 
@@ -96,7 +97,7 @@ def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -
     exact = {
         "name": fits("exact_name", identity.name, NAME_LENGTH),
         "job_id": fits("uid", identity.uid, UID_LENGTH),
-        "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
+        "namespace": check_namespace(query.namespace),
         "kind": one_of("kind", query.kind, kinds.jobs),
         "status": check_status(query.status),
         "deploy_region": fits("region", query.region, SHORT_TEXT_LENGTH),
@@ -264,7 +265,7 @@ async def named_jobs(
     """Every job recorded under one name (each recreation has its own uid) in the
     ``clusters``, newest first."""
     query = bounded(Job).filter(
-        namespace=fits("namespace", namespace, NAMESPACE_LENGTH),
+        namespace=check_namespace(namespace),
         name=fits("name", name, NAME_LENGTH),
         **cluster_filter(clusters),
     )

@@ -20,6 +20,7 @@ from jobarchive.reading.params import (
     Listing,
     Page,
     PodQuery,
+    check_namespace,
     cluster_filter,
     fits,
     one_of,
@@ -28,7 +29,7 @@ from jobarchive.reading.params import (
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import pod_json
 from jobarchive.reading.queries.source import bounded, read
-from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH
+from jobarchive.rows import NAME_LENGTH, UID_LENGTH
 from jobarchive.storage.models import Job, Pod
 
 NEWEST_PODS = Order("gmt_created", "archived-pods")
@@ -59,7 +60,7 @@ def pod_page_sql(query: PodQuery, limit: int | None = None, cursor: str | None =
 def _pod_filters(query: PodQuery) -> "QuerySet[Pod]":
     clusters = cluster_filter(query.cluster)
     exact = {
-        "namespace": fits("namespace", query.namespace, NAMESPACE_LENGTH),
+        "namespace": check_namespace(query.namespace),
         "job_id": fits("job_uid", query.job_uid, UID_LENGTH),
         "status": one_of("status", query.status, POD_STATUSES),
         "name": fits("exact_name", query.exact_name, NAME_LENGTH),

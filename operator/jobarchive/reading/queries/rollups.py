@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobarchive.reading import usage
-from jobarchive.reading.params import BadQuery, Clusters, Named, fits, one_of
+from jobarchive.reading.params import BadQuery, Clusters, Named, check_namespace, one_of
 from jobarchive.reading.queries.usage import first_ran_sql
 from jobarchive.reading.queries.windows import Window, period_sql
-from jobarchive.rows import NAMESPACE_LENGTH
 from jobarchive.storage import usage_days
 
 HEAD = usage_days.HEAD
@@ -241,7 +240,7 @@ async def rollup(
         cut = usage.periods(start, end, period)
     except ValueError as exc:
         raise BadQuery(Named("every"), f": {exc}; narrow the window") from None
-    namespace = fits("namespace", namespace, NAMESPACE_LENGTH)
+    namespace = check_namespace(namespace)
     w = Window(group, start, end, namespace, period, cluster)
     counts = await _job_counts(w, cut)
     usage.check_rows(group, counts, len(cut))

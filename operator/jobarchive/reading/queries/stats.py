@@ -13,12 +13,12 @@ from jobarchive.reading.params import (
     BadQuery,
     Clusters,
     Named,
+    check_namespace,
     cluster_filter,
-    fits,
 )
 from jobarchive.reading.queries.shapes import json_or_text, seconds
 from jobarchive.reading.queries.source import Head, read, reader
-from jobarchive.rows import NAMESPACE_LENGTH, RESOURCES_LENGTH
+from jobarchive.rows import RESOURCES_LENGTH
 from jobarchive.storage import dialects
 from jobarchive.storage.models import Job
 
@@ -76,7 +76,7 @@ async def stats(
     where, params = _window_sql(dialect, "gmt_created", since, until)
     if namespace is not None:
         where.append(f"namespace = {dialect.placeholder}")
-        params.append(fits("namespace", namespace, NAMESPACE_LENGTH))
+        params.append(check_namespace(namespace))
     among, names = _clusters_sql(dialect, "cluster", clusters)
     where, params = where + among, params + names
     duration = dialect.seconds_between("gmt_created", "gmt_finished")

@@ -8,11 +8,10 @@ from typing import Any, TypeVar
 
 from tortoise.expressions import Q
 
-from jobarchive.reading.params import EARLIEST, LATEST, fits
+from jobarchive.reading.params import EARLIEST, LATEST, check_namespace
 from jobarchive.reading.queries.shapes import seconds
 from jobarchive.reading.queries.source import Head, read
 from jobarchive.reading.usage import overlap
-from jobarchive.rows import NAMESPACE_LENGTH
 from jobarchive.storage.models import Job, Pod
 from jobarchive.times import aware
 
@@ -92,7 +91,7 @@ async def job_usage(
         .filter(Q(gmt_finished__isnull=True) | Q(gmt_finished__gte=since))
     )
     if namespace is not None:
-        jobs = jobs.filter(namespace=fits("namespace", namespace, NAMESPACE_LENGTH))
+        jobs = jobs.filter(namespace=check_namespace(namespace))
     last = 0
     while True:
         found = (
