@@ -127,6 +127,15 @@ async def test_errors_are_pages_with_the_apis_status_and_message(client: Client)
         await page(client, f"/?namespace={script}", 400),
     ):
         assert "<script>alert" not in hostile and "&lt;script&gt;alert(1)" in hostile
+    # The usage and statistics pages' errors come with their forms, holding the text
+    # asked for, to correct in place.
+    usage_error = await page(client, "/usage?by=queue&since=last+tuesday&namespace=team-a", 400)
+    assert '<form class="filters" method="get" action="usage">' in usage_error
+    assert 'value="last tuesday"' in usage_error and 'value="team-a"' in usage_error
+    assert "<option selected>queue</option>" in usage_error
+    stats_error = await page(client, "/stats?since=2026-01-01&until=yesterday", 400)
+    assert '<form class="filters" method="get" action="stats">' in stats_error
+    assert 'value="yesterday"' in stats_error
     json_404 = await client.get(api.PREFIX + "/nothing-here")
     assert json_404.status == 404 and json_404.content_type != "text/html"
 

@@ -133,24 +133,26 @@ class Console:
             return self.render(request, page.template, page.status, **page.context)
         except Exception as exc:
             refusal = self.reads.refusal(request, exc)
-            return self._refused(request, refusal, view is views.jobs_page)
+            return self._refused(request, refusal, view)
 
-    def _refused(self, request: web.Request, refusal: Refusal, listing: bool) -> web.Response:
-        """An error page; on the list, with its form, to correct the filter in place."""
+    def _refused(
+        self, request: web.Request, refusal: Refusal, view: View | None = None
+    ) -> web.Response:
+        """An error page; on a page with a form, with it, to correct the input in place."""
         response = self.render(
             request,
             "error.html",
             refusal.status,
             status=refusal.status,
             message=refusal.message,
-            form=views.form(given(request)) if listing else None,
+            form=views.refused_form(view, given(request)),
             kinds=self.reads.kinds.jobs,
         )
         response.headers.update(refusal.headers)
         return response
 
     async def _missing(self, request: web.Request) -> web.Response:
-        return self._refused(request, Refusal(404, MISSING), listing=False)
+        return self._refused(request, Refusal(404, MISSING))
 
     async def _asset(self, request: web.Request) -> web.Response:
         body, content_type = self.static[request.path.rpartition("/")[2]]
@@ -185,7 +187,7 @@ class Console:
             if exc.status < 400 or not serves(request.path):
                 raise
             message = f"{exc.reason.lower()}: the console answers GET only"
-            response = self._refused(request, Refusal(exc.status, message), listing=False)
+            response = self._refused(request, Refusal(exc.status, message))
             if "Allow" in exc.headers:
                 response.headers["Allow"] = exc.headers["Allow"]
             return response

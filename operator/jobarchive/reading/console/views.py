@@ -331,6 +331,23 @@ def form(params: "MultiDictProxy[str]") -> dict[str, Any]:
     }
 
 
+def refused_form(view: View | None, params: "MultiDictProxy[str]") -> dict[str, Any] | None:
+    """The form an error page of ``view`` shows above its message, holding the text
+    asked for, to correct in place: the list's, the usage page's or the statistics';
+    None for a page without one."""
+    if view is jobs_page:
+        return {"page": "jobs", **form(params)}
+    if view is usage_page or view is stats_page:
+        names = ("since", "until", "namespace", "cluster")
+        return {
+            "page": "usage" if view is usage_page else "stats",
+            "window": {name: params.get(name, "") for name in names},
+            "group": params.get("by", ""),
+            "groups": list(queries.USAGE_GROUPS),
+        }
+    return None
+
+
 def _more(page: str, params: "MultiDictProxy[str]", name: str, cursor: str | None) -> str | None:
     return link(page, params, **{name: cursor}) if cursor else None
 
