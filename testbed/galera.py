@@ -103,6 +103,14 @@ class GaleraNode(MariaDBServer):
             and found.get("wsrep_cluster_status") == "Primary"
         )
 
+    def restore(self) -> None:
+        """Back in the group and writable, as the node started; a node that does not
+        answer is left to ``wait_synced`` to report."""
+        with contextlib.suppress(pymysql.err.MySQLError):
+            self.isolate(False)
+            with connect(self.url, connect_timeout=2) as conn, conn.cursor() as cursor:
+                cursor.execute("SET GLOBAL read_only = 0")
+
     def isolate(self, on: bool) -> None:
         """Cut the node off the group (it stays up, out of the primary component), or
         let it back."""
@@ -162,11 +170,15 @@ class GaleraCluster:
         self.wait_synced(self.nodes)
 
     def heal(self) -> None:
-        """Start again every node that is down while another is up, then wait synced."""
+        """Undo what a failed test may have left: every node that is down started again
+        while another is up, every running one let back into the group and writable;
+        then wait synced."""
         if not any(node.running for node in self.nodes):
             raise GaleraUnavailable("every node of the Galera cluster is down")
         for node in self.nodes:
-            if not node.running:
+            if node.running:
+                node.restore()
+            else:
                 node.start()
         self.wait_synced()
 

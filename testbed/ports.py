@@ -28,10 +28,13 @@ def free_port() -> int:
         if port not in _handed_out and _bindable(port):
             _handed_out.add(port)
             return port
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        picked: int = probe.getsockname()[1]
-        return picked
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            picked: int = probe.getsockname()[1]
+        if picked not in _handed_out:
+            _handed_out.add(picked)
+            return picked
 
 
 def _ephemeral_floor() -> int:

@@ -194,7 +194,8 @@ async def start(
         # One line instead of a traceback; Kopf tries the start again after the delay.
         raise kopf.TemporaryError(str(exc), delay=RETRY_START_AFTER) from None
     except app.Unusable as exc:
-        # Only when the database was away at the pre-flight check of operator/main.py.
+        # A cluster name the archive cannot tell apart (schema.ClusterClash), or an archive
+        # to migrate that the pre-flight check of operator/main.py could not see.
         raise kopf.PermanentError(str(exc)) from None
     _settle_collector()
 

@@ -179,6 +179,21 @@ async def test_reviews_are_cached_briefly_by_a_hash_of_the_token(
         await test_client.close()
 
 
+async def test_a_name_no_namespace_can_have_is_a_400_before_any_review(
+    kubernetes: Client, cluster: Cluster
+) -> None:
+    for path in (
+        "/jobs?namespace=Team-A",
+        "/jobs/Team-A/mnist",
+        "/events?namespace=team_a",
+        "/usage?namespace=-team-a",
+        "/stats?namespace=team-a.",
+    ):
+        refused = await get(kubernetes, path, ALICE, 400)
+        assert "is not a namespace's name" in refused["error"]["message"], path
+    assert cluster.requests_to(ACCESS_REVIEWS) == 0
+
+
 def test_the_cache_holds_a_bounded_number_of_answers() -> None:
     answers: auth.Expiring[str, bool] = auth.Expiring(ttl=60, capacity=2)
     for key in ("a", "b", "c"):

@@ -170,3 +170,26 @@ async def test_a_cluster_named_as_another_but_for_case_is_refused_at_start(
     for name in ("east", "west"):
         await db.open_database(db_url, encryption=DbTls(), cluster=name)
         await db.close_database()
+
+
+async def test_a_cluster_recording_already_is_warned_of_a_clash_not_stopped(
+    database: str, db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Both began recording before either could see the other (or before this version).
+    await Store(cluster="east").upsert(Job, [job("uid-1", "1")])
+    await Store(cluster="East").upsert(Job, [job("uid-2", "1")])
+    await db.close_database()
+    for name, other in (("east", "East"), ("East", "east")):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="jobarchive.storage.schema"):
+            await db.open_database(db_url, encryption=DbTls(), cluster=name)
+        await db.close_database()
+        said = [record.getMessage() for record in caplog.records]
+        if database == "sqlite":
+            assert said == []
+        else:
+            assert said == [
+                f"the archive holds jobs of the cluster {other!r}, which the database does "
+                f"not tell apart from this one, {name!r} (it compares text without regard "
+                "to case); reads cannot tell their rows apart"
+            ]

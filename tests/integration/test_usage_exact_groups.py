@@ -1,4 +1,4 @@
-"""Groups are told apart byte by byte, as Kubernetes tells its names apart: on MariaDB,
+"""Groups are told apart by case and accents, as Kubernetes tells names apart: on MariaDB,
 whose text columns ignore case and accents, ``alice`` and ``Alice`` (or ``jose`` and
 ``josé``) are two owners with their own figures, through every path of the roll-up
 (whole days from ``usage_day``, the edge days and the running pods read live, the

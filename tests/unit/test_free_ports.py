@@ -14,7 +14,9 @@ def _ephemeral_floor() -> int:
 def test_ports_are_below_the_ephemeral_range_distinct_and_bindable() -> None:
     ports = [free_port() for _ in range(50)]
     assert len(set(ports)) == 50
-    assert all(port < _ephemeral_floor() for port in ports)
+    # Where the range leaves no room below it (it begins at 10000 or lower), the kernel's.
+    floor = _ephemeral_floor()
+    assert floor <= 10000 or all(port < floor for port in ports)
     for port in ports:
         with socket.socket() as server:
             server.bind(("127.0.0.1", port))
@@ -28,4 +30,4 @@ def test_a_clients_source_port_never_takes_a_handed_out_port() -> None:
             client.connect(server.getsockname())
             source = client.getsockname()[1]
     assert source >= _ephemeral_floor()
-    assert free_port() < _ephemeral_floor()
+    assert _ephemeral_floor() <= 10000 or free_port() < _ephemeral_floor()

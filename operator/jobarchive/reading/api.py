@@ -52,6 +52,7 @@ from jobarchive.reading.handling import (
     secure,
 )
 from jobarchive.reading.openapi import document
+from jobarchive.reading.params import check_namespace
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     EVENT_PARAMS,
@@ -190,7 +191,8 @@ class Api:
     async def _named(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, PAGE)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
-        await caller.require("get", namespace)
+        # Before its review, as a query's namespace is (``handling.parse``).
+        await caller.require("get", check_namespace(namespace))
         scope = await self.reads.clusters(caller)
         found = await self.reads.within(
             lambda: queries.named_jobs(namespace, name, **values, clusters=scope)

@@ -89,7 +89,7 @@ class Dialect(abc.ABC):
 
     @abc.abstractmethod
     def exact(self, sql: str) -> str:
-        """An SQL expression: the text of ``sql``, compared and grouped byte by byte."""
+        """An SQL expression: the text of ``sql``, compared and grouped by case too."""
 
     @abc.abstractmethod
     def seconds_between(self, start: str, end: str) -> str:

@@ -55,24 +55,32 @@ async def ensure_schema(conn: BaseDBAsyncClient, cluster: str = DEFAULT_CLUSTER)
 
 
 async def require_distinct_cluster(conn: BaseDBAsyncClient, cluster: str) -> None:
-    """Raise ClusterClash if the archive holds jobs of a cluster whose name differs from
-    ``cluster`` only in case, which MariaDB's text comparison ignores: the cluster
-    filters, and so the grants of decision 36, could not keep the two apart. An index
-    range of this cluster's own jobs; a no-op on SQLite, which compares bytes."""
+    """Raise ClusterClash if this cluster has no jobs in the archive yet and another's
+    name differs from ``cluster`` only in case, which MariaDB's text comparison ignores:
+    the cluster filters, and so the grants of decision 36, could not keep the two apart.
+    A cluster recording already is not stopped by a newcomer: it is warned of one.
+    Both ends of the (cluster, gmt_created) range the name covers, then (on a clash)
+    this cluster's first job; a no-op on SQLite, which compares bytes."""
     dialect = dialects.of(conn)
-    name = dialect.exact("cluster")
-    mark = dialect.placeholder
-    sql = (
-        f"SELECT {name} AS name FROM {dialect.quote(Job._meta.db_table)} "
-        f"WHERE cluster = {mark} AND {name} <> {mark} LIMIT 1"
+    name, mark = dialect.exact("cluster"), dialect.placeholder
+    jobs = f"SELECT {name} AS name FROM {dialect.quote(Job._meta.db_table)} WHERE cluster = {mark}"
+    ends = [f"{jobs} ORDER BY gmt_created{order} LIMIT 1" for order in ("", " DESC")]
+    others = sorted({str(row["name"]) for sql in ends for row in await _rows(conn, sql, cluster)})
+    others = [other for other in others if other != cluster]
+    if not others:
+        return
+    clash = (
+        f"the archive holds jobs of the cluster {others[0]!r}, which the database does not "
+        f"tell apart from this one, {cluster!r} (it compares text without regard to case)"
     )
-    _, found = await conn.execute_query(sql, [cluster, cluster])
-    if found:
-        raise ClusterClash(
-            f"the archive holds jobs of the cluster {found[0]['name']!r}, which the database "
-            f"does not tell apart from this one, {cluster!r} (it compares text without "
-            "regard to case): name this cluster otherwise (JOBARCHIVE_CLUSTER)"
-        )
+    if not await _rows(conn, f"{jobs} AND {name} = {mark} LIMIT 1", cluster, cluster):
+        raise ClusterClash(f"{clash}: name this cluster otherwise (JOBARCHIVE_CLUSTER)")
+    logger.warning("%s; reads cannot tell their rows apart", clash)
+
+
+async def _rows(conn: BaseDBAsyncClient, sql: str, *params: str) -> list[dict[str, object]]:
+    _, found = await conn.execute_query(sql, list(params))
+    return [dict(row) for row in found]
 
 
 async def require_adopted(conn: BaseDBAsyncClient) -> None:

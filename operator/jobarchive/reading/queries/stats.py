@@ -138,7 +138,7 @@ async def failure_reasons(
     among, names = _clusters_sql(dialects.of(connection), "j.cluster", clusters)
     where, params = where + among, params + names
     placeholder = dialects.of(connection).placeholder
-    head = (
+    head = dialects.of(connection).exact(
         "CASE WHEN INSTR(p.remark, ': ') > 0 "
         "THEN SUBSTR(p.remark, 1, INSTR(p.remark, ': ') - 1) ELSE p.remark END"
     )

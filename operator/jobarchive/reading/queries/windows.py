@@ -73,7 +73,7 @@ class Window:
         return self.dialect.seconds_between(self.time(self.since), column)
 
     def grouped(self, table: str = "j") -> str:
-        """The group's column of a job (``j``) or a day (``d``), told apart byte by byte
+        """The group's column of a job (``j``) or a day (``d``), told apart by case
         as Kubernetes tells names apart (``Dialect.exact``)."""
         return self.dialect.exact(f"{table}.{self.group}")
 
