@@ -218,6 +218,8 @@ async def test_the_kubeconfig_named_on_the_command_line_with_its_context(
         (BOB, ["logs", "team-a/sweep-0", "--limit", "101"], 2, "--limit: 101 is outside 1..100"),
         (BOB, ["jobs", "--created-since", "yesterday"], 2, "--created-since: 'yesterday'"),
         (ALICE, ["job", "team-a/nothing"], 1, "no job team-a/nothing"),
+        (BOB, ["events", "-n", ""], 2, "--namespace: '' cannot be asked of the API through"),
+        (BOB, ["jobs", "-n", "Team-A"], 2, "--namespace: 'Team-A' is not a namespace's name"),
     ],
 )
 async def test_a_refusal_is_one_line(

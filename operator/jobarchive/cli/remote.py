@@ -262,6 +262,13 @@ def _message(text: str) -> str:
 
 
 def _in(namespace: str | None) -> str:
+    if namespace == "":
+        # The aggregated API names a namespace in its path, where none cannot be named.
+        raise BadQuery(
+            Named("namespace"),
+            ": '' cannot be asked of the API through a kubeconfig (its paths name a "
+            "namespace): leave it out for every namespace, or read the archive with --db-url",
+        )
     return "" if namespace is None else f"/namespaces/{_segment(namespace)}"
 
 
