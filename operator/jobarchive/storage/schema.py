@@ -64,23 +64,21 @@ async def require_distinct_cluster(conn: BaseDBAsyncClient, cluster: str) -> Non
     dialect = dialects.of(conn)
     name, mark = dialect.exact("cluster"), dialect.placeholder
     jobs = f"SELECT {name} AS name FROM {dialect.quote(Job._meta.db_table)} WHERE cluster = {mark}"
-    ends = [f"{jobs} ORDER BY gmt_created{order} LIMIT 1" for order in ("", " DESC")]
-    others = sorted({str(row["name"]) for sql in ends for row in await _rows(conn, sql, cluster)})
-    others = [other for other in others if other != cluster]
+    names: set[str] = set()
+    for order in ("", " DESC"):
+        sql = f"{jobs} ORDER BY gmt_created{order} LIMIT 1"
+        names |= {str(row["name"]) for row in await conn.execute_query_dict(sql, [cluster])}
+    others = sorted(names - {cluster})
     if not others:
         return
     clash = (
         f"the archive holds jobs of the cluster {others[0]!r}, which the database does not "
         f"tell apart from this one, {cluster!r} (it compares text without regard to case)"
     )
-    if not await _rows(conn, f"{jobs} AND {name} = {mark} LIMIT 1", cluster, cluster):
+    own = f"{jobs} AND {name} = {mark} LIMIT 1"
+    if not await conn.execute_query_dict(own, [cluster, cluster]):
         raise ClusterClash(f"{clash}: name this cluster otherwise (JOBARCHIVE_CLUSTER)")
     logger.warning("%s; reads cannot tell their rows apart", clash)
-
-
-async def _rows(conn: BaseDBAsyncClient, sql: str, *params: str) -> list[dict[str, object]]:
-    _, found = await conn.execute_query(sql, list(params))
-    return [dict(row) for row in found]
 
 
 async def require_adopted(conn: BaseDBAsyncClient) -> None:

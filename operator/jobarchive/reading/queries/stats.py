@@ -134,11 +134,12 @@ async def failure_reasons(
     Read through the jobs' (status, gmt_created) index, then each job's pods by theirs.
     """
     connection = reader()
-    where, params = _window_sql(dialects.of(connection), "j.gmt_created", since, until)
-    among, names = _clusters_sql(dialects.of(connection), "j.cluster", clusters)
+    dialect = dialects.of(connection)
+    where, params = _window_sql(dialect, "j.gmt_created", since, until)
+    among, names = _clusters_sql(dialect, "j.cluster", clusters)
     where, params = where + among, params + names
-    placeholder = dialects.of(connection).placeholder
-    head = dialects.of(connection).exact(
+    placeholder = dialect.placeholder
+    head = dialect.exact(
         "CASE WHEN INSTR(p.remark, ': ') > 0 "
         "THEN SUBSTR(p.remark, 1, INSTR(p.remark, ': ') - 1) ELSE p.remark END"
     )
