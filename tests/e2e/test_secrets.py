@@ -34,7 +34,9 @@ async def reported(operator: OperatorProcess, text: str) -> None:
     await eventually(found)
 
 
-@pytest.mark.parametrize("way", ["JOBARCHIVE_DB_URL", "MYSQL_*", "JOBARCHIVE_DB_URL_FILE"])
+@pytest.mark.parametrize(
+    "way", ["JOBARCHIVE_DB_URL", "MYSQL_*", "JOBARCHIVE_DB_URL_FILE", "?password="]
+)
 async def test_a_refused_password_is_in_no_line_of_a_verbose_operators_log(
     way: str,
     start_operator: OperatorFactory,
@@ -49,6 +51,9 @@ async def test_a_refused_password_is_in_no_line_of_a_verbose_operators_log(
     # As a Secret volume mounts it by default: every user may read it.
     file.chmod(0o644)
     env: dict[str, str | None] = {"JOBARCHIVE_DB_URL": url if way == "JOBARCHIVE_DB_URL" else None}
+    if way == "?password=":
+        url = f"mysql://root@{address}/nowhere?password={urllib.parse.quote(PASSWORD, safe='')}"
+        env["JOBARCHIVE_DB_URL"] = url
     if way == "MYSQL_*":
         env.update(
             MYSQL_HOST=server.hostname,
@@ -64,7 +69,8 @@ async def test_a_refused_password_is_in_no_line_of_a_verbose_operators_log(
 
     await reported(operator, "Cannot open the database")
     log = operator.log()
-    assert f"Cannot open the database mysql://root:***@{address}/nowhere: Access denied" in log
+    shown = "root@{}/nowhere?password=***" if way == "?password=" else "root:***@{}/nowhere"
+    assert f"Cannot open the database mysql://{shown.format(address)}: Access denied" in log
     # The DEBUG line that kept a third of the password is there, masked.
     assert "Tortoise-ORM startup" in log
     assert "'password': '***'" in log

@@ -104,6 +104,26 @@ def test_a_refused_password_shows_nowhere_even_at_debug_level(
     assert_hidden(PASSWORD, output)
 
 
+@pytest.mark.parametrize("way", ["JOBARCHIVE_DB_URL", "--db-url", "JOBARCHIVE_DB_URL_FILE"])
+def test_a_password_in_the_urls_query_shows_nowhere_even_at_debug_level(
+    way: str, empty: pathlib.Path, tmp_path: pathlib.Path, mysql_url: str
+) -> None:
+    server = urllib.parse.urlsplit(mysql_url)
+    address, name = f"{server.hostname}:{server.port}", server.path[1:]
+    args, env = given(way, f"mysql://root@{address}/{name}?password={ENCODED}", tmp_path)
+
+    result = jobarchive(*args, "jobs", cwd=empty, env=env, debug=True)
+
+    output = result.stdout + result.stderr
+    assert "Tortoise-ORM startup" in output
+    assert result.stderr.splitlines()[-1].startswith(
+        f"Error: cannot use the archive at mysql://root@{address}/{name}?password=***: "
+        "Access denied for user 'root'@"
+    )
+    assert result.returncode == 1
+    assert_hidden(PASSWORD, output)
+
+
 @pytest.mark.parametrize("char", ["#", "/", "?", "@"])
 @pytest.mark.parametrize("way", ["JOBARCHIVE_DB_URL", "--db-url", "--db-url-file"])
 def test_a_password_with_an_unencoded_reserved_character_is_refused_unechoed(

@@ -22,6 +22,7 @@ import stat
 import urllib.parse
 from collections.abc import Mapping
 
+from jobarchive.config.database_query import check_query, query_secrets, redact_query
 from jobarchive.config.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -31,27 +32,31 @@ _SCHEMES = ("mysql", "sqlite")
 
 
 def redact_url(url: str) -> str:
-    """Replace the password of a URL with ``***``."""
+    """Replace the password of a URL with ``***``, in its user information and in its
+    query (``?password=``, and any parameter named as a secret)."""
     parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    parts = parts._replace(query=redact_query(parts.query))
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    return urllib.parse.urlunsplit(parts)
 
 
 def url_secrets(url: str) -> frozenset[str]:
-    """The password of a URL as written and as decoded: what no log line may show."""
-    password = urllib.parse.urlsplit(url).password
-    if not password:
-        return frozenset()
-    return frozenset({password, urllib.parse.unquote(password)})
+    """The passwords of a URL (its user information's and its query's), as written and
+    as decoded: what no log line may show."""
+    parts = urllib.parse.urlsplit(url)
+    found = query_secrets(parts.query)
+    if parts.password:
+        found |= {parts.password, urllib.parse.unquote(parts.password)}
+    return found
 
 
 def has_password(url: str) -> bool:
-    """Whether a URL, valid or not, holds a password: text after a ``:`` before its last ``@``."""
+    """Whether a URL, valid or not, holds a password: text after a ``:`` before its last
+    ``@``, or a secret parameter in its query."""
     userinfo = url.partition("://")[2].rpartition("@")[0]
-    return bool(userinfo.partition(":")[2])
+    return bool(userinfo.partition(":")[2]) or bool(query_secrets(url.partition("?")[2]))
 
 
 def read_url_file(path: str, source: str) -> str:
@@ -228,6 +233,7 @@ def validate_db_url(url: str, source: str) -> None:
                     f"{source}: the parameter {name!r} does not turn TLS on here; "
                     "set JOBARCHIVE_DB_TLS (and JOBARCHIVE_DB_TLS_CA) instead"
                 )
+    check_query(parts.scheme, parts.query, source)
 
 
 def _check_userinfo(url: str, source: str) -> None:
