@@ -220,3 +220,41 @@ def test_without_pyarrow_it_says_how_to_install_it(tmp_path):
     assert done.stderr.splitlines() == [
         "Error: jobarchive export needs pyarrow: pip install 'jobarchive[export]'"
     ]
+
+
+async def test_links_planted_in_the_folder_are_refused_and_their_targets_untouched(
+    recorded, tmp_path
+):
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    out.mkdir()
+    victim.mkdir()
+    (victim / "precious").write_text("kept")
+    window = ("--since", "2026-11-20", "--until", "2026-11-22", "--to", str(out))
+
+    def refused(*options: str) -> str:
+        done = run(recorded, "export", *window, *options)
+        assert done.returncode == 2, done.stderr
+        [error] = done.stderr.splitlines()
+        return error
+
+    lock = out / ".jobarchive-export.lock"
+    lock.symlink_to(victim / "made-by-the-export")
+    assert (
+        refused() == f"Error: --to: {lock} is a symbolic link: the export follows none; remove it"
+    )
+    assert not (victim / "made-by-the-export").exists()
+    lock.unlink()
+
+    day = out / "date=2026-11-20"
+    day.symlink_to(victim, target_is_directory=True)
+    assert refused() == f"Error: {day} is a symbolic link: the export follows none; remove it"
+    assert sorted(path.name for path in victim.iterdir()) == ["precious"]
+    day.unlink()
+
+    day.mkdir()
+    (day / "part-0.parquet").symlink_to(victim / "precious")
+    assert refused("--resume").endswith(
+        f"{day / 'part-0.parquet'} is a symbolic link: the export follows none; remove it"
+    )
+    assert refused().startswith(f"Error: {day / 'part-0.parquet'} is a symbolic link")
+    assert (victim / "precious").read_text() == "kept"

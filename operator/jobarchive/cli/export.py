@@ -3,6 +3,7 @@ of daily Parquet (or CSV) files for BI tools (decision 34), read from the databa
 read side reads it."""
 
 import datetime
+import os
 import pathlib
 import time
 from collections.abc import Awaitable
@@ -53,7 +54,9 @@ def _folder(_: click.Context, __: click.Parameter, value: str) -> pathlib.Path:
         raise click.UsageError(f"--to: {value} is a file, not a folder")
     # Tried rather than asked (os.access): root may be refused by the file system.
     try:
-        (path / layout.LOCK).touch()
+        os.close(layout.open_lock(path))
+    except layout.Planted as exc:
+        raise click.UsageError(f"--to: {exc}") from None
     except OSError as exc:
         raise click.UsageError(f"--to: {value} cannot be written: {exc.strerror}") from None
     return path
@@ -121,6 +124,8 @@ def _run(db_url: str | None, days: Days, folder: pathlib.Path, format_: str, res
         done = session.reading(db_url, work)
     except layout.Busy as exc:
         raise click.ClickException(str(exc)) from None
+    except layout.Planted as exc:
+        raise click.UsageError(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot write {folder}: {exc}") from None
     took = time.perf_counter() - started
