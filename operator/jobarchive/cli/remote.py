@@ -9,7 +9,6 @@ namespace), 404, 503 and no answer with exit status 1."""
 import asyncio
 import datetime
 import json
-import os
 import re
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -19,11 +18,8 @@ import aiohttp
 import click
 from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.config.kube_config import (
-    ENV_KUBECONFIG_PATH_SEPARATOR,
-    KUBE_CONFIG_DEFAULT_LOCATION,
-)
 
+from jobarchive.cli import kubeconfig
 from jobarchive.cli.archive import Found, Kubeconfig
 from jobarchive.cli.options import BadSetting
 from jobarchive.logs import silenced
@@ -53,24 +49,35 @@ class Api:
 
     async def get(self, path: str, query: Sequence[tuple[str, str]], scope: str) -> JSON:
         """The JSON answer of ``GET PREFIX + path``; a refusal as one line, ``scope`` (the
-        namespace asked about, or all) named in a 403."""
-        host = self.api.configuration.host
+        namespace asked about, or all) named in a 403. A redirect is not followed: the
+        archive's API never redirects, and another origin's answer is not the archive's."""
+        settings = self.api.configuration
+        host = settings.host or ""
+        url = host + PREFIX + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        headers = {"Accept": "application/json"}
+        credential = await settings.get_api_key_with_prefix("BearerToken")
+        if credential:
+            headers["Authorization"] = credential
         try:
-            response = await self.api.call_api(
-                PREFIX + path,
-                "GET",
-                query_params=list(query),
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=TIMEOUT,
-            )
-            async with response:
+            # The client's own session: its TLS (CA, client certificate) and proxy, but a
+            # request of ours, since the client's always follows redirects.
+            async with self.api.rest_client.pool_manager.get(
+                url,
+                headers=headers,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=TIMEOUT),
+                proxy=settings.proxy,
+                server_hostname=settings.tls_server_name,
+            ) as response:
                 status, text = response.status, await response.text()
+                moved = response.headers.get("Location", "")
         except (aiohttp.ClientError, TimeoutError) as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise click.ClickException(visible(f"no answer from {host} ({reason})")) from None
+        if 300 <= status < 400:
+            raise click.ClickException(
+                visible(f"{status} from {host}: a redirect to {moved or 'nowhere'}, not followed")
+            )
         if status >= 400:
             raise self._refusal(status, _message(text), scope)
         answer: JSON = json.loads(text)
@@ -151,7 +158,8 @@ class Remote:
         return self._run(rows)
 
     def _run(self, work: Callable[[Api], Awaitable[T]]) -> T:
-        location, source = self._kubeconfig()
+        location, source = kubeconfig.locate(self.kubeconfig)
+        kubeconfig.check(location, self.kubeconfig.context, source)
 
         async def session() -> T:
             settings = client.Configuration()
@@ -172,19 +180,6 @@ class Remote:
                 return await work(Api(api, source))
 
         return asyncio.run(session())
-
-    def _kubeconfig(self) -> tuple[str, str]:
-        """Where the kubeconfig is, and how messages name it; BadSetting when no such
-        file exists (the library would only log a warning, then fail vaguely)."""
-        given = self.kubeconfig
-        location = given.path or KUBE_CONFIG_DEFAULT_LOCATION
-        source = f"--kubeconfig {location}" if given.path else f"the kubeconfig {location}"
-        if given.context:
-            source += f" (context {given.context})"
-        paths = [os.path.expanduser(path) for path in location.split(ENV_KUBECONFIG_PATH_SEPARATOR)]
-        if not any(os.path.isfile(path) for path in paths if path):
-            raise BadSetting(visible(f"{source}: no such file"))
-        return location, source
 
 
 async def _page(
