@@ -6,12 +6,15 @@ each column's type. And the rule a read cell is held to: nothing a spreadsheet r
 import csv
 import pathlib
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.csv as pa_csv
+
+from jobarchive.exporting import columns
+from jobarchive.reading import usage
 
 # A column's type as each typed reader is told it.
 TYPES = {
@@ -20,6 +23,23 @@ TYPES = {
     "integer": (pa.int64(), "BIGINT"),
     "time": (pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ"),
 }
+# The export's columns as their declared types say a reader is told them.
+EXPORT_TYPES = {
+    column.name: {"string": "text", "double": "double", "int32": "integer"}.get(column.type, "time")
+    for column in columns.COLUMNS
+}
+
+
+def usage_types(names: Sequence[str]) -> dict[str, str]:
+    """The usage CSV's columns (``usage.columns``) and their types: counts, figures,
+    and text (the group, the period, the reasons)."""
+    counts, figures = set(usage.COUNTS), set(usage.FIGURES)
+    return {
+        name: "integer" if name in counts else "double" if name in figures else "text"
+        for name in names
+    }
+
+
 # README's reader options (pyarrow's ``newlines_in_values`` too, below): the dialect, and
 # an unquoted empty cell a missing value, a quoted one an empty text.
 PYARROW_OPTIONS = {"strings_can_be_null": True, "quoted_strings_can_be_null": False}
@@ -58,12 +78,26 @@ def duckdb_rows(path: pathlib.Path, types: Mapping[str, str]) -> list[dict[str, 
     with duckdb.connect() as connection:
         connection.execute("SET TimeZone = 'UTC'")
         found = connection.execute(
-            f"SELECT * FROM read_csv(?, {DUCKDB_OPTIONS}, columns = {{{columns}}})",
+            # One file: its day's folder's name is not read as a column.
+            f"SELECT * FROM read_csv(?, {DUCKDB_OPTIONS}, hive_partitioning = false, "
+            f"columns = {{{columns}}})",
             [str(path)],
         )
         names = [column[0] for column in found.description]
         assert names == list(types)
         return [dict(zip(names, row, strict=True)) for row in found.fetchall()]
+
+
+def every_reader(path: pathlib.Path, types: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """The rows by each reader, by reader's name; Python's as text, after checking its
+    header."""
+    header, rows = python_rows(path)
+    assert header == list(types)
+    return {
+        "csv": [dict(zip(header, row, strict=True)) for row in rows],
+        "pyarrow": pyarrow_rows(path, types),
+        "duckdb": duckdb_rows(path, types),
+    }
 
 
 def runs(cell: str) -> bool:

@@ -17,11 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobarchive import csvsafe
-from jobarchive.exporting import columns
 from jobarchive.exporting.files import CSV_TIME, DayFile
 from jobarchive.reading import usage
 from jobarchive.reading.params import USAGE_GROUPS
-from tests.support.csv_readers import duckdb_rows, pyarrow_rows, python_rows, runs
+from tests.support.csv_readers import (
+    EXPORT_TYPES,
+    duckdb_rows,
+    pyarrow_rows,
+    python_rows,
+    runs,
+    usage_types,
+)
 
 PROPERTIES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Every line or record separator a reader or a spreadsheet knows.
@@ -101,20 +107,13 @@ def test_the_usage_csv_reads_back_as_written_and_runs_nothing(
     rows = data.draw(st.lists(usage_rows(group, every), max_size=4))
     text = usage.to_csv(rows, names)
     written = [{**row, usage.REASONS: usage.reasons_text(row[usage.REASONS])} for row in rows]
-    types = {name: "text" for name in names}
-    types.update({name: "integer" for name in usage.COUNTS})
-    types.update({name: "double" for name in usage.FIGURES})
+    types = usage_types(names)
     with tempfile.TemporaryDirectory() as folder:
         path = pathlib.Path(folder) / "usage.csv"
         path.write_text(text, encoding="utf-8", newline="")
         check(path, written, types)
 
 
-# The export's columns as its declared types say a reader is told them.
-EXPORT_TYPES = {
-    column.name: {"string": "text", "double": "double", "int32": "integer"}.get(column.type, "time")
-    for column in columns.COLUMNS
-}
 MOMENT = st.datetimes(
     min_value=datetime.datetime(1970, 1, 2),
     max_value=datetime.datetime(2199, 12, 31),
