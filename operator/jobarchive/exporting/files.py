@@ -44,7 +44,7 @@ class DayFile:
         self._parquet = (
             pq.ParquetWriter(path, SCHEMA, compression="zstd") if format == "parquet" else None
         )
-        self._csv = None if self._parquet else path.open("w", encoding="utf-8", newline="")
+        self._csv = path.open("w", encoding="utf-8", newline="") if format == "csv" else None
         if self._csv is not None:
             self._csv.write(csvsafe.header(NAMES))
 
