@@ -315,8 +315,8 @@ async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: 
         )
         assert csv.headers["Content-Type"].startswith("text/csv")
         lines = (await csv.text()).splitlines()
-        assert lines[0] == ",".join(usage.columns("queue", "day"))
-        assert "research,2026-11-20,2,1,0,12.333,7.333,9.0,300.0,600.0," in lines[1]
+        assert lines[0] == ",".join(f'"{name}"' for name in usage.columns("queue", "day"))
+        assert '"research","2026-11-20",2,1,0,12.333,7.333,9.0,300.0,600.0,' in lines[1]
         bad = await client.get(f"{api.PREFIX}/usage?by=pod")
         assert bad.status == 400 and "not one of" in (await bad.json())["error"]["message"]
     table = await asyncio.to_thread(run, db_url, "usage", *flags)
@@ -326,7 +326,8 @@ async def test_the_cli_and_the_api_give_the_same_numbers(archive: None, db_url: 
     [team_a] = [line for line in table.stdout.splitlines() if line.startswith("team-a")]
     assert [cell.strip() for cell in team_a.split("│")][7:9] == ["5m", "10m"]
     as_csv = await asyncio.to_thread(run, db_url, "usage", "--by", "owner", *flags, "-o", "csv")
-    assert as_csv.stdout.splitlines()[0] == ",".join(usage.columns("owner", None))
+    header = ",".join(f'"{name}"' for name in usage.columns("owner", None))
+    assert as_csv.stdout.splitlines()[0] == header
 
 
 async def test_the_cli_says_a_window_without_jobs_holds_no_usage(

@@ -8,6 +8,7 @@ from typing import Any
 
 from jobarchive.config import load
 from jobarchive.recording.attribution import Attribution
+from jobarchive.recording.convert.strategies import KUEUE_QUEUE_LABEL
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
@@ -50,8 +51,10 @@ class History:
         tenant: str | None = None,
         region: str | None = None,
         gone: bool = False,
+        queue: str | None = None,
     ) -> Body:
-        """A job in a status; ``finished`` is when its terminal condition came."""
+        """A job in a status; ``finished`` is when its terminal condition came; ``queue``
+        as Kueue's label names it."""
         annotations = {}
         if owner or tenant or region:
             tenancy = {"user": owner, "tenant": tenant, "region": region}
@@ -62,6 +65,7 @@ class History:
             namespace=namespace,
             creationTimestamp=created,
             annotations=annotations,
+            **({"labels": {KUEUE_QUEUE_LABEL: queue}} if queue else {}),
         )
         conditions = [o.condition("Created", at=created)]
         if status != "Created":

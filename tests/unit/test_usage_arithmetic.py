@@ -145,6 +145,6 @@ def test_csv_quotes_what_a_spreadsheet_would_run() -> None:
     }
     text = usage.to_csv([row], usage.columns("owner", None))
     header, line = text.splitlines()
-    assert header.startswith("owner,jobs,succeeded,failed,gpu_hours")
+    assert header.startswith('"owner","jobs","succeeded","failed","gpu_hours"')
     assert line.startswith('"\'=HYPERLINK(""http://x"")",1,1,1,,,,,,')
-    assert line.endswith("'@SUM(A1)=2.5")
+    assert line.endswith('"\'@SUM(A1)=2.5"')

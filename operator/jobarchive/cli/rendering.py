@@ -260,8 +260,9 @@ def print_usage(
     from jobarchive.reading import usage
 
     if output == "csv":
-        for line in usage.to_csv(rows, names).splitlines():
-            echo(line)
+        # Whole, not cut into lines: only LF and CRLF stay (between rows, or inside a
+        # quoted cell), every other line break or control written as its escape.
+        click.echo(visible(usage.to_csv(rows, names), lines=True), nl=False)
         return
     cells = [[_usage_cell(name, row.get(name)) for name in names] for row in rows]
     since, until = (short(rfc3339(moment)) for moment in window)

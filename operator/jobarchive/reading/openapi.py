@@ -243,7 +243,8 @@ def _parameter(param: Param) -> Schema:
 CSV_ROWS: Schema = {
     "type": "string",
     "description": "A header of the JSON items' names, then a line per item; "
-    "top_failure_reasons as reason=hours; ...; text a spreadsheet would run quoted with '.",
+    "top_failure_reasons as reason=hours; ...; every text cell quoted, text a "
+    "spreadsheet would run as a formula given a leading '.",
 }
 
 

@@ -1,13 +1,12 @@
 """Usage's arithmetic, without a database: a window cut into UTC periods, a pod's time
 cut to a window, percentiles, and the roll-up's rows as columns and CSV (decision 33)."""
 
-import csv
 import dataclasses
 import datetime
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from jobarchive import csvsafe
 from jobarchive.reading.params import EARLIEST, LATEST, USAGE_GROUPS, BadQuery, Named, one_of
 
 EVERY = ("day", "week", "month")
@@ -29,6 +28,8 @@ COUNTS = ("jobs", "succeeded", "failed")
 WAIT_PERCENTS = (50, 95)
 WAIT_FIGURES = tuple(f"queue_wait_p{p}_s" for p in WAIT_PERCENTS)
 FIGURES = ("gpu_hours", "failed_gpu_hours", "cpu_hours", *WAIT_FIGURES)
+# The columns written as numbers; the group, the period and the reasons are text.
+NUMBERS = frozenset((*COUNTS, *FIGURES))
 REASONS = "top_failure_reasons"
 
 
@@ -273,24 +274,8 @@ def reasons_text(reasons: Iterable[Mapping[str, Any]]) -> str:
 
 
 def to_csv(rows: Iterable[Mapping[str, Any]], names: Sequence[str]) -> str:
-    """The rows as CSV with a header line; the reasons as ``reasons_text``, a missing
-    figure as an empty cell, text a spreadsheet would take for a formula quoted with ``'``."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(names)
-    for row in rows:
-        writer.writerow(
-            _cell(reasons_text(row[name]) if name == REASONS else row.get(name)) for name in names
-        )
-    return out.getvalue()
-
-
-# A cell a spreadsheet would run as a formula: stored text may begin so (the export's CSV
-# quotes it too).
-FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(FORMULA):
-        return "'" + value
-    return "" if value is None else value
+    """The rows as CSV with a header line, by the one writer (``csvsafe``): the counts
+    and figures as numbers (a missing figure an empty cell), every other column as text,
+    the reasons as ``reasons_text``."""
+    cells = ({**row, REASONS: reasons_text(row[REASONS])} for row in rows)
+    return csvsafe.table(cells, names, NUMBERS)
