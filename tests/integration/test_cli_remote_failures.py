@@ -166,7 +166,7 @@ async def test_no_credential_goes_to_an_http_server_and_no_plugin_runs(
     plugin.chmod(0o755)
     (tmp_path / "token").write_text(TOKEN)
     exec_plugin = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}
-    users = {
+    users: dict[str, dict[str, object]] = {
         "token": {"token": TOKEN},
         "tokenFile": {"tokenFile": str(tmp_path / "token")},
         "exec": {"exec": exec_plugin},
