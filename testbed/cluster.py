@@ -390,6 +390,8 @@ class Reviews:
         self.tokens: dict[str, Body] = {}
         self.grants: set[tuple[str, str]] = set()
         self.scoped: dict[tuple[str, str], frozenset[tuple[str, str, str]]] = {}
+        # Per grant, the verbs it allows when fewer than ``VERBS``.
+        self.verbs: dict[tuple[str, str], tuple[str, ...]] = {}
         # Per subject, the clusters it may get; None: every cluster (no resourceNames).
         self.clusters: dict[str, frozenset[str] | None] = {}
         self.asked: list[Body] = []
@@ -417,12 +419,14 @@ class Reviews:
         subject: str,
         namespace: str = "",
         resources: frozenset[tuple[str, str, str]] | None = None,
+        verbs: tuple[str, ...] = VERBS,
     ) -> None:
-        """Let ``subject`` get and list the reader's resources (or only ``resources``)
-        in ``namespace`` ("": cluster-wide)."""
+        """Let ``subject`` get and list (or only ``verbs``) the reader's resources (or
+        only ``resources``) in ``namespace`` ("": cluster-wide)."""
         self.grants.add((subject, namespace))
         if resources is not None:
             self.scoped[(subject, namespace)] = resources
+        self.verbs[(subject, namespace)] = verbs
 
     def grant_clusters(self, subject: str, *names: str) -> None:
         """Let ``subject`` get the ``clusters`` named (none: every cluster), in either
@@ -454,13 +458,13 @@ class Reviews:
         namespace = wanted.get("namespace") or ""
         subjects = {f"user:{spec.get('user')}", *(f"group:{g}" for g in spec.get("groups", []))}
         asked = (wanted.get("group"), wanted.get("resource"), wanted.get("subresource") or "")
-        granted = any(
+        allowed = any(
             (subject, place) in self.grants
             and asked in self.scoped.get((subject, place), self.READER)
+            and wanted.get("verb") in self.verbs.get((subject, place), self.VERBS)
             for subject in subjects
             for place in {"", namespace}
         )
-        allowed = bool(granted and wanted.get("verb") in self.VERBS)
         if wanted.get("resource") == "clusters":
             allowed = self._cluster_granted(subjects, wanted)
         status: Body = {"allowed": allowed}

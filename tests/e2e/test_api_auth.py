@@ -125,8 +125,9 @@ async def test_jobarchive_serve_shows_each_caller_what_kubernetes_grants(
         assert (await call(f"{base}/stats", BOB))[0] == 200
         assert (await call(f"{base}/jobs/{uids['team-b']}", BOB))[0] == 200
     # One review per token, one per (user, verb, namespace): the rest came from the cache.
+    # Bob's job of team-b is a get, and its Events' and pods' list there (one review).
     assert cluster.requests_to(TOKEN_REVIEWS) == 2
-    assert cluster.requests_to(ACCESS_REVIEWS) == 7
+    assert cluster.requests_to(ACCESS_REVIEWS) == 8
 
 
 async def test_jobarchive_serve_with_no_api_server_to_ask_answers_503(
@@ -193,7 +194,8 @@ async def test_the_operators_api_reviews_callers_and_the_operator_writes_nothing
     assert (await call(f"{base}/jobs"))[0] == 401
 
     assert cluster.requests_to(TOKEN_REVIEWS) == 2
-    assert cluster.requests_to(ACCESS_REVIEWS) == 4
+    # Bob's job of team-b: a get, and a list for the Events and pods it carries.
+    assert cluster.requests_to(ACCESS_REVIEWS) == 5
     assert cluster.writes_by_others() == []
     # Only the reviews are let through: any other request that is not a read still counts.
     configmaps = f"{cluster.url}/api/v1/namespaces/team-a/configmaps"

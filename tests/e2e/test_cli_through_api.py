@@ -5,9 +5,7 @@ read command prints what the database mode prints on the same archive, and every
 refusal is one line: 400 by flag (exit 2), 401, 403 naming the namespace, 404 (exit 1).
 """
 
-import asyncio
 import json
-import os
 import pathlib
 import shlex
 import sys
@@ -19,7 +17,6 @@ import yaml
 
 from jobarchive.reading.params import DEFAULT_PAGE
 from testbed.cluster import Cluster
-from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.console import at, keep_log_tail
 from tests.support.history import History
 from tests.support.kube import (
@@ -27,6 +24,7 @@ from tests.support.kube import (
     BOB,
     Ran,
     Server,
+    jobarchive,
     kube_archive,
     serving_readers,
     write_kubeconfig,
@@ -52,25 +50,6 @@ async def server(
 ) -> AsyncIterator[Server]:
     async with serving_readers(tmp_path, archive, cluster) as served:
         yield served
-
-
-async def jobarchive(*args: str, **variables: str) -> Ran:
-    """The console script with none of the runner's database settings, 200 columns."""
-    inherited = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in DATABASE_VARIABLES and key != "KUBECONFIG"
-    }
-    process = await asyncio.create_subprocess_exec(
-        str(JOBARCHIVE),
-        *args,
-        env={**inherited, "COLUMNS": "200", **variables},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return Ran(process.returncode, out.decode(), err.decode())
 
 
 class Modes:

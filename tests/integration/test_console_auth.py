@@ -48,7 +48,7 @@ async def uids(tmp_path: pathlib.Path) -> AsyncIterator[dict[str, str]]:
 def reviews(cluster: Cluster) -> Reviews:
     """The cluster's reviews: alice reads team-a (jobs.jobarchive.io only), bob every
     namespace, carol team-a and team-c, dave none; erin reads team-a's archived jobs and
-    their logs through the aggregated API only, not its archived Events."""
+    their logs through the aggregated API only, not its archived Events nor pods."""
     table = Reviews(cluster)
     for token, name in ((BOB, "bob"), (CAROL, "carol"), (DAVE, "dave"), (ERIN, "erin")):
         table.user(token, name)
@@ -175,8 +175,10 @@ async def test_under_the_prefix_pages_are_reviewed_as_the_archives_resources(
     listed = await page(console, root + "?namespace=team-a", ERIN, 200)
     assert uids["team-a"] in listed
     job = await page(console, f"{root}job?uid={uids['team-a']}", ERIN, 200)
-    assert "OOMKilled" in job and "Memory cgroup out of memory" not in job
+    # Nor the archived pods (their OOMKilled remarks): each list left out, and said so.
+    assert "OOMKilled" not in job and "Memory cgroup out of memory" not in job
     assert f"may not list <code>archivedevents.{ARCHIVE}</code> in namespace team-a" in job
+    assert f"may not list <code>archivedpods.{ARCHIVE}</code> in namespace team-a" in job
     assert '<g class="mark' not in job
     logs = await page(console, f"{root}logs?uid={uids['team-a']}", ERIN, 200)
     assert "No log tail recorded" in logs

@@ -8,6 +8,7 @@ import base64
 import contextlib
 import dataclasses
 import json
+import os
 import pathlib
 import shutil
 import ssl
@@ -20,6 +21,7 @@ import yaml
 from jobarchive.reading.kube.discovery import PREFIX
 from testbed.cluster import Cluster, Reviews
 from tests.support.aggregator import served_https
+from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.console import at, oom_killed_job
 from tests.support.history import History
 from tests.support.pki import Authority
@@ -160,3 +162,22 @@ def kubectls(server: Server, workdir: pathlib.Path) -> Callable[[str], Kubectl]:
         return Kubectl(config, workdir / f"cache-{token}")
 
     return of
+
+
+async def jobarchive(*args: str, **variables: str) -> Ran:
+    """The console script with none of the runner's database settings, 200 columns."""
+    inherited = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in DATABASE_VARIABLES and key != "KUBECONFIG"
+    }
+    process = await asyncio.create_subprocess_exec(
+        str(JOBARCHIVE),
+        *args,
+        env={**inherited, "COLUMNS": "200", **variables},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return Ran(process.returncode, out.decode(), err.decode())

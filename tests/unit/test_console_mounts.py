@@ -37,13 +37,15 @@ def test_the_console_serves_every_path_but_the_apis(path: str, ours: bool) -> No
 def test_each_mount_reviews_its_own_resources_and_links_its_own_json() -> None:
     job = {"namespace": "team-a", "job_id": "a/b?c"}
     root = mounts.at_root("/api/v1")
-    assert (root.jobs, root.events, root.logs) == (auth.JOBS,) * 3
+    assert (root.jobs, root.lists.events, root.lists.pods, root.lists.logs) == (auth.JOBS,) * 4
     assert root.json_of(job) == "api/v1/jobs/a%2Fb%3Fc"
     assert root.logs_json_of(job) == "api/v1/jobs/a%2Fb%3Fc/logs"
     prefixed = mounts.AGGREGATED
-    assert (str(prefixed.jobs), str(prefixed.events), str(prefixed.logs)) == (
+    lists = prefixed.lists
+    assert (str(prefixed.jobs), str(lists.events), str(lists.pods), str(lists.logs)) == (
         "archivedjobs.archive.jobarchive.io",
         "archivedevents.archive.jobarchive.io",
+        "archivedpods.archive.jobarchive.io",
         "archivedjobs/log.archive.jobarchive.io",
     )
     assert prefixed.json_of(job) == "../namespaces/team-a/archivedjobs/a%2Fb%3Fc"

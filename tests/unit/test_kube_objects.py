@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jobarchive.reading import auth, embedded
 from jobarchive.reading.kube import discovery, objects, selectors, tables
 from jobarchive.reading.queries import BadQuery
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
@@ -189,6 +190,41 @@ def test_a_jobs_detail_carries_its_pods_events_replicas_and_cursors() -> None:
     assert "eventsContinue" not in job["status"]
     assert job["status"]["pods"][0]["status"]["remark"] == "OOMKilled (exit code 137)"
     assert objects.detail_row(job) == detail
+
+
+def test_a_jobs_detail_leaves_out_what_its_reader_may_not_list_and_names_it() -> None:
+    detail = job_json(a_job(), NOW)
+    detail.update(
+        pods=[{**pod_json(a_pod()), "has_log_tail": True}],
+        pods_next_cursor="next-pods",
+        replicas={"worker": {"active": 0, "succeeded": 0, "failed": 1, "stopped": 0}},
+        events=[event_json(an_event())],
+        events_next_cursor="next-events",
+    )
+    logs = auth.Resource("archive.jobarchive.io", "archivedjobs", "log")
+    shown = embedded.Shown(
+        (
+            embedded.Omission("events", "list", auth.JOBS, "team-a"),
+            embedded.Omission("pods[].has_log_tail", "get", logs, "team-a"),
+        )
+    ).of(detail)
+    assert "events" not in shown and "events_next_cursor" not in shown
+    assert "has_log_tail" not in shown["pods"][0] and shown["pods_next_cursor"] == "next-pods"
+    job = objects.job_with_detail(shown, {detail["job_id"]: "mnist"})
+    assert "events" not in job["status"] and "eventsContinue" not in job["status"]
+    assert "hasLogTail" not in job["status"]["pods"][0]["status"]
+    assert job["status"]["omitted"] == [
+        {
+            "field": "status.events",
+            "reason": "forbidden: list jobs.jobarchive.io in namespace team-a",
+        },
+        {
+            "field": "status.pods[].status.hasLogTail",
+            "reason": "forbidden: get archivedjobs/log.archive.jobarchive.io in namespace team-a",
+        },
+    ]
+    assert objects.detail_row(job) == shown
+    assert embedded.Shown().of(detail) == detail
 
 
 def test_a_list_says_where_the_next_page_begins_only_when_there_is_one() -> None:

@@ -82,6 +82,7 @@ def job(where: Where, /, reference: str, output: str, **page: Any) -> None:
         rendering.print_json(detail)
     else:
         rendering.print_job(detail)
+    rendering.print_omitted(detail)
 
 
 @click.command()

@@ -156,7 +156,8 @@ def print_namesakes(found: Found[Any], reference: str, output: str, command: str
 
 def print_job(detail: Mapping[str, Any]) -> None:
     """A job's detail: the job, its replicas' counts, a page of its pods and of its
-    Events, and the commands that show more."""
+    Events, and the commands that show more; of the lists the API left out
+    (``omitted``), neither a table nor a column."""
     table("job", JOB_COLUMNS, job_rows([detail]))
     replicas = [
         [replica, *(str(counts[key]) for key in REPLICA_COUNTS)]
@@ -164,6 +165,17 @@ def print_job(detail: Mapping[str, Any]) -> None:
     ]
     counts = (Column("type", 0), *(Column(count, 1) for count in REPLICA_COUNTS))
     table("replicas", counts, replicas)
+    if "pods" in detail:
+        _print_pods(detail)
+    if "events" in detail:
+        table("events", EVENT_COLUMNS, event_rows(detail["events"]))
+        if detail["events_next_cursor"]:
+            more(len(detail["events"]), "Events", "--events-cursor", detail["events_next_cursor"])
+
+
+def _print_pods(detail: Mapping[str, Any]) -> None:
+    """A job's page of pods; their log tails' column when the API said which have one."""
+    logged = all("has_log_tail" in pod for pod in detail["pods"])
     pods = [
         [
             pod["name"],
@@ -173,19 +185,24 @@ def print_job(detail: Mapping[str, Any]) -> None:
             short(pod["gmt_started"]),
             short(pod["gmt_finished"]),
             pod["remark"] or "",
-            "yes" if pod["has_log_tail"] else "-",
+            *(["yes" if pod["has_log_tail"] else "-"] if logged else []),
         ]
         for pod in detail["pods"]
     ]
-    table("pods", POD_COLUMNS, pods)
-    if any(pod["has_log_tail"] for pod in detail["pods"]):
+    table("pods", POD_COLUMNS if logged else POD_COLUMNS[:-1], pods)
+    if logged and any(pod["has_log_tail"] for pod in detail["pods"]):
         echo(f"Log tails: jobarchive logs {detail['job_id']} [--pod POD]")
     if detail["pods_next_cursor"]:
         every = sum(sum(counts.values()) for counts in detail["replicas"].values())
         more(len(pods), "pods", "--pods-cursor", detail["pods_next_cursor"], every)
-    table("events", EVENT_COLUMNS, event_rows(detail["events"]))
-    if detail["events_next_cursor"]:
-        more(len(detail["events"]), "Events", "--events-cursor", detail["events_next_cursor"])
+
+
+def print_omitted(detail: Mapping[str, Any]) -> None:
+    """On stderr, a line for each list the API left out of a job's detail, and why, so
+    that what stdout prints keeps its shape."""
+    for omission in detail.get("omitted", ()):
+        line = f"Not shown: {omission['field']} ({omission['reason']})"
+        click.echo(visible(line), err=True)
 
 
 def print_tails(page: Page, output: str, job_uid: str) -> None:

@@ -37,7 +37,7 @@ from aiohttp import web
 
 from jobarchive import certificates
 from jobarchive.config import DEFAULTS, ApiTls
-from jobarchive.reading import auth, frontproxy, kube, queries
+from jobarchive.reading import auth, embedded, frontproxy, kube, queries
 from jobarchive.reading.console import Console
 from jobarchive.reading.console.mounts import PATH as CONSOLE
 from jobarchive.reading.handling import (
@@ -179,7 +179,8 @@ class Api:
     async def _job(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, DETAIL_PARAMS)
         uid = request.match_info["uid"]
-        return await self.reads.job(caller, uid, lambda: queries.job_detail(uid, **values))
+        found = await self.reads.job(caller, uid, lambda: queries.job_detail(uid, **values))
+        return await embedded.shown_of(caller, found, embedded.AT_ROOT)
 
     async def _logs(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, LOG_PARAMS)

@@ -128,6 +128,30 @@ POD_COUNTS = _object(
 )
 
 
+def _optional(schema: Schema, *fields: str) -> Schema:
+    """``schema`` with ``fields`` no longer required."""
+    return {**schema, "required": [name for name in schema["required"] if name not in fields]}
+
+
+DETAIL_POD = _optional(
+    _object({**POD, "has_log_tail": {"type": "boolean"}}, "A pod of the job."), "has_log_tail"
+)
+OMISSION = _object(
+    {
+        "field": {
+            "type": "string",
+            "description": "What is left out: events, pods or pods[].has_log_tail.",
+        },
+        "reason": {
+            "type": "string",
+            "description": "The grant the caller lacks, as RBAC names it: "
+            "'forbidden: list jobs.jobarchive.io in namespace team-a'.",
+        },
+    },
+    "A list left out of the answer, and why.",
+)
+
+
 def _ref(name: str) -> Schema:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -147,19 +171,27 @@ SCHEMAS: dict[str, Schema] = {
     "JobPage": _page("Job"),
     "EventPage": _page("Event"),
     "LogTailPage": _page("LogTail"),
-    "JobDetail": _object(
-        {
-            **JOB,
-            "pods": {
-                "type": "array",
-                "items": _object({**POD, "has_log_tail": {"type": "boolean"}}, "A pod of the job."),
+    "JobDetail": _optional(
+        _object(
+            {
+                **JOB,
+                "pods": {"type": "array", "items": DETAIL_POD},
+                "pods_next_cursor": CURSOR,
+                "replicas": {"type": "object", "additionalProperties": POD_COUNTS},
+                "events": {"type": "array", "items": _ref("Event")},
+                "events_next_cursor": CURSOR,
+                "omitted": {"type": "array", "items": OMISSION},
             },
-            "pods_next_cursor": CURSOR,
-            "replicas": {"type": "object", "additionalProperties": POD_COUNTS},
-            "events": {"type": "array", "items": _ref("Event")},
-            "events_next_cursor": CURSOR,
-        },
-        "One job with a page of its pods and of its Events, and its pods counted by replica type.",
+            "One job with a page of its pods and of its Events, and its pods counted by "
+            "replica type. A list the caller may not read on its own is left out, with its "
+            "cursor (and the pods' has_log_tail, without the grant to read the log tails), "
+            "and named in omitted; omitted is absent when nothing is.",
+        ),
+        "pods",
+        "pods_next_cursor",
+        "events",
+        "events_next_cursor",
+        "omitted",
     ),
     "Stats": _object(
         {

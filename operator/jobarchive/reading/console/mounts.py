@@ -8,7 +8,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive.reading import auth
+from jobarchive.reading import auth, embedded
 from jobarchive.reading.kube.discovery import GROUP, PREFIX
 
 # Every page and asset is one path segment below it: kube-apiserver names that segment
@@ -22,13 +22,13 @@ API_ROOTS = ("/api", "/apis", "/openapi")
 @dataclasses.dataclass(frozen=True)
 class Mount:
     """A place the console is served: the path its pages are one segment below, the
-    resources its pages' reads are reviewed as, and its links to the JSON of what a
-    page shows (templates of links relative to a page: ``{namespace}``, ``{uid}``)."""
+    resources its pages' reads are reviewed as (a job's lists as its API's: ``lists``),
+    and its links to the JSON of what a page shows (templates of links relative to a
+    page: ``{namespace}``, ``{uid}``)."""
 
     path: str
     jobs: auth.Resource
-    events: auth.Resource
-    logs: auth.Resource
+    lists: embedded.Lists
     api: str
     job_json: str
     logs_json: str
@@ -56,8 +56,7 @@ def at_root(api_prefix: str) -> Mount:
     return Mount(
         path="",
         jobs=auth.JOBS,
-        events=auth.JOBS,
-        logs=auth.JOBS,
+        lists=embedded.AT_ROOT,
         api=f"{api}/openapi.json",
         job_json=f"{api}/jobs/{{uid}}",
         logs_json=f"{api}/jobs/{{uid}}/logs",
@@ -69,8 +68,7 @@ def at_root(api_prefix: str) -> Mount:
 AGGREGATED = Mount(
     path=PATH,
     jobs=auth.Resource(GROUP, "archivedjobs"),
-    events=auth.Resource(GROUP, "archivedevents"),
-    logs=auth.Resource(GROUP, "archivedjobs", "log"),
+    lists=embedded.ARCHIVED,
     api="../../v1",
     job_json="../namespaces/{namespace}/archivedjobs/{uid}",
     logs_json="../namespaces/{namespace}/archivedjobs/{uid}/log",

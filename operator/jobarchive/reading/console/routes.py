@@ -33,7 +33,7 @@ Reviewed = Callable[[Mount], auth.Resource]
 PAGES: dict[str, tuple[View, Reviewed]] = {
     "": (views.jobs_page, lambda mount: mount.jobs),
     "job": (views.job_page, lambda mount: mount.jobs),
-    "logs": (views.logs_page, lambda mount: mount.logs),
+    "logs": (views.logs_page, lambda mount: mount.lists.logs),
     "stats": (views.stats_page, lambda mount: mount.jobs),
     "usage": (views.usage_page, lambda mount: mount.jobs),
 }

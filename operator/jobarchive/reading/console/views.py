@@ -22,7 +22,7 @@ from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
 from jobarchive.objects import mapping
-from jobarchive.reading import queries, usage
+from jobarchive.reading import embedded, queries, usage
 from jobarchive.reading.console import charts, formats, timeline, usage_charts
 from jobarchive.reading.console.mounts import Mount
 from jobarchive.reading.handling import Caller, Reads, parse
@@ -149,9 +149,10 @@ def _uid(values: dict[str, Any], page: str) -> str:
 
 
 async def job_page(visit: Visit) -> Page:
-    """One job: its summary, replicas, timeline, a page of its Events (when the caller may
-    list the mount's Events there) and of its pods, and the other jobs recorded under
-    its name; 404 for a job the caller may not see."""
+    """One job: its summary, replicas, timeline, a page of its Events and of its pods
+    (each when the caller may list them there as the mount's API would: a line says what
+    is left out and why), and the other jobs recorded under its name; 404 for a job the
+    caller may not see."""
     values = parse(visit.params, (UID, *DETAIL_PARAMS))
     uid = _uid(values, "job")
 
@@ -162,17 +163,16 @@ async def job_page(visit: Visit) -> Page:
             return None
         return detail, drawn, await queries.pod_names_with_log_tails(uid)
 
-    detail, drawn, tailed = await visit.reads.job(visit.caller, uid, read)
+    whole, drawn, tailed = await visit.reads.job(visit.caller, uid, read)
+    shown = await embedded.review(visit.caller, whole["namespace"], visit.mount.lists)
+    detail = shown.of(whole)
     # The other jobs of its name: those of the clusters the caller may read.
     scope = await visit.reads.clusters(visit.caller)
     namespace, name = detail["namespace"], detail["name"]
     named = await visit.reads.within(
         lambda: queries.named_jobs(namespace, name, RECREATIONS, clusters=scope)
     )
-    events = await visit.caller.may("list", detail["namespace"], visit.mount.events)
-    if not events:
-        detail = {**detail, "events": [], "events_next_cursor": None}
-        drawn = dataclasses.replace(drawn, events=[], events_cut=False)
+    drawn = _drawn(drawn, shown)
     now = datetime.datetime.now(datetime.UTC)
     created = formats.parse(detail["gmt_created"]) or now
     ended = formats.parse(detail["gmt_finished"]) or (now if detail["is_in_etcd"] else created)
@@ -190,12 +190,21 @@ async def job_page(visit: Visit) -> Page:
         "roles": _roles(detail),
         "others": [job for job in named.items if job["job_id"] != uid],
         "cli": f"{CLI} job {uid}",
-        "tailed": tailed,
-        "events_hidden": None if events else visit.mount.events,
-        "more_pods": _more("job", params, "pods_cursor", detail["pods_next_cursor"]),
-        "more_events": _more("job", params, "events_cursor", detail["events_next_cursor"]),
+        "tailed": tailed if shown.shows(embedded.TAILS) and shown.shows(embedded.PODS) else set(),
+        "omitted": {omission.field: omission for omission in shown.omitted},
+        "more_pods": _more("job", params, "pods_cursor", detail.get("pods_next_cursor")),
+        "more_events": _more("job", params, "events_cursor", detail.get("events_next_cursor")),
     }
     return Page("job.html", context)
+
+
+def _drawn(drawn: queries.Timeline, shown: embedded.Shown) -> queries.Timeline:
+    """The timeline without the pods and Events the caller may not list."""
+    if not shown.shows(embedded.EVENTS):
+        drawn = dataclasses.replace(drawn, events=[], events_cut=False)
+    if not shown.shows(embedded.PODS):
+        drawn = dataclasses.replace(drawn, pods=[], pods_cut=False)
+    return drawn
 
 
 async def logs_page(visit: Visit) -> Page:

@@ -181,21 +181,35 @@ def event_row(event: Mapping[str, Any]) -> dict[str, Any]:
     return _row(EVENT_FIELDS, event)
 
 
+# Where each field a job's detail may leave out (``reading.embedded``) stands in its
+# ArchivedJob: ``status.omitted`` names them so.
+OMITTED_FIELDS = {
+    "events": "status.events",
+    "pods": "status.pods",
+    "pods[].has_log_tail": "status.pods[].status.hasLogTail",
+}
+
+
 def job_with_detail(detail: Mapping[str, Any], job_names: Mapping[str, str]) -> Object:
     """An ArchivedJob as a GET answers it: a job's detail (``queries.job_detail``) with
     its replicas, a page of its pods and of its Events in its status, and the
-    cursors of the next pages when there are more."""
+    cursors of the next pages when there are more; a list the detail left out is
+    absent, and named in ``status.omitted``."""
     job = archived_job(detail)
     status = job["status"]
     status["replicas"] = detail["replicas"]
-    status["pods"] = [archived_pod(pod, job_names.get(pod["job_id"])) for pod in detail["pods"]]
-    status["events"] = [archived_event(event) for event in detail["events"]]
+    if "pods" in detail:
+        status["pods"] = [archived_pod(pod, job_names.get(pod["job_id"])) for pod in detail["pods"]]
+    if "events" in detail:
+        status["events"] = [archived_event(event) for event in detail["events"]]
     for key, cursor in (
         ("podsContinue", "pods_next_cursor"),
         ("eventsContinue", "events_next_cursor"),
     ):
-        if detail[cursor] is not None:
+        if detail.get(cursor) is not None:
             status[key] = detail[cursor]
+    if "omitted" in detail:
+        status["omitted"] = _renamed(detail["omitted"], OMITTED_FIELDS)
     return job
 
 
@@ -203,14 +217,23 @@ def detail_row(job: Mapping[str, Any]) -> dict[str, Any]:
     """The job's detail an ArchivedJob of a GET was made of (``job_with_detail``'s
     inverse, the pods' job names aside)."""
     status = job["status"]
-    return {
-        **job_row(job),
-        "pods": [pod_row(pod) for pod in status["pods"]],
-        "pods_next_cursor": status.get("podsContinue"),
-        "replicas": status["replicas"],
-        "events": [event_row(event) for event in status["events"]],
-        "events_next_cursor": status.get("eventsContinue"),
-    }
+    row = job_row(job)
+    if "pods" in status:
+        row["pods"] = [pod_row(pod) for pod in status["pods"]]
+        row["pods_next_cursor"] = status.get("podsContinue")
+    row["replicas"] = status["replicas"]
+    if "events" in status:
+        row["events"] = [event_row(event) for event in status["events"]]
+        row["events_next_cursor"] = status.get("eventsContinue")
+    if "omitted" in status:
+        fields = {shown: field for field, shown in OMITTED_FIELDS.items()}
+        row["omitted"] = _renamed(status["omitted"], fields)
+    return row
+
+
+def _renamed(omitted: list[dict[str, str]], names: Mapping[str, str]) -> list[dict[str, str]]:
+    """``omitted``'s fields under their other names (one not known kept as it is)."""
+    return [{**each, "field": names.get(each["field"], each["field"])} for each in omitted]
 
 
 def list_of(kind: Kind, items: list[Object], next_cursor: str | None) -> Object:

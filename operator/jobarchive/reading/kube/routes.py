@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiDict, MultiMapping
 
-from jobarchive.reading import auth, queries
+from jobarchive.reading import auth, embedded, queries
 from jobarchive.reading.fleet import sees
 from jobarchive.reading.handling import Caller, NotFound, Reads, parse
 from jobarchive.reading.kube import discovery, objects, selectors, status, tables
@@ -160,7 +160,8 @@ class Kube:
             found = await self.reads.within(lambda: queries.job_detail(uid, **values))
             if found is None:
                 raise NotFound(status.not_found(served.kind.plural, name))
-            item = objects.job_with_detail(found, {uid: found["name"]})
+            seen = await embedded.shown_of(caller, found, embedded.ARCHIVED)
+            item = objects.job_with_detail(seen, {uid: found["name"]})
         else:
             [item] = await served.shape([row])
         if shown == "json":
