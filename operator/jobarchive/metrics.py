@@ -20,13 +20,20 @@ Outcomes of ``jobarchive_objects_total``:
   (count or bytes), the oldest first (logged with its name).
 """
 
+import platform
 from collections.abc import Callable
 
 from aiohttp import web
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, Info
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from jobarchive import __version__
 from jobarchive.serving import listen
+
+# ``jobarchive_build_info{version, python} 1``: which release each replica runs, as
+# kube-state-metrics' and Prometheus' own build_info series say theirs.
+BUILD = Info("jobarchive_build", "The version this process runs.")
+BUILD.info({"version": __version__, "python": platform.python_version()})
 
 OBJECTS = Counter(
     "jobarchive_objects",

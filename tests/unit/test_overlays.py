@@ -90,7 +90,9 @@ def base_image() -> str:
 
 
 def test_every_deployment_runs_the_image_of_the_bases_images_entry() -> None:
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools_scm"][
+        "fallback_version"
+    ]
     assert base_image() == f"jobarchive:{version}"
     applied = [read_by_apply(MANIFESTS), read_by_apply(MANIFESTS / "reader")]
     for docs in [*applied, *(list(build(name)) for name in NAMES)]:

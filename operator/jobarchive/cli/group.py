@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 import click
 
-from jobarchive import config
+from jobarchive import __version__, config
 from jobarchive.cli import admin, export, reads, serve
 from jobarchive.cli.archive import Kubeconfig, Where
 from jobarchive.cli.options import BadSetting
@@ -45,6 +45,7 @@ class Commands(click.Group):
 
 
 @click.group(cls=Commands, commands=[*reads.COMMANDS, export.export, serve.serve, *admin.COMMANDS])
+@click.version_option(__version__, prog_name="jobarchive", message="%(prog)s %(version)s")
 @click.option(
     "--db-url",
     help="Database URL, in place of JOBARCHIVE_DB_URL. Every user of the machine can "
