@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import shlex
 import struct
 import subprocess
@@ -139,7 +140,6 @@ def test_in_a_terminal_of_80_columns_a_uid_is_one_piece(archive: tuple[str, str]
         (["jobs", "--kind", "Bogus"], "--kind: 'Bogus' is not one of"),
         (["events", "--type", "Bogus"], "--type: 'Bogus' is not one of Normal, Warning"),
         (["events", "--kind", "Bogus"], "--kind: 'Bogus' is not one of"),
-        (["events", "--object", "x"], "--object: no index serves it; name a --namespace"),
         (["jobs", "--limit", "0"], "--limit: 0 is outside 1..500"),
         (["stats", "--by", "color"], "--by: 'color' is not one of"),
         (["logs", "team-a/mnist", "--limit", "500"], "--limit: 500 is outside 1..100"),
@@ -153,6 +153,21 @@ def test_a_refusal_names_the_flag_typed_and_an_unknown_value_comes_first(
     assert refused.returncode == 2
     assert message in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_events_sifted_alone_are_the_last_seven_days_said_so(archive: tuple[str, str]) -> None:
+    for args in (["--type", "Warning"], ["--object", "x"], ["--kind", "Pod", "--type", "Normal"]):
+        answered = run(archive[0], "events", *args)
+        assert answered.returncode == 0, answered.stderr
+        [note] = answered.stderr.splitlines()
+        assert re.fullmatch(
+            r"Events of the last 7 days \(--since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\); name an "
+            r"earlier --since, or a --namespace, to read further back",
+            note,
+        ), note
+    # Led by an indexed filter, the window is the one asked for, and nothing is said.
+    led = run(archive[0], "events", "--type", "Warning", "--namespace", "team-a")
+    assert (led.returncode, led.stderr) == (0, "")
 
 
 def follow(line: str) -> list[str]:

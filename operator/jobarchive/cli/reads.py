@@ -2,11 +2,13 @@
 the read side's use case with the API's parameters as options, asked of the archive
 (``archive.Archive``) and printed (``rendering``)."""
 
+import datetime
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
+from jobarchive import times
 from jobarchive.cli import rendering
 from jobarchive.cli.archive import Archive, Found, Where
 from jobarchive.cli.options import options, output_option
@@ -58,10 +60,34 @@ jobs = _list(
     rendering.print_jobs,
     "List jobs, newest first.",
 )
+# What `events` reads when its filters only sift (--type Warning alone): Events of these
+# last days, said so, rather than the read side's refusal of a scan.
+RECENT_DAYS = 7
+
+
+def _events(archive: Archive) -> Callable[..., Page]:
+    def read(filters: dict[str, Any], limit: int | None, cursor: str | None) -> Page:
+        sifting = [key for key, value in filters.items() if value is not None]
+        if not sifting or any(filters.get(key) is not None for key in params.EVENT_LEADING):
+            return archive.events(filters, limit, cursor)
+        now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+        since = now - datetime.timedelta(days=RECENT_DAYS)
+        page = archive.events({**filters, "since": since}, limit, cursor)
+        # Said once the read has answered: a refusal stays the one line it is.
+        click.echo(
+            f"Events of the last {RECENT_DAYS} days (--since {times.rfc3339(since)}); "
+            "name an earlier --since, or a --namespace, to read further back",
+            err=True,
+        )
+        return page
+
+    return read
+
+
 events = _list(
     "events",
     params.EVENT_PARAMS,
-    lambda archive: archive.events,
+    _events,
     rendering.print_events,
     "List Events, most recent first.",
 )

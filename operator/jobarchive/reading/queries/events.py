@@ -11,6 +11,7 @@ from tortoise.queryset import QuerySet
 
 from jobarchive.reading.params import (
     BUILTIN,
+    EVENT_LEADING,
     EVENT_PARAMS,
     EVENT_TYPES,
     BadQuery,
@@ -89,7 +90,7 @@ def _event_filters(query: EventQuery, kinds: KnownKinds) -> "QuerySet[Event]":
 
 def _refuse_scans(query: EventQuery) -> None:
     """Filters no index serves are read within what a leading filter selects only."""
-    leading = (query.namespace, query.since, query.object_uid, query.reason)
+    leading = [getattr(query, field) for field in EVENT_LEADING]
     # A cluster asked for, not a caller's scope: both only sift (decision 36).
     asked = query.cluster if isinstance(query.cluster, str) else None
     for name, value in (
