@@ -177,7 +177,10 @@ async def test_a_day_exported_again_is_replaced_and_csv_too(recorded, tmp_path):
         (["--since", "yesterday"], "--since: 'yesterday' is not a day (use 2026-11-29)"),
         (["--since", "2026-11-20T10:00:00Z"], "--since: '2026-11-20T10:00:00Z' is not a day"),
         (["--until", "2026-11-19"], "--until must be a later day than --since"),
-        (["--until", "2999-01-01"], "--until 2999-01-01 is after tomorrow"),
+        (
+            ["--since", "2999-01-01", "--until", "2999-01-02"],
+            "--since 2999-01-01 has not begun: no day of the window to export",
+        ),
         (["--since", "1000-01-01"], "--since: 375,064 days, more than 3,660"),
         (["--to", ""], "--to: an empty path"),
         (["--to", "FILE"], "--to: FILE is a file, not a folder"),
@@ -198,6 +201,22 @@ def test_bad_input_is_one_line_and_exit_status_2(tmp_path, arguments, message):
     [error] = done.stderr.splitlines()
     assert error.startswith("Error: ") and message.replace("FILE", str(tmp_path / "FILE")) in error
     assert "Traceback" not in done.stderr
+
+
+async def test_an_until_ahead_exports_to_today_and_a_resume_writes_today_again(recorded, tmp_path):
+    today = datetime.datetime.now(datetime.UTC).date()
+    since = today - datetime.timedelta(days=2)
+    window = ["--since", str(since), "--until", str(today + datetime.timedelta(days=40))]
+    first = run(recorded, "export", *window, "--to", str(tmp_path / "out"))
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.splitlines()[0] == (
+        f"--until {today + datetime.timedelta(days=40)} is ahead: exported up to today "
+        f"({today}, as it stands); run the command again later to write the days still to come"
+    )
+    assert " in 3 days " in first.stdout, first.stdout
+    # Today's file was written before today ended: a resume writes it again.
+    again = run(recorded, "export", *window, "--to", str(tmp_path / "out"), "--resume")
+    assert " in 1 day " in again.stdout and "2 days kept as written" in again.stdout, again.stdout
 
 
 def test_with_a_kubeconfig_it_says_it_reads_the_database(tmp_path):

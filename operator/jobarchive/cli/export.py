@@ -84,17 +84,22 @@ def export(
     db_url = where.database()
     if until <= since:
         raise click.UsageError("--until must be a later day than --since")
-    tomorrow = datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days=1)
-    if until > tomorrow:
-        raise click.UsageError(
-            f"--until {until} is after tomorrow: a day is exported once it has begun"
-        )
     if (until - since).days > MOST_DAYS:
         raise click.UsageError(
             f"--since: {(until - since).days:,} days, more than {MOST_DAYS:,}: export the "
             "window in parts"
         )
-    _run(db_url, (since, until), folder, format_, resume)
+    # The days that have begun: today's as it stands, none after it.
+    begun = datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days=1)
+    if since >= begun:
+        raise click.UsageError(f"--since {since} has not begun: no day of the window to export")
+    if until > begun:
+        click.echo(
+            f"--until {until} is ahead: exported up to today ({begun - datetime.timedelta(days=1)}"
+            ", as it stands); run the command again later to write the days still to come",
+            err=True,
+        )
+    _run(db_url, (since, min(until, begun)), folder, format_, resume)
 
 
 def _run(db_url: str | None, days: Days, folder: pathlib.Path, format_: str, resume: bool) -> None:

@@ -57,11 +57,18 @@ def part(root: pathlib.Path, day: datetime.date, format: str) -> pathlib.Path:
 
 
 def done(root: pathlib.Path, day: datetime.date, format: str) -> bool:
-    """Whether a day was written whole in ``format`` (a day of the other format is
-    written again, which replaces it: a folder is never left of both)."""
+    """Whether a day was written whole in ``format``: its file is there, written after
+    the day ended (a day exported while it ran, today's, is written again; a day of the
+    other format is written again too, which replaces it: a folder is never left of both)."""
     _refuse_link(day_folder(root, day))
-    _refuse_link(part(root, day, format))
-    return part(root, day, format).is_file()
+    path = part(root, day, format)
+    _refuse_link(path)
+    if not path.is_file():
+        return False
+    ended = datetime.datetime.combine(
+        day + datetime.timedelta(days=1), datetime.time(), datetime.UTC
+    )
+    return path.stat().st_mtime >= ended.timestamp()
 
 
 def temporary(root: pathlib.Path, day: datetime.date, format: str) -> pathlib.Path:
