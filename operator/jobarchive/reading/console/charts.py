@@ -245,8 +245,11 @@ def owner_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
     )
 
 
-def gpu_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
-    """GPU-hours requested per owner, from ``gpu_hours``' owners."""
+def gpu_chart(rows: Sequence[dict[str, Any]] | None) -> BarChart | None:
+    """GPU-hours per owner, from the usage roll-up's rows by owner; None (too many owners
+    to rank) stays None."""
+    if rows is None:
+        return None
     return bar_chart(
         [
             (row["owner"] or "(none)", row["gpu_hours"], f"{row['gpu_hours']:g} GPU-h", None)

@@ -15,7 +15,7 @@ import jinja2
 from aiohttp import web
 
 from jobarchive.reading import auth, queries
-from jobarchive.reading.console import formats, views
+from jobarchive.reading.console import formats, reports, views
 from jobarchive.reading.console.mounts import (
     AGGREGATED,
     API_ROOTS,
@@ -34,8 +34,8 @@ PAGES: dict[str, tuple[View, Reviewed]] = {
     "": (views.jobs_page, lambda mount: mount.jobs),
     "job": (views.job_page, lambda mount: mount.jobs),
     "logs": (views.logs_page, lambda mount: mount.lists.logs),
-    "stats": (views.stats_page, lambda mount: mount.jobs),
-    "usage": (views.usage_page, lambda mount: mount.jobs),
+    "stats": (reports.stats_page, lambda mount: mount.jobs),
+    "usage": (reports.usage_page, lambda mount: mount.jobs),
 }
 # The paths of a job's pages before decision 31, which README and bookmarks hold, and
 # where each now is, relative to it.
@@ -145,7 +145,7 @@ class Console:
             refusal.status,
             status=refusal.status,
             message=refusal.message,
-            form=views.refused_form(view, given(request)),
+            form=reports.refused_form(view, given(request)),
             kinds=self.reads.kinds.jobs,
         )
         response.headers.update(refusal.headers)

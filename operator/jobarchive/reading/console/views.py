@@ -1,7 +1,7 @@
 """The console's pages, each one path segment below its mount (decision 31): the jobs
 list (``./``, or the namespaces the caller may read when it may not list them all), a
-job (``job?uid=``), the last lines of its failed containers' logs (``logs?uid=``) and
-the statistics (``stats``) and the usage (``usage``).
+job (``job?uid=``) and the last lines of its failed containers' logs (``logs?uid=``);
+the statistics and the usage are ``reports``'.
 
 Each page is the API's answer in other clothes: its query parameters go through the
 API's tables and parser (``reading.handling``), its caller through the same reviews,
@@ -22,8 +22,8 @@ from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
 from jobarchive.objects import mapping
-from jobarchive.reading import embedded, queries, usage
-from jobarchive.reading.console import charts, formats, timeline, usage_charts
+from jobarchive.reading import embedded, queries
+from jobarchive.reading.console import formats, timeline
 from jobarchive.reading.console.mounts import Mount
 from jobarchive.reading.handling import Caller, Reads, parse
 from jobarchive.reading.queries import (
@@ -31,20 +31,13 @@ from jobarchive.reading.queries import (
     JOB_PARAMS,
     LOG_PARAMS,
     PAGE,
-    STATS_PARAMS,
-    USAGE_PARAMS,
     Param,
 )
 
 # The filters the list's form shows first; the others of JOB_PARAMS fold away.
 MAIN_FILTERS = ("namespace", "name", "kind", "status", "owner", "created_since", "created_until")
-STATS_WINDOW = tuple(param for param in STATS_PARAMS if param.name not in ("by", "namespace"))
-USAGE_WINDOW = tuple(param for param in USAGE_PARAMS if param.name != "every")
 UID = Param("uid", "string", "The job's uid.")
-DEFAULT_DAYS = 30
-LONGEST_DAYS = 366
 RECREATIONS = 20
-TOP = 10
 CLI = "jobarchive"
 POD_COUNTS = ("active", "succeeded", "failed", "stopped")
 # The namespaces a landing page offers at most, and reviews at once.
@@ -228,104 +221,6 @@ async def logs_page(visit: Visit) -> Page:
     return Page("logs.html", context)
 
 
-async def stats_page(visit: Visit) -> Page:
-    """Charts over a window of creation (default: the last 30 days), over all
-    namespaces, as the API's /stats."""
-    since, until = _window(parse(visit.params, STATS_WINDOW))
-    await visit.caller.require(
-        "list", None, "the statistics page", "read the jobs list of a namespace instead"
-    )
-
-    # Counted over the clusters the caller may read (decision 36).
-    scope = await visit.reads.clusters(visit.caller)
-
-    async def figures() -> tuple[Any, ...]:
-        return (
-            await queries.jobs_per_day(since, until, scope),
-            await queries.failure_reasons(since, until, scope),
-            await queries.stats("kind", since, until, clusters=scope),
-            await queries.stats("owner", since, until, clusters=scope),
-            await queries.gpu_hours(since, until, scope),
-        )
-
-    per_day, failures, kinds, owners, gpus = await visit.reads.within(figures)
-    context = {
-        "since": since,
-        "until": until,
-        "window": {"since": formats.iso(since), "until": formats.iso(until)},
-        "days": charts.day_chart(per_day, charts.days_between(since, until)),
-        "failures": charts.failure_chart(failures),
-        "durations": charts.duration_chart(kinds),
-        "owners": charts.owner_chart(owners[:TOP]),
-        "gpus": charts.gpu_chart(gpus.owners),
-        "gpus_cut": gpus.cut,
-        "gpu_scan": queries.GPU_SCAN,
-    }
-    return Page("stats.html", context)
-
-
-async def usage_page(visit: Visit) -> Page:
-    """GPU-hours per day stacked by a job's column, queue waits per queue and the
-    costliest failure reasons over a window (default: the last 30 days), of one
-    namespace or all, as the API's /usage (decision 33)."""
-    values = parse(visit.params, USAGE_WINDOW)
-    group = usage.group_of(values.get("group_by"))
-    # Cut as the roll-up cuts it, so that the chart's periods are the answer's.
-    since, until = usage.window(*_window(values))
-    namespace = values.get("namespace")
-    await visit.caller.require("list", namespace, "the usage page", "name a namespace")
-    # Over the clusters the caller may read (decision 36), or the one named.
-    scope = await visit.reads.clusters(visit.caller, values.get("cluster"))
-
-    async def figures() -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
-        by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
-        try:
-            by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
-        except usage.TooManyRows:
-            # Too many groups for a row each a day: the same chart a bar a week.
-            every = await queries.rollup(group, "week", namespace, since, until, cluster=scope)
-            return "week", every, by_queue
-        return "day", by_day, by_queue
-
-    per, by_period, by_queue = await visit.reads.within(figures)
-    periods = [period.label for period in usage.periods(since, until, per)]
-    context = {
-        "since": since,
-        "until": until,
-        "group": group,
-        "groups": list(queries.USAGE_GROUPS),
-        "window": {
-            "since": formats.iso(since),
-            "until": formats.iso(until),
-            "namespace": namespace or "",
-            "cluster": values.get("cluster") or "",
-        },
-        "per": per,
-        "days": usage_charts.gpu_days(by_period, group, periods),
-        "waits": usage_charts.queue_waits(by_queue),
-        "reasons": usage_charts.costliest_reasons(by_queue, "queue"),
-    }
-    return Page("usage.html", context)
-
-
-def _window(values: dict[str, Any]) -> tuple[datetime.datetime, datetime.datetime]:
-    """The statistics' window of creation: as given, else ending with today and
-    ``DEFAULT_DAYS`` long; refused when empty or over ``LONGEST_DAYS``."""
-    until = values.get("until") or _tomorrow()
-    since = values.get("since") or until - datetime.timedelta(days=DEFAULT_DAYS)
-    if until <= since:
-        raise queries.BadQuery("until: must be later than since")
-    if (until - since).days > LONGEST_DAYS:
-        raise queries.BadQuery(f"since: a window over {LONGEST_DAYS} days; narrow it")
-    return since, until
-
-
-def _tomorrow() -> datetime.datetime:
-    """The end of today, UTC: the default window ends with the day."""
-    today = datetime.datetime.now(datetime.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    return today + datetime.timedelta(days=1)
-
-
 def form(params: "MultiDictProxy[str]") -> dict[str, Any]:
     """The list's filters as the form shows them (the raw text, to correct in place),
     each labelled as its parameter's table names it for a person."""
@@ -338,23 +233,6 @@ def form(params: "MultiDictProxy[str]") -> dict[str, Any]:
         "open": any(values[p.name] for p in folded),
         "limit": params.get("limit", ""),
     }
-
-
-def refused_form(view: View | None, params: "MultiDictProxy[str]") -> dict[str, Any] | None:
-    """The form an error page of ``view`` shows above its message, holding the text
-    asked for, to correct in place: the list's, the usage page's or the statistics';
-    None for a page without one."""
-    if view is jobs_page:
-        return {"page": "jobs", **form(params)}
-    if view is usage_page or view is stats_page:
-        names = ("since", "until", "namespace", "cluster")
-        return {
-            "page": "usage" if view is usage_page else "stats",
-            "window": {name: params.get(name, "") for name in names},
-            "group": params.get("by", ""),
-            "groups": list(queries.USAGE_GROUPS),
-        }
-    return None
 
 
 def _more(page: str, params: "MultiDictProxy[str]", name: str, cursor: str | None) -> str | None:

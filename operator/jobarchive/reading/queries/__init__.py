@@ -74,9 +74,7 @@ from jobarchive.reading.queries.pods import (
 )
 from jobarchive.reading.queries.rollups import rollup
 from jobarchive.reading.queries.stats import (
-    GPU_SCAN,
     failure_reasons,
-    gpu_hours,
     jobs_per_day,
     stats,
 )
@@ -103,7 +101,6 @@ __all__ = [
     "EARLIEST",
     "EVENTS",
     "EVENT_PARAMS",
-    "GPU_SCAN",
     "IDENTIFIED_JOBS",
     "IDENTITY_PARAMS",
     "JOBS",
@@ -140,7 +137,6 @@ __all__ = [
     "failure_reasons",
     "find_jobs",
     "fits",
-    "gpu_hours",
     "job_clusters",
     "job_clusters_sql",
     "job_detail",

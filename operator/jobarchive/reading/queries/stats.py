@@ -1,12 +1,11 @@
 """Counts over a window of creation: jobs by a column with their durations, jobs per
-day, why failed pods failed, GPU-hours per owner. Each reads the jobs through their
-creation-time index (or their status's), and answers a few rows whatever the window."""
+day, why failed pods failed. Each reads the jobs through their creation-time index (or
+their status's), and answers a few rows whatever the window. GPU-hours are not counted
+here but by the usage roll-up (``rollups``), their one definition."""
 
-import dataclasses
 import datetime
 from typing import Any
 
-from jobarchive.reading.gpus import requested_gpus
 from jobarchive.reading.params import (
     DEFAULT_GROUP,
     STATS_GROUPS,
@@ -14,20 +13,12 @@ from jobarchive.reading.params import (
     Clusters,
     Named,
     check_namespace,
-    cluster_filter,
 )
-from jobarchive.reading.queries.shapes import json_or_text, seconds
-from jobarchive.reading.queries.source import Head, read, reader
-from jobarchive.rows import RESOURCES_LENGTH
+from jobarchive.reading.queries.source import reader
 from jobarchive.storage import dialects
-from jobarchive.storage.models import Job
 
 # How many reasons a chart of failures shows; the rest are few by construction.
 FAILURE_REASONS = 20
-# The most jobs of a window whose requests are summed in Python (JSON is not summed
-# alike by MySQL and SQLite): the newest ones, and the page says when it is cut.
-GPU_SCAN = 20_000
-GPU_OWNERS = 10
 
 
 def _window_sql(
@@ -155,45 +146,3 @@ async def failure_reasons(
         {"reason": row["reason"] or "unknown", "pods": int(row["pods"]), "jobs": int(row["jobs"])}
         for row in rows
     ]
-
-
-@dataclasses.dataclass(frozen=True)
-class GpuHours:
-    """GPU-hours requested per owner, most first (the first ``GPU_OWNERS``); ``cut``
-    when the window held more than ``GPU_SCAN`` jobs and only the newest were summed."""
-
-    owners: list[dict[str, Any]]
-    cut: bool
-
-
-async def gpu_hours(
-    since: datetime.datetime, until: datetime.datetime, clusters: Clusters = None
-) -> GpuHours:
-    """Per owner, the GPUs a job's replicas request (``*/gpu`` requests, else limits)
-    times how long it ran (created to finished, or to now while it runs), summed over
-    the jobs created in [since, until) of the ``clusters``."""
-    rows = (
-        await read(Job)
-        .filter(gmt_created__gte=since, gmt_created__lt=until, **cluster_filter(clusters))
-        .order_by("-gmt_created", "-id")
-        .limit(GPU_SCAN + 1)
-        .annotate(head=Head("resources", RESOURCES_LENGTH + 1))
-        .values("owner", "head", "gmt_created", "gmt_finished", "is_in_etcd")
-    )
-    now = datetime.datetime.now(datetime.UTC)
-    totals: dict[str, list[float]] = {}
-    for row in rows[:GPU_SCAN]:
-        gpus = requested_gpus(json_or_text(row["head"]))
-        end = row["gmt_finished"] or (now if row["is_in_etcd"] else None)
-        ran = seconds(row["gmt_created"], end)
-        if not gpus or ran is None:
-            continue
-        total = totals.setdefault(row["owner"] or "", [0.0, 0])
-        total[0] += gpus * ran / 3600
-        total[1] += 1
-    ranked = sorted(totals.items(), key=lambda item: (-item[1][0], item[0]))[:GPU_OWNERS]
-    owners = [
-        {"owner": owner, "gpu_hours": round(hours, 1), "jobs": int(jobs)}
-        for owner, (hours, jobs) in ranked
-    ]
-    return GpuHours(owners, len(rows) > GPU_SCAN)

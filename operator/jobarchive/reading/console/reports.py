@@ -1,0 +1,152 @@
+"""The console's reports, one path segment below its mount like every page (decision
+31): the statistics (``stats``: jobs per day, failure reasons, durations, owners, over a
+window of creation) and the usage (``usage``: GPU-hours per period, queue waits, the
+costliest failures, over a window of time, decision 33). GPU-hours on both are the usage
+roll-up's, their one definition; and the form an error page of either holds.
+"""
+
+import datetime
+from typing import Any
+
+from multidict import MultiDictProxy
+
+from jobarchive.reading import queries, usage
+from jobarchive.reading.console import charts, formats, usage_charts
+from jobarchive.reading.console.views import Page, View, Visit, form, jobs_page
+from jobarchive.reading.handling import parse
+from jobarchive.reading.params import Clusters
+from jobarchive.reading.queries import STATS_PARAMS, USAGE_PARAMS
+
+STATS_WINDOW = tuple(param for param in STATS_PARAMS if param.name not in ("by", "namespace"))
+USAGE_WINDOW = tuple(param for param in USAGE_PARAMS if param.name != "every")
+DEFAULT_DAYS = 30
+LONGEST_DAYS = 366
+# The owners a chart ranks.
+TOP = 10
+
+
+async def stats_page(visit: Visit) -> Page:
+    """Charts over a window of creation (default: the last 30 days), over all
+    namespaces, as the API's /stats."""
+    since, until = _window(parse(visit.params, STATS_WINDOW))
+    await visit.caller.require(
+        "list", None, "the statistics page", "read the jobs list of a namespace instead"
+    )
+
+    # Counted over the clusters the caller may read (decision 36).
+    scope = await visit.reads.clusters(visit.caller)
+
+    async def figures() -> tuple[Any, ...]:
+        return (
+            await queries.jobs_per_day(since, until, scope),
+            await queries.failure_reasons(since, until, scope),
+            await queries.stats("kind", since, until, clusters=scope),
+            await queries.stats("owner", since, until, clusters=scope),
+            await _gpu_owners(since, until, scope),
+        )
+
+    per_day, failures, kinds, owners, gpus = await visit.reads.within(figures)
+    context = {
+        "since": since,
+        "until": until,
+        "window": {"since": formats.iso(since), "until": formats.iso(until)},
+        "days": charts.day_chart(per_day, charts.days_between(since, until)),
+        "failures": charts.failure_chart(failures),
+        "durations": charts.duration_chart(kinds),
+        "owners": charts.owner_chart(owners[:TOP]),
+        "gpus": charts.gpu_chart(gpus),
+        "usage_link": f"usage?by=owner&since={formats.iso(since)}&until={formats.iso(until)}",
+    }
+    return Page("stats.html", context)
+
+
+async def _gpu_owners(
+    since: datetime.datetime, until: datetime.datetime, scope: Clusters
+) -> list[dict[str, Any]] | None:
+    """The owners with the most GPU-hours in the window, as the usage page counts them
+    (pods' run time within it, one definition); None when too many owners to rank."""
+    try:
+        rows = await queries.rollup("owner", None, None, since, until, cluster=scope)
+    except usage.TooManyRows:
+        return None
+    ranked = sorted((row for row in rows if row["gpu_hours"]), key=lambda row: -row["gpu_hours"])
+    return ranked[:TOP]
+
+
+async def usage_page(visit: Visit) -> Page:
+    """GPU-hours per day stacked by a job's column, queue waits per queue and the
+    costliest failure reasons over a window (default: the last 30 days), of one
+    namespace or all, as the API's /usage (decision 33)."""
+    values = parse(visit.params, USAGE_WINDOW)
+    group = usage.group_of(values.get("group_by"))
+    # Cut as the roll-up cuts it, so that the chart's periods are the answer's.
+    since, until = usage.window(*_window(values))
+    namespace = values.get("namespace")
+    await visit.caller.require("list", namespace, "the usage page", "name a namespace")
+    # Over the clusters the caller may read (decision 36), or the one named.
+    scope = await visit.reads.clusters(visit.caller, values.get("cluster"))
+
+    async def figures() -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+        by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
+        try:
+            by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
+        except usage.TooManyRows:
+            # Too many groups for a row each a day: the same chart a bar a week.
+            every = await queries.rollup(group, "week", namespace, since, until, cluster=scope)
+            return "week", every, by_queue
+        return "day", by_day, by_queue
+
+    per, by_period, by_queue = await visit.reads.within(figures)
+    periods = [period.label for period in usage.periods(since, until, per)]
+    context = {
+        "since": since,
+        "until": until,
+        "group": group,
+        "groups": list(queries.USAGE_GROUPS),
+        "window": {
+            "since": formats.iso(since),
+            "until": formats.iso(until),
+            "namespace": namespace or "",
+            "cluster": values.get("cluster") or "",
+        },
+        "per": per,
+        "days": usage_charts.gpu_days(by_period, group, periods),
+        "waits": usage_charts.queue_waits(by_queue),
+        "reasons": usage_charts.costliest_reasons(by_queue, "queue"),
+    }
+    return Page("usage.html", context)
+
+
+def _window(values: dict[str, Any]) -> tuple[datetime.datetime, datetime.datetime]:
+    """The statistics' window of creation: as given, else ending with today and
+    ``DEFAULT_DAYS`` long; refused when empty or over ``LONGEST_DAYS``."""
+    until = values.get("until") or _tomorrow()
+    since = values.get("since") or until - datetime.timedelta(days=DEFAULT_DAYS)
+    if until <= since:
+        raise queries.BadQuery("until: must be later than since")
+    if (until - since).days > LONGEST_DAYS:
+        raise queries.BadQuery(f"since: a window over {LONGEST_DAYS} days; narrow it")
+    return since, until
+
+
+def _tomorrow() -> datetime.datetime:
+    """The end of today, UTC: the default window ends with the day."""
+    today = datetime.datetime.now(datetime.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return today + datetime.timedelta(days=1)
+
+
+def refused_form(view: View | None, params: "MultiDictProxy[str]") -> dict[str, Any] | None:
+    """The form an error page of ``view`` shows above its message, holding the text
+    asked for, to correct in place: the list's, the usage page's or the statistics';
+    None for a page without one."""
+    if view is jobs_page:
+        return {"page": "jobs", **form(params)}
+    if view is usage_page or view is stats_page:
+        names = ("since", "until", "namespace", "cluster")
+        return {
+            "page": "usage" if view is usage_page else "stats",
+            "window": {name: params.get(name, "") for name in names},
+            "group": params.get("by", ""),
+            "groups": list(queries.USAGE_GROUPS),
+        }
+    return None
