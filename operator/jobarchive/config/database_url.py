@@ -33,9 +33,16 @@ _SCHEMES = ("mysql", "sqlite")
 
 def redact_url(url: str) -> str:
     """Replace the password of a URL with ``***``, in its user information and in its
-    query (``?password=``, and any parameter named as a secret)."""
+    query (``?password=``, and any parameter named as a secret). An ``@`` that urllib
+    does not read as the end of user information (a URL it parses otherwise) masks
+    all before it: what precedes it may be a password all the same."""
     parts = urllib.parse.urlsplit(url)
     parts = parts._replace(query=redact_query(parts.query))
+    before = url.partition("?")[0]
+    if "@" in before and "@" not in parts.netloc:
+        scheme, separator, _ = before.partition("://")
+        shown = (scheme + separator if separator else "") + "***@" + before.rpartition("@")[2]
+        return shown + ("?" + parts.query if parts.query else "")
     if parts.password is not None:
         host = parts.netloc.rpartition("@")[2]
         parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
