@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from kubernetes_asyncio import client
 
 from jobarchive import cluster as kube
+from jobarchive.bounded import Expiring
 from jobarchive.config import DbTls
 from jobarchive.reading import api, auth
 from jobarchive.storage import database as db
@@ -195,7 +196,7 @@ async def test_a_name_no_namespace_can_have_is_a_400_before_any_review(
 
 
 def test_the_cache_holds_a_bounded_number_of_answers() -> None:
-    answers: auth.Expiring[str, bool] = auth.Expiring(ttl=60, capacity=2)
+    answers: Expiring[str, bool] = Expiring(ttl=60, capacity=2)
     for key in ("a", "b", "c"):
         answers.put(key, True)
     assert [answers.get(key) for key in ("a", "b", "c")] == [None, True, True]
