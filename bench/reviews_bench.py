@@ -1,6 +1,8 @@
 """One caller's flood of access reviews (decision 14): a real ``jobarchive serve``
-reviewing its callers with the emulated API server, which answers TokenReviews and
-SubjectAccessReviews from a table (``testbed.cluster.Reviews``) and counts them per user.
+reviewing its callers with an API server played here (``ApiServer``), which answers
+TokenReviews and SubjectAccessReviews from a table and counts them per user: kmock's
+emulator matches each request against every one it served before, and would be the
+bottleneck of a flood.
 
 mallory, granted nothing, keeps requests in flight without pause (``bench/flood.py``,
 a process of its own), each asking about a namespace nobody asked about before: every
@@ -12,6 +14,7 @@ in one run, on one machine (the emulated API server in this process).
 """
 
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -25,13 +28,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 from bench.kubectl_bench import BIN, DATABASE_VARIABLES
 from jobarchive.config import DEFAULTS, DbTls
 from jobarchive.reading.api import PREFIX
 from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage import database as db
-from testbed.cluster import Cluster, Reviews, emulated_cluster
 from testbed.mariadb import Databases
 from testbed.operator import REPO, write_kubeconfig
 from testbed.ports import free_port
@@ -46,13 +49,55 @@ BUDGETED = {
 PATHS = 200_000
 
 
+class ApiServer:
+    """The reviews of an API server: mallory's token is hers, bob's his; bob may read
+    everything, mallory nothing. ``asked`` counts the access reviews per user."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.asked: collections.Counter[str] = collections.Counter()
+
+    async def _token_review(self, request: web.Request) -> web.Response:
+        token = (await request.json())["spec"]["token"]
+        users = {MALLORY: "mallory", BOB: "bob"}
+        status: dict[str, Any] = {"authenticated": False}
+        if token in users:
+            user = {"username": users[token], "groups": ["system:authenticated"]}
+            status = {"authenticated": True, "user": user}
+        return web.json_response({"kind": "TokenReview", "status": status})
+
+    async def _access_review(self, request: web.Request) -> web.Response:
+        user = (await request.json())["spec"]["user"]
+        self.asked[user] += 1
+        status = {"allowed": user == "bob"}
+        return web.json_response({"kind": "SubjectAccessReview", "status": status})
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator["ApiServer"]:
+        """Served on a free port of 127.0.0.1 for the block."""
+        app = web.Application()
+        app.router.add_post("/apis/authentication.k8s.io/v1/tokenreviews", self._token_review)
+        app.router.add_post(
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews", self._access_review
+        )
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        self.url = f"http://127.0.0.1:{port}"
+        try:
+            yield self
+        finally:
+            await runner.cleanup()
+
+
 @contextlib.asynccontextmanager
 async def serving(
-    url: str, cluster: Cluster, workdir: pathlib.Path, env: dict[str, str]
+    url: str, api: ApiServer, workdir: pathlib.Path, env: dict[str, str]
 ) -> AsyncIterator[str]:
-    """A real ``jobarchive serve`` on ``url`` reviewing with ``cluster``: its API's base."""
+    """A real ``jobarchive serve`` on ``url`` reviewing with ``api``: its API's base."""
     kubeconfig = workdir / "kubeconfig"
-    write_kubeconfig(kubeconfig, cluster.url)
+    write_kubeconfig(kubeconfig, api.url)
     port = free_port()
     inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
     given = {"JOBARCHIVE_DB_URL": url, "KUBECONFIG": str(kubeconfig), **env}
@@ -124,17 +169,17 @@ async def flood(base: str, clients: int, workdir: pathlib.Path) -> AsyncIterator
 
 
 async def flooded(
-    url: str, cluster: Cluster, reviews: Reviews, env: dict[str, str], args: Any
+    url: str, api: ApiServer, env: dict[str, str], args: Any
 ) -> tuple[float, float, dict[str, Any]]:
     """Reviews a second about mallory and bob's p50 (ms) over a flood; its answers."""
     with tempfile.TemporaryDirectory() as workdir:
-        async with serving(url, cluster, pathlib.Path(workdir), env) as base:
+        async with serving(url, api, pathlib.Path(workdir), env) as base:
             await bob_p50(base, 1.0)  # bob known, his answer kept
             async with flood(base, args.reviews_clients, pathlib.Path(workdir)) as answers:
                 await asyncio.sleep(1.0)  # the flood under way
-                before, began = reviews.asked_by.count("mallory"), time.monotonic()
+                before, began = api.asked["mallory"], time.monotonic()
                 p50 = await bob_p50(base, args.reviews_seconds)
-                sent = reviews.asked_by.count("mallory") - before
+                sent = api.asked["mallory"] - before
                 rate = sent / (time.monotonic() - began)
     return rate, p50, answers
 
@@ -150,18 +195,14 @@ async def run(
         f"Reviews: one caller's flood of new namespaces ({args.reviews_clients} in flight, "
         f"{args.reviews_seconds} s), another caller's p50 ms meanwhile"
     )
-    async with emulated_cluster() as cluster:
-        reviews = Reviews(cluster)
-        reviews.user(MALLORY, "mallory")
-        reviews.user(BOB, "bob")
-        reviews.grant("user:bob")
+    async with ApiServer().running() as api:
         with tempfile.TemporaryDirectory() as workdir:
-            async with serving(url, cluster, pathlib.Path(workdir), BUDGETED) as base:
+            async with serving(url, api, pathlib.Path(workdir), BUDGETED) as base:
                 await bob_p50(base, 1.0)
                 baseline = await bob_p50(base, args.reviews_seconds)
         line("baseline: bob's p50, no flood", f"{baseline:.1f}")
-        unbounded = await flooded(url, cluster, reviews, UNBOUNDED, args)
-        budgeted = await flooded(url, cluster, reviews, BUDGETED, args)
+        unbounded = await flooded(url, api, UNBOUNDED, args)
+        budgeted = await flooded(url, api, BUDGETED, args)
     for name, (rate, p50, answers) in (("no budget", unbounded), ("budget", budgeted)):
         line(f"{name}: mallory's reviews/s", f"{rate:,.1f}", json.dumps(answers))
         line(f"{name}: bob's p50 during the flood", f"{p50:.1f}")
