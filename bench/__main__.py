@@ -19,6 +19,7 @@ from bench import (
     memory_bench,
     query_bench,
     reads_bench,
+    reviews_bench,
     scale_bench,
     store_bench,
     usage_bench,
@@ -32,6 +33,7 @@ BENCHES = [
     "queries",
     "usage",
     "reads",
+    "reviews",
     "console",
     "kubectl",
     "cli",
@@ -95,6 +97,8 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             results.append(ratio("usage of a month p50, s", month, 1.0, higher_is_better=False))
         if "reads" in args.only:
             results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
+        if "reviews" in args.only:
+            results.extend(await reviews_bench.run(databases, line, ratio, args))
         if "console" in args.only:
             url = databases.create("jobarchive_bench_console")
             print(f"Console: the page of a {args.console_pods:,}-pod job; p50 / p99 ms, size")
@@ -186,6 +190,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=DEFAULTS.api_concurrency,
         help="JOBARCHIVE_API_CONCURRENCY",
     )
+    parser.add_argument("--reviews-clients", type=int, default=30, help="the flood's in flight")
+    parser.add_argument("--reviews-seconds", type=int, default=10, help="each figure's window")
     parser.add_argument(
         "--memory-sizes",
         type=int,

@@ -362,7 +362,7 @@ class Reviews:
     tables: whose each token is, and who may read what of jobarchive's resources where
     (the ``jobarchive-reader`` ClusterRole's: ``jobs.jobarchive.io`` and the aggregated
     API's resources, unless a grant names fewer). Every access review's attributes are
-    kept, in order (``asked``).
+    kept, in order (``asked``), and the user it asked about (``asked_by``).
 
     As with RBAC, a grant in namespace ``""`` (a ClusterRoleBinding of the reader
     role) allows every namespace and requests over all of them; a grant in a namespace
@@ -395,6 +395,7 @@ class Reviews:
         # Per subject, the clusters it may get; None: every cluster (no resourceNames).
         self.clusters: dict[str, frozenset[str] | None] = {}
         self.asked: list[Body] = []
+        self.asked_by: list[str] = []
         # While set, both reviews answer 500, as an API server whose etcd is away.
         self.failing = False
         answers = {TOKEN_REVIEWS: self._token_review, ACCESS_REVIEWS: self._access_review}
@@ -455,6 +456,7 @@ class Reviews:
         spec = request.data["spec"]
         wanted = spec.get("resourceAttributes") or {}
         self.asked.append(dict(wanted))
+        self.asked_by.append(str(spec.get("user")))
         namespace = wanted.get("namespace") or ""
         subjects = {f"user:{spec.get('user')}", *(f"group:{g}" for g in spec.get("groups", []))}
         asked = (wanted.get("group"), wanted.get("resource"), wanted.get("subresource") or "")

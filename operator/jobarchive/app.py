@@ -28,6 +28,7 @@ from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
 from jobarchive.reading import api, auth, queries
+from jobarchive.reading.ledger import ReviewBudget
 from jobarchive.recording import priming
 from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
@@ -220,7 +221,10 @@ class Operator:
         ServiceAccount), unless ``JOBARCHIVE_API_AUTH`` is ``none``.
         """
         if self.settings.api_port:
-            access = await auth.access(self.settings.api_auth)
+            budget = ReviewBudget(
+                self.settings.access_review_burst, self.settings.access_review_rate
+            )
+            access = await auth.access(self.settings.api_auth, budget)
             try:
                 runner = await api.serve(
                     self.settings.api_host,

@@ -5,12 +5,14 @@
 none exceeds a database's limits or holds locks on too many rows. ``Lru`` is the
 bounded map of answers: it forgets the entry written longest ago, and remembers
 that it forgot, because a caller that forgot something can no longer trust a miss
-to mean "never seen". ``Weighed`` is the bounded map of what waits: bounded by its
+to mean "never seen"; ``Expiring`` is such a map whose answers also grow too old.
+``Weighed`` is the bounded map of what waits: bounded by its
 number of entries and by what they weigh (bytes, as the caller counts them), it
 drops the oldest and hands them back, so that the caller can say what it lost.
 """
 
 import collections
+import time
 from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar
 
@@ -52,6 +54,29 @@ class Lru(Generic[K, V]):
     def pop(self, key: K) -> V | None:
         """Remove ``key``; its value, or None if it was not there. Not a forgetting."""
         return self._entries.pop(key, None)
+
+
+class Expiring(Generic[K, V]):
+    """At most ``capacity`` answers, each forgotten ``ttl`` seconds after it was learnt."""
+
+    def __init__(self, ttl: float, capacity: int) -> None:
+        self.ttl = ttl
+        self._answers: Lru[K, tuple[float, V]] = Lru(capacity)
+
+    def get(self, key: K) -> V | None:
+        """The answer for ``key``, or None when unknown or too old."""
+        found = self._answers.get(key)
+        if found is None:
+            return None
+        learnt, value = found
+        if time.monotonic() - learnt >= self.ttl:
+            self._answers.pop(key)
+            return None
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        """Remember an answer learnt now."""
+        self._answers.put(key, (time.monotonic(), value))
 
 
 class Weighed(Generic[K, V]):

@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from kubernetes_asyncio import client
 
 from jobarchive import cluster as kube
+from jobarchive.bounded import Expiring
 from jobarchive.config import DbTls
 from jobarchive.reading import api, auth
 from jobarchive.storage import database as db
@@ -194,8 +195,25 @@ async def test_a_name_no_namespace_can_have_is_a_400_before_any_review(
     assert cluster.requests_to(ACCESS_REVIEWS) == 0
 
 
+async def test_one_callers_flood_of_questions_pushes_out_no_one_elses_answers(
+    jobs: dict[str, str], reviews: Reviews, cluster: Cluster
+) -> None:
+    # Each identity's answers apart: carol's flood, past the capacity the callers' answers
+    # once shared, leaves bob's kept.
+    kubernetes = auth.KubernetesAuth(api_client(cluster.url), ttl=60, capacity=2)
+    test_client = await serving(kubernetes)
+    try:
+        await get(test_client, "/jobs?namespace=team-a", BOB)
+        for number in range(10):
+            await get(test_client, f"/jobs?namespace=flood-{number}", CAROL, 403)
+        await get(test_client, "/jobs?namespace=team-a", BOB)
+        assert reviews.asked_by == ["bob", *["carol"] * 10]
+    finally:
+        await test_client.close()
+
+
 def test_the_cache_holds_a_bounded_number_of_answers() -> None:
-    answers: auth.Expiring[str, bool] = auth.Expiring(ttl=60, capacity=2)
+    answers: Expiring[str, bool] = Expiring(ttl=60, capacity=2)
     for key in ("a", "b", "c"):
         answers.put(key, True)
     assert [answers.get(key) for key in ("a", "b", "c")] == [None, True, True]

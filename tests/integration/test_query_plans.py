@@ -214,6 +214,18 @@ async def test_the_namespaces_a_landing_offers_are_read_off_an_index(archive: No
     assert names == sorted(names) and len(names) == len(set(names)) and not more
 
 
+async def test_a_clusters_namespaces_a_landing_offers_are_read_off_an_index(archive: None) -> None:
+    [step] = await plan(queries.job_namespaces_sql(20, "default"))
+    print(step)
+    _, rows = await db.connection().execute_query("SHOW INDEX FROM job_info")
+    columns = [row["Column_name"] for row in rows if row["Key_name"] == step["key"]]
+    assert columns == ["cluster", "namespace"], step
+    assert "for group-by" in (step["Extra"] or ""), step  # one index entry per namespace
+    every = await queries.job_namespaces(20)
+    assert await queries.job_namespaces(20, ("default",)) == every
+    assert await queries.job_namespaces(20, ("elsewhere",)) == ([], False)
+
+
 async def test_the_clusters_a_scope_reviews_are_read_off_an_index(archive: None) -> None:
     [step] = await plan(queries.job_clusters_sql(100))
     print(step)

@@ -141,6 +141,7 @@ def _serve(
     from jobarchive.certificates import CertificateError
     from jobarchive.cli import session
     from jobarchive.reading import api, auth
+    from jobarchive.reading.ledger import ReviewBudget
     from jobarchive.storage import database as db
     from jobarchive.storage import failures
 
@@ -148,7 +149,8 @@ def _serve(
         try:
             await db.open_reader(read_pool, encryption=settings.db_tls)
             try:
-                access = await auth.access(auth_mode or settings.api_auth)
+                budget = ReviewBudget(settings.access_review_burst, settings.access_review_rate)
+                access = await auth.access(auth_mode or settings.api_auth, budget)
             except auth.NoCluster as exc:
                 raise click.ClickException(
                     f"--auth kubernetes: {exc}; or serve this machine only with --auth none"

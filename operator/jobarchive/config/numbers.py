@@ -53,6 +53,10 @@ BOUNDED: dict[str, Bounded] = {
     "api_concurrency": Bounded("JOBARCHIVE_API_CONCURRENCY", 4, 1, 64),
     # Seconds between two reads of the front proxy's configuration (decision 29).
     "requestheader_refresh": Bounded("JOBARCHIVE_REQUESTHEADER_REFRESH", 60, 1, 3600),
+    # The SubjectAccessReviews one caller may have sent: at once, and a second on
+    # average (a token bucket per identity; decision 14).
+    "access_review_burst": Bounded("JOBARCHIVE_ACCESS_REVIEW_BURST", 100, 1, 100_000),
+    "access_review_rate": Bounded("JOBARCHIVE_ACCESS_REVIEW_RATE", 10, 1, 10_000),
     # What waits for its job or pod (attribution): at most this many objects and bytes.
     "waiting_max": Bounded("JOBARCHIVE_WAITING_MAX", 50_000, 100, 10_000_000),
     "waiting_bytes": Bounded("JOBARCHIVE_WAITING_BYTES", 64 * 2**20, 2**20, 2**32),
@@ -88,6 +92,8 @@ class Numbers:
     api_timeout: float
     api_concurrency: int
     requestheader_refresh: int
+    access_review_burst: int
+    access_review_rate: int
     waiting_max: int
     waiting_bytes: int
     log_tail_lines: int

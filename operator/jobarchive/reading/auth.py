@@ -13,7 +13,9 @@ reviewed alike.
 
 Answers are kept for a short while (``TTL``), so a page of requests costs one pair of
 reviews, and a revoked token or binding is honoured within that time; a refused token
-is remembered apart and for less (``REFUSED_TTL``). A token is never kept nor logged:
+is remembered apart and for less (``REFUSED_TTL``). Access decisions are kept per
+identity, and each identity's SubjectAccessReviews are sent within its budget
+(``ledger``): past it, OverBudget (429). A token is never kept nor logged:
 the caches know it by its SHA-256. When the API server cannot answer, neither can the
 API (503): nobody is let in for want of an answer. Tokens never accepted before are
 reviewed in turns (``Turns``): a flood of made-up tokens costs the API server a few
@@ -30,14 +32,15 @@ import logging
 import math
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 
 import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import cluster
-from jobarchive.bounded import Lru
+from jobarchive.bounded import Expiring, Lru
+from jobarchive.reading.ledger import Ledgers, ReviewBudget
 
 logger = logging.getLogger(__name__)
 
@@ -91,9 +94,6 @@ REVIEW_WAIT = 1.0
 TURNED_AWAY_EVERY = 60.0
 NOT_ACCEPTED = "the bearer token was not accepted by the Kubernetes API"
 
-K = TypeVar("K")
-V = TypeVar("V")
-
 
 @dataclasses.dataclass(frozen=True)
 class Identity:
@@ -143,29 +143,6 @@ class Access(Protocol):
     async def close(self) -> None:
         """Release what the access control holds (its client)."""
         ...
-
-
-class Expiring(Generic[K, V]):
-    """At most ``capacity`` answers, each forgotten ``ttl`` seconds after it was learnt."""
-
-    def __init__(self, ttl: float, capacity: int) -> None:
-        self.ttl = ttl
-        self._answers: Lru[K, tuple[float, V]] = Lru(capacity)
-
-    def get(self, key: K) -> V | None:
-        """The answer for ``key``, or None when unknown or too old."""
-        found = self._answers.get(key)
-        if found is None:
-            return None
-        learnt, value = found
-        if time.monotonic() - learnt >= self.ttl:
-            self._answers.pop(key)
-            return None
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        """Remember an answer learnt now."""
-        self._answers.put(key, (time.monotonic(), value))
 
 
 class Turns:
@@ -236,6 +213,7 @@ class KubernetesAuth:
         timeout: float = REVIEW_TIMEOUT,
         turns: Turns | None = None,
         refused_ttl: float = REFUSED_TTL,
+        budget: ReviewBudget | None = None,
     ) -> None:
         self.api = api
         self.timeout = timeout
@@ -246,9 +224,8 @@ class KubernetesAuth:
         # Tokens accepted before: their reviews take no turn, so a flood of made-up
         # tokens never holds up a caller the cache knew.
         self._accepted: Lru[str, bool] = Lru(capacity)
-        self._decisions: Expiring[tuple[Identity, str, str, Resource], bool] = Expiring(
-            ttl, capacity
-        )
+        # Each identity's answers apart, its reviews within its budget (``ledger``).
+        self._decisions: Ledgers[Identity, tuple[str, str, Resource]] = Ledgers(ttl, budget)
         self._failing = False
 
     async def authenticate(self, authorization: str | None) -> Identity:
@@ -276,10 +253,12 @@ class KubernetesAuth:
     async def allowed(
         self, identity: Identity, verb: str, namespace: str, resource: Resource = JOBS
     ) -> bool:
-        """Whether the API server's authorizers let ``identity`` ``verb`` the resource there."""
-        key = (identity, verb, namespace, resource)
-        decision = self._decisions.get(key)
+        """Whether the API server's authorizers let ``identity`` ``verb`` the resource there;
+        OverBudget when not known and the identity's reviews are over its budget."""
+        question = (verb, namespace, resource)
+        decision = self._decisions.answer(identity, question)
         if decision is None:
+            self._decisions.spend(identity, identity.username)
             spec: dict[str, Any] = {
                 "user": identity.username,
                 "groups": list(identity.groups),
@@ -295,7 +274,7 @@ class KubernetesAuth:
                 spec["extra"] = {name: list(values) for name, values in identity.extra}
             status = await self._review(ACCESS_REVIEW, spec)
             decision = status.get("allowed") is True and status.get("denied") is not True
-            self._decisions.put(key, decision)
+            self._decisions.learn(identity, question, decision)
         return decision
 
     async def close(self) -> None:
@@ -347,16 +326,17 @@ class NoAuth:
         """Nothing to release."""
 
 
-async def access(mode: str) -> Access:
+async def access(mode: str, budget: ReviewBudget | None = None) -> Access:
     """The access control of a mode of ``config.API_AUTH_MODES``.
 
     For ``kubernetes``, a client of the cluster the process runs in, else of the
-    current kubeconfig; NoCluster, saying why, when there is neither.
+    current kubeconfig, each caller's reviews within ``budget``; NoCluster, saying why,
+    when there is neither.
     """
     if mode == "none":
         return NoAuth()
     try:
-        return KubernetesAuth(await cluster.api_client())
+        return KubernetesAuth(await cluster.api_client(), budget=budget)
     except cluster.Unavailable as exc:
         raise NoCluster(str(exc)) from None
 

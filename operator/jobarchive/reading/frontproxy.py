@@ -18,6 +18,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobarchive import cluster
+from jobarchive.bounded import Expiring
 from jobarchive.certificates import ServerTls
 from jobarchive.config import DEFAULTS, ApiTls
 from jobarchive.reading import auth, requestheader
@@ -76,7 +77,7 @@ class FrontProxy:
         self.source = source
         self.every = every
         self.config: RequestHeader | None = None
-        self._judged: auth.Expiring[str, str] = auth.Expiring(JUDGED_TTL, JUDGED)
+        self._judged: Expiring[str, str] = Expiring(JUDGED_TTL, JUDGED)
         self._failing = False
         self._task: asyncio.Task[None] | None = None
 
@@ -102,7 +103,7 @@ class FrontProxy:
             self._failing = False
             logger.info("The front proxy's configuration is read again from %s", self.source)
         if config != self.config:
-            self._judged = auth.Expiring(JUDGED_TTL, JUDGED)
+            self._judged = Expiring(JUDGED_TTL, JUDGED)
             self.config = config
             logger.info("Front proxy: %s", _described(config, self.source))
         self.tls.trust(config.ca_pem if config else None)

@@ -29,6 +29,7 @@ from jobarchive.reading import accept, auth, gate, queries, requestheader, usage
 from jobarchive.reading.fleet import Fleet
 from jobarchive.reading.frontproxy import FrontProxy
 from jobarchive.reading.gate import Gate
+from jobarchive.reading.ledger import OverBudget
 from jobarchive.reading.params import Clusters, check_cluster, check_namespace
 from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
 from jobarchive.rows import DEFAULT_CLUSTER
@@ -354,6 +355,8 @@ class Reads:
             return Refusal(404, str(exc))
         if isinstance(exc, DuplicateAuthorization):
             return Refusal(400, str(exc))
+        if isinstance(exc, OverBudget):
+            return Refusal(429, str(exc), {"Retry-After": str(exc.retry_after)})
         if isinstance(exc, auth.TooManyCallers):
             return Refusal(503, str(exc), RETRY)
         if isinstance(exc, auth.ReviewFailed):

@@ -258,6 +258,7 @@ ERRORS = {
     "400": "Bad input; the message says what to change.",
     "401": "No bearer token, or one Kubernetes does not accept.",
     "403": "The caller may not read the namespace, or all of them.",
+    "429": "The caller's access reviews are over its budget (Retry-After says when to retry).",
     "503": "Kubernetes could not review the caller, or every read connection stayed busy "
     "(Retry-After says when to retry).",
     "504": "The query outlived the timeout; the database stopped it.",

@@ -169,6 +169,8 @@ class Job(Stamped):
             ("name", "gmt_created"),
             # Also the read side's list of the archive's clusters (decision 36).
             ("cluster", "gmt_created"),
+            # The namespaces of a cluster a console's landing page offers (decision 14).
+            ("cluster", "namespace"),
             ("gmt_created",),
             ("gmt_finished",),
             ("queue", "gmt_created"),

@@ -1,7 +1,7 @@
 """The console's pages, each one path segment below its mount (decision 31): the jobs
-list (``./``, or the namespaces the caller may read when it may not list them all), a
-job (``job?uid=``) and the last lines of its failed containers' logs (``logs?uid=``);
-the statistics and the usage are ``reports``'.
+list (``./``, or, when the caller may not list every namespace, those of its clusters
+it may, of the first ``LANDING``), a job (``job?uid=``) and the last lines of its failed
+containers' logs (``logs?uid=``); the statistics and the usage are ``reports``'.
 
 Each page is the API's answer in other clothes: its query parameters go through the
 API's tables and parser (``reading.handling``), its caller through the same reviews,
@@ -40,8 +40,9 @@ UID = Param("uid", "string", "The job's uid.")
 RECREATIONS = 20
 CLI = "jobarchive"
 POD_COUNTS = ("active", "succeeded", "failed", "stopped")
-# The namespaces a landing page offers at most, and reviews at once.
-LANDING = 100
+# The namespaces a landing page reviews at most (each a review the caller's budget
+# pays for, unless its answer is known: decision 14), and at once.
+LANDING = 20
 REVIEWS_AT_ONCE = 8
 
 
@@ -100,9 +101,12 @@ async def jobs_page(visit: Visit) -> Page:
 
 
 async def landing_page(visit: Visit) -> Page:
-    """The archive's namespaces (the first ``LANDING``) the caller may list, as links to
-    their lists with the filters given; 403 when none, saying what to ask for."""
-    names, more = await visit.reads.within(lambda: queries.job_namespaces(LANDING))
+    """The namespaces of the caller's clusters (the first ``LANDING`` holding a job)
+    the caller may list, as links to their lists with the filters given; 403 when none,
+    saying what to ask for."""
+    # Only the clusters the caller may read: no other cluster's namespace is named.
+    scope = await visit.reads.clusters(visit.caller)
+    names, more = await visit.reads.within(lambda: queries.job_namespaces(LANDING, scope))
     readable = await _readable(visit.caller, names)
     context = {
         "namespaces": [(name, link("./", visit.params, namespace=name)) for name in readable],

@@ -20,6 +20,7 @@ REASONS = {
     404: "NotFound",
     405: "MethodNotAllowed",
     406: "NotAcceptable",
+    429: "TooManyRequests",
     500: "InternalError",
     503: "ServiceUnavailable",
     504: "Timeout",
@@ -53,8 +54,11 @@ def response(
 
 
 def refused(refusal: Refusal) -> web.Response:
-    """A refusal of the read side as a Status, its code and headers kept."""
-    return response(refusal.status, refusal.message, refusal.headers or None)
+    """A refusal of the read side as a Status, its code and headers kept; a 429's
+    ``Retry-After`` also as ``details.retryAfterSeconds``, as kube-apiserver says it."""
+    retry = refusal.headers.get("Retry-After") if refusal.status == 429 else None
+    details = {"retryAfterSeconds": int(retry)} if retry else None
+    return response(refusal.status, refusal.message, refusal.headers or None, details)
 
 
 def not_found(plural: str, name: str) -> str:
