@@ -8,7 +8,7 @@ KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
 LINTED := operator tests testbed bench demo soak
 
-.PHONY: install install-demo install-test run test lint unit bench demo soak mariadb chromium screenshots clean
+.PHONY: install install-demo install-test run test check lint unit bench demo soak mariadb chromium screenshots clean
 
 ## The operator and its CLI, nothing else.
 install: $(VENV)/.installed
@@ -78,6 +78,11 @@ screenshots: install-test mariadb chromium
 
 unit: install-test
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+## Lint, then the fast tests (tests/unit: no database server, no operator, no browser), in
+## about a minute; `make test` runs everything.
+check: install-test lint
+	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info operator/*.egg-info

@@ -34,6 +34,24 @@ EXTERNAL_MYSQL_URL = os.environ.get("JOBARCHIVE_TEST_MYSQL_URL") or None
 _FOREIGN = ForeignServers()
 
 
+# A test's folder says what it needs, and so which marker selects it (make check runs
+# none of these).
+FOLDER_MARKERS = {
+    "browser": "browser",
+    "e2e": "e2e",
+    "integration": "integration",
+    "compat": "integration",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by its folder: ``-m "not e2e"`` and the like select by what it needs."""
+    for item in items:
+        folder = item.path.parent.name
+        if folder in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[folder])
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Note the database servers running before the run: none may be stopped by it."""
     _FOREIGN.record()

@@ -1,11 +1,10 @@
-"""The soak (``make soak``) in short: two minutes of the realistic workload with every
-fault injected at least once, and the archive must match the ground truth. Also the
-soak's own parts that decide a verdict: the fault plan, and the checker against rows
-known to be wrong."""
+"""The soak's own parts that decide a verdict: its command line, the fault plan, and the
+checker against rows known to be wrong. The soak itself (minutes of workload and every
+fault, then the archive against the ground truth) is ``make soak``, not a test: it
+fails when a row is wrong or a fault type was never injected."""
 
 import datetime
 import itertools
-import os
 import random
 import subprocess
 import sys
@@ -15,36 +14,16 @@ import pytest
 
 from soak import faults
 from soak.checker import Checker
-from soak.run import Options, soak
 from soak.timeline import Timeline
 from soak.truth import EVENTS, JOBS, PODS, Row, State, Tracked, Truth
 from testbed.cluster import EVENTS as EVENT_RESOURCE
 from testbed.cluster import PODS as POD_RESOURCE
 from testbed.cluster import resource_of
-from testbed.mariadb import MariaDBUnavailable
 from testbed.operator import REPO
 
 SEED = 20261130
 FINISHED = datetime.datetime(2026, 11, 30, 6, 0, 0)
 TFJOBS = resource_of("kubeflow.org", "TFJob")
-
-
-@pytest.mark.e2e
-async def test_two_minutes_of_workload_and_faults_leave_an_exact_archive() -> None:
-    # Three faults, one of each type (the plan says so): more would leave little time in
-    # which the operator must see every change.
-    options = Options(minutes=2, seed=SEED, faults_per_minute=1.5, settle=120)
-    try:
-        summary = await soak(options, print)
-    except MariaDBUnavailable:
-        if os.environ.get("JOBARCHIVE_TEST_MYSQL_URL"):
-            pytest.skip("needs MariaDB's binaries for a server of its own to stop and start")
-        raise
-    assert {kind: summary.faults[kind] >= 1 for kind in faults.TYPES} == dict.fromkeys(
-        faults.TYPES, True
-    )
-    assert summary.objects["jobs"] >= 10 and summary.objects["unrelated objects"] >= 10
-    assert summary.violations == []
 
 
 def test_bad_arguments_exit_with_status_2() -> None:
