@@ -56,16 +56,8 @@ def statements(rows: Sequence[M], weigh: Callable[[M], int] | None = None) -> li
     return groups
 
 
-async def _upsert(
-    model: type[Stamped],
-    rows: Sequence[Row],
-    cluster: str,
-    dialect: dialects.Dialect,
-    execute: dialects.Execute,
-) -> int:
-    """The upsert statements of ``Store.upsert``, run by ``execute``, every row of
-    ``cluster``; returns the rows the guard kept (stale, or another cluster's)."""
-    table = TABLES[model]
+def _stamped(model: type[Stamped], rows: Sequence[Row], cluster: str) -> list[dict[str, Any]]:
+    """The rows as written: stamped by their model (``gmt_modified``), of ``cluster``."""
     now = utcnow()
     prepared: list[dict[str, Any]] = []
     for row in rows:
@@ -73,18 +65,33 @@ async def _upsert(
         model.stamp(stamped, now)
         stamped["cluster"] = cluster
         prepared.append(stamped)
-    # The usage roll-up of the jobs whose pods finished, in the same transaction.
-    finished = usage_days.finished_jobs(prepared) if model is Pod else set()
-    await usage_days.lock(execute, dialect, finished)
+    return prepared
+
+
+def _rollup(model: type[Stamped], rows: Sequence[Mapping[str, Any]]) -> usage_days.Step:
+    """What writing these rows asks of the daily usage roll-up (decision 33)."""
+    if model is Pod:
+        return usage_days.Step.of_pods(rows)
+    if model is Job:
+        return usage_days.Step.of_jobs(row[TABLES[Job].key] for row in rows)
+    return usage_days.Step()
+
+
+async def _upsert(
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    cluster: str,
+    dialect: dialects.Dialect,
+    execute: dialects.Execute,
+) -> int:
+    """The upsert statements of stamped rows, run by ``execute``; returns the rows the
+    guard kept (stale, or another cluster's)."""
     stale = 0
-    for group in statements(prepared):
+    for group in statements(rows):
         kept = await dialect.upsert(execute, table, group)
         if kept:
             await _say_foreign(table, [row[table.key] for row in group], cluster, dialect, execute)
         stale += kept
-    await usage_days.rewrite(execute, dialect, finished)
-    if model is Job:
-        await usage_days.refresh(execute, dialect, [row[table.key] for row in prepared])
     return stale
 
 
@@ -144,12 +151,28 @@ class Store:
         connection: BaseDBAsyncClient | None = None,
     ) -> int:
         """Insert or update rows of ``model`` by their uid, skipping any older than the
-        stored row.
+        stored row, and the usage roll-up's step for them, as ``write_batch`` does.
 
         Returns how many rows were skipped as stale.
         """
         conn = connection or self.connection
-        return await _upsert(model, rows, self.cluster, dialects.of(conn), conn.execute_query)
+        return await self._write(model, rows, dialects.of(conn), conn.execute_query)
+
+    async def _write(
+        self,
+        model: type[Stamped],
+        rows: Sequence[Row],
+        dialect: dialects.Dialect,
+        execute: dialects.Execute,
+    ) -> int:
+        """One table's rows in the caller's transaction: stamped, then the roll-up's rows
+        held, the rows upserted, the days they change written (two steps, one commit)."""
+        prepared = _stamped(model, rows, self.cluster)
+        rollup = _rollup(model, prepared)
+        await rollup.lock(execute, dialect)
+        stale = await _upsert(TABLES[model], prepared, self.cluster, dialect, execute)
+        await rollup.write(execute, dialect)
+        return stale
 
     async def insert_new(
         self,
@@ -168,7 +191,9 @@ class Store:
     async def write_batch(
         self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
     ) -> dict[K, int]:
-        """Upsert groups of rows, of any tables, in one transaction: one commit for all.
+        """Upsert groups of rows, of any tables, in one transaction (one commit for all),
+        each group with its step of the daily usage roll-up (``_write``): the days of the
+        jobs whose pods finished rewritten, the days of the jobs written refreshed.
 
         Returns the number of stale rows skipped in each group.
         """
@@ -176,7 +201,7 @@ class Store:
         dialect = dialects.of(conn)
         async with dialect.transaction(conn) as execute:
             return {
-                group: await _upsert(model, rows, self.cluster, dialect, execute)
+                group: await self._write(model, rows, dialect, execute)
                 for group, (model, rows) in batch.items()
             }
 

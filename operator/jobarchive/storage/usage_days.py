@@ -3,6 +3,7 @@ pods' GPU- and CPU-seconds on that day, rewritten from all the job's pods whenev
 them is written finished, so that writing the same pods again writes the same rows; and
 its job's columns, copied whenever the job or its days are written."""
 
+import dataclasses
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -176,6 +177,37 @@ async def insert(
         await execute(
             dialect.insert_sql(USAGE_DAY_TABLE, len(group)), dialect.params(USAGE_DAY_TABLE, group)
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """The daily usage roll-up's step of one table's rows in a write: the jobs whose days
+    are rewritten from their pods (pods written finished or failed), and those whose
+    days take their new columns (jobs written). Run in the write's transaction: ``lock``
+    before the rows are written, ``write`` after."""
+
+    rewritten: frozenset[str] = frozenset()
+    refreshed: tuple[str, ...] = ()
+
+    @classmethod
+    def of_pods(cls, rows: Iterable[Mapping[str, Any]]) -> "Step":
+        """The step of pod rows: their finished jobs' days rewritten."""
+        return cls(rewritten=frozenset(finished_jobs(rows)))
+
+    @classmethod
+    def of_jobs(cls, uids: Iterable[str]) -> "Step":
+        """The step of job rows: their days' copies of the jobs' columns refreshed."""
+        return cls(refreshed=tuple(uids))
+
+    async def lock(self, execute: dialects.Execute, dialect: dialects.Dialect) -> None:
+        """Hold what the step will read and write (``lock``), before the rows are written."""
+        await lock(execute, dialect, self.rewritten)
+
+    async def write(self, execute: dialects.Execute, dialect: dialects.Dialect) -> None:
+        """Rewrite and refresh the days, after the rows are written."""
+        await rewrite(execute, dialect, self.rewritten)
+        if self.refreshed:
+            await refresh(execute, dialect, self.refreshed)
 
 
 def finished_jobs(rows: Iterable[Mapping[str, Any]]) -> set[str]:
