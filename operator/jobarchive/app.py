@@ -28,6 +28,7 @@ from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
 from jobarchive.reading import api, auth, queries
+from jobarchive.reading.gate import Limits
 from jobarchive.recording import priming
 from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
@@ -229,6 +230,8 @@ class Operator:
                     self.settings.api_timeout,
                     self.settings.api_concurrency,
                     narrowed=self.writer.recording,
+                    flows=Limits(self.settings.api_flow_queue, self.settings.api_flow_wait),
+                    usage_timeout=self.settings.usage_timeout,
                     kinds=queries.known_kinds(self.settings.kinds),
                     tls=self.settings.api_tls,
                     refresh=self.settings.requestheader_refresh,

@@ -40,19 +40,22 @@ from jobarchive.config import DEFAULTS, ApiTls
 from jobarchive.reading import auth, frontproxy, kube, queries
 from jobarchive.reading.console import Console
 from jobarchive.reading.console.mounts import PATH as CONSOLE
+from jobarchive.reading.gate import Limits
 from jobarchive.reading.handling import (
     BACKSTOP,
     DEFAULT_CONCURRENCY,
+    DEFAULT_FLOWS,
     DEFAULT_TIMEOUT,
+    DEFAULT_USAGE_TIMEOUT,
     QUEUE_WAIT,
     Budget,
     Caller,
     Reads,
-    parse,
     secure,
 )
 from jobarchive.reading.openapi import document
 from jobarchive.reading.params import check_namespace
+from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     EVENT_PARAMS,
@@ -191,7 +194,7 @@ class Api:
     async def _named(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, PAGE)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
-        # Before its review, as a query's namespace is (``handling.parse``).
+        # Before its review, as a query's namespace is (``parsing.parse``).
         await caller.require("get", check_namespace(namespace))
         scope = await self.reads.clusters(caller)
         found = await self.reads.within(
@@ -231,13 +234,17 @@ async def serve(
     query_timeout: float = DEFAULT_TIMEOUT,
     concurrency: int = DEFAULT_CONCURRENCY,
     narrowed: Callable[[], bool] | None = None,
+    flows: Limits = DEFAULT_FLOWS,
+    usage_timeout: float = DEFAULT_USAGE_TIMEOUT,
     kinds: KnownKinds = queries.BUILTIN,
     tls: ApiTls = PLAIN,
     refresh: float = DEFAULTS.requestheader_refresh,
     home: str = DEFAULT_CLUSTER,
 ) -> web.AppRunner | None:
     """Start serving the API, at most ``concurrency`` queries at once (the size of the
-    read pool, opened beforehand), one while ``narrowed()`` holds (``reading.gate``),
+    read pool, opened beforehand), one while ``narrowed()`` holds, shared fairly between
+    callers, each caller's queue bounded by ``flows`` (``reading.gate``), a usage roll-up
+    stopped at ``usage_timeout`` seconds,
     ``kinds`` the kinds its filters may name (``queries.known_kinds`` of the settings),
     ``home`` the cluster it runs in (decision 36); None, logged, when the port cannot be
     bound.
@@ -262,6 +269,8 @@ async def serve(
         timeout=query_timeout,
         concurrency=concurrency,
         narrowed=narrowed,
+        flows=flows,
+        usage_timeout=usage_timeout,
         kinds=kinds,
         front_proxy=proxy,
         home=home,

@@ -25,7 +25,8 @@ from jobarchive.objects import mapping
 from jobarchive.reading import queries, usage
 from jobarchive.reading.console import charts, formats, timeline, usage_charts
 from jobarchive.reading.console.mounts import Mount
-from jobarchive.reading.handling import Caller, Reads, parse
+from jobarchive.reading.handling import Caller, Reads
+from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     JOB_PARAMS,
@@ -278,7 +279,7 @@ async def usage_page(visit: Visit) -> Page:
             return "week", every, by_queue
         return "day", by_day, by_queue
 
-    per, by_period, by_queue = await visit.reads.within(figures)
+    per, by_period, by_queue = await visit.reads.rolled_up(figures)
     periods = [period.label for period in usage.periods(since, until, per)]
     context = {
         "since": since,
