@@ -118,22 +118,22 @@ async def test_a_newcomer_is_served_ahead_of_a_flow_that_holds_turns() -> None:
     gate = FairGate(4)
     holders = Holders(gate)
     holders.ask("attacker", 6)
+    await holders.settled(3)
+    # Alone, the attacker holds all turns but one, which is kept for a newcomer.
+    assert (gate.held("attacker"), gate.running, gate.waiting) == (3, 3, 3)
     holders.ask("victim", 2)
     await holders.settled(4)
-    # Alone first, the attacker took the whole pool; its two more and the victim's wait.
-    assert (gate.held("attacker"), gate.held("victim"), gate.waiting) == (4, 0, 4)
-    await holders.end_one("attacker", 5)
-    assert (gate.held("attacker"), gate.held("victim")) == (3, 1)
+    assert (gate.held("attacker"), gate.held("victim"), gate.waiting) == (3, 1, 4)
     # Two flows: the attacker's share is two; the victim's second goes before its queue.
     assert gate.share() == 2
-    await holders.end_one("attacker", 6)
+    await holders.end_one("attacker", 5)
     assert (gate.held("attacker"), gate.held("victim")) == (2, 2)
-    assert holders.served[4:] == ["victim", "victim"]
+    assert holders.served[3:] == ["victim", "victim"]
     # Past its share the attacker's queue waits though a turn is free; within it, it runs.
-    await holders.end_one("victim", 6)
+    await holders.end_one("victim", 5)
     assert (gate.running, gate.held("attacker")) == (3, 2)
-    await holders.end_one("attacker", 7)
-    assert holders.served[6:] == ["attacker"]
+    await holders.end_one("attacker", 6)
+    assert holders.served[5:] == ["attacker"]
     await holders.end_all()
     assert gate.running == gate.waiting == 0
 

@@ -13,9 +13,10 @@ may hold at most ``ceil(limit / active flows)`` turns at once (at least one), an
 turn that frees goes to the waiting flow that holds the fewest, flows that hold as
 many served in turn (the one served longest ago first). So one caller's expensive
 requests queue behind each other, not in front of everyone, and a newcomer is served
-ahead of a flow already running.
-A turn is never taken back: a newcomer waits for one of the running queries to end
-(the usage roll-up's own time limit bounds the longest, decision 33).
+ahead of a flow already running. A turn is never taken back, so of a limit over two
+no flow holds the last: a newcomer finds it free at once rather than waiting for a
+running query to end (the usage roll-up's own time limit bounds the longest,
+decision 33).
 
 Each flow's queue is bounded: past ``Limits.queue`` waiting requests a flow's next is
 turned away at once, and a request never waits more than ``Limits.wait`` seconds;
@@ -107,8 +108,11 @@ class FairGate:
         return len(self._flows)
 
     def share(self) -> int:
-        """How many turns one flow may hold now: the limit split between the flows."""
-        return max(1, math.ceil(self.limit / max(1, len(self._flows))))
+        """How many turns one flow may hold now: the limit split between the flows; of a
+        limit over two, never all but one, which is kept for a flow that holds none."""
+        limit = self.limit
+        fair = max(1, math.ceil(limit / max(1, len(self._flows))))
+        return min(fair, limit - 1) if limit > 2 else fair
 
     def held(self, flow: str) -> int:
         """How many turns ``flow`` holds now."""
