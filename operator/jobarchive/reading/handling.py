@@ -43,8 +43,6 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_CONCURRENCY = DEFAULTS.api_concurrency
 DEFAULT_FLOWS = Limits(DEFAULTS.api_flow_queue, DEFAULTS.api_flow_wait)
 DEFAULT_USAGE_TIMEOUT = float(DEFAULTS.usage_timeout)
-# Seconds a request waits for a free read connection before it is answered 503.
-QUEUE_WAIT = DEFAULT_FLOWS.wait
 # The database stops a statement at its request's deadline; this much later the
 # request is abandoned anyway, should an answer never come (a network that hangs).
 BACKSTOP = 1.0
@@ -123,7 +121,8 @@ class Refusal:
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
-RETRY = {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"}
+# When to ask again after a refusal that is nobody's share (a review, the database).
+RETRY = {"Retry-After": f"{math.ceil(DEFAULT_FLOWS.wait)}"}
 # Who an anonymous caller's flow is (``--auth none``): the address the request came from.
 ANONYMOUS_FLOW = "address {}"
 # Every answer of the read side carries these, aiohttp's own 404 and 405 included
@@ -239,17 +238,11 @@ class Reads:
         held = _HELD.get()
         if held is None:
             async with self.gate.turn():
-                return await self._timed(query, seconds or self.timeout)
+                return await _timed(query, seconds or self.timeout)
         if not held.taken:
             await held.stack.enter_async_context(self.gate.turn(held.flow))
             held.taken = True
-        return await self._timed(query, seconds or self.timeout)
-
-    @staticmethod
-    async def _timed(query: Callable[[], Awaitable[T]], seconds: float) -> T:
-        with reads.deadline(seconds):
-            async with asyncio.timeout(seconds + BACKSTOP):
-                return await query()
+        return await _timed(query, seconds or self.timeout)
 
     async def clusters(self, caller: Caller, asked: str | None = None) -> Clusters:
         """The cluster a read asks (Forbidden unless the caller may read it), or the
@@ -326,10 +319,7 @@ class Reads:
         try:
             return await self.within(rollup, self.usage_timeout)
         except reads.QueryTimeout:
-            raise usage.TooCostly(
-                f"the usage roll-up took longer than {self.usage_timeout:g} s and was stopped: "
-                "narrow the window (since, until) or name a namespace"
-            ) from None
+            raise usage.TooCostly(self.usage_timeout) from None
 
     def refusal(self, request: web.Request, exc: Exception) -> Refusal:
         """What a request that raised ``exc`` is answered; a bug is logged, in one line."""
@@ -369,6 +359,12 @@ class Reads:
             type(exc).__name__,
         )
         return Refusal(500, "the archive could not answer; the error is logged")
+
+
+async def _timed(query: Callable[[], Awaitable[T]], seconds: float) -> T:
+    with reads.deadline(seconds):
+        async with asyncio.timeout(seconds + BACKSTOP):
+            return await query()
 
 
 def _no_job(uid: str) -> str:

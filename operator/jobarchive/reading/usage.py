@@ -41,6 +41,16 @@ class TooCostly(BadQuery):
     """A roll-up that outran its time limit (``JOBARCHIVE_USAGE_TIMEOUT``): answered as
     bad input, which a narrower window may answer, not as the server's failure."""
 
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"the usage roll-up took longer than {seconds:g} s and was stopped: "
+            "narrow the window (",
+            Named("since"),
+            ", ",
+            Named("until"),
+            ") or name a namespace",
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class Period:

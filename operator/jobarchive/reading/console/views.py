@@ -31,7 +31,6 @@ from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     JOB_PARAMS,
     LOG_PARAMS,
-    PAGE,
     STATS_PARAMS,
     USAGE_PARAMS,
     Param,
@@ -93,7 +92,7 @@ async def jobs_page(visit: Visit) -> Page:
     """The jobs list: the API's filters as a form, one keyset page, the next page's link;
     over all namespaces for a caller who may not list them all, the namespaces it may."""
     params = visit.params
-    parse(params, JOB_PARAMS + PAGE)
+    parse(params, JOB_PARAMS + queries.PAGE)
     if "namespace" not in params and not await visit.caller.may("list", None):
         return await landing_page(visit)
     page = await visit.reads.page(visit.caller, params, queries.JOBS, "a list without a namespace")
