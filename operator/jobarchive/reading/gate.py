@@ -34,6 +34,8 @@ import dataclasses
 import math
 from collections.abc import AsyncIterator, Callable
 
+from jobarchive.config import DEFAULTS
+
 # Seconds between looks at ``narrowed()`` while a query waits for its turn.
 POLL = 0.05
 # Seconds a flow whose requests all ended still counts as active.
@@ -48,8 +50,8 @@ class Busy(Exception):
 class Limits:
     """How many requests of one flow may wait for a turn, and for how many seconds."""
 
-    queue: int = 16
-    wait: float = 1.0
+    queue: int = DEFAULTS.api_flow_queue
+    wait: float = DEFAULTS.api_flow_wait
 
 
 @dataclasses.dataclass

@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_CONCURRENCY = DEFAULTS.api_concurrency
-DEFAULT_FLOWS = Limits(DEFAULTS.api_flow_queue, DEFAULTS.api_flow_wait)
+DEFAULT_FLOWS = Limits()
 DEFAULT_USAGE_TIMEOUT = float(DEFAULTS.usage_timeout)
 # The database stops a statement at its request's deadline; this much later the
 # request is abandoned anyway, should an answer never come (a network that hangs).
