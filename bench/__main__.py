@@ -15,6 +15,7 @@ from bench import (
     console_bench,
     e2e_bench,
     export_bench,
+    fair_bench,
     kubectl_bench,
     memory_bench,
     query_bench,
@@ -34,6 +35,7 @@ BENCHES = [
     "usage",
     "reads",
     "reviews",
+    "fair",
     "console",
     "kubectl",
     "cli",
@@ -99,6 +101,20 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
         if "reviews" in args.only:
             results.extend(await reviews_bench.run(databases, line, ratio, args))
+        if "fair" in args.only:
+            url = databases.create("jobarchive_bench_fair")
+            print(
+                f"Fair reads: {args.fair_jobs:,} jobs of {args.fair_pods} running pods; one "
+                f"tenant keeps {args.fair_in_flight} worst usage requests in flight, another "
+                f"lists jobs {args.fair_requests} times"
+            )
+            alone, attacked = await fair_bench.run(
+                url, args.fair_jobs, args.fair_pods, args.fair_requests, args.fair_in_flight
+            )
+            for label, shown in fair_bench.shown(alone, attacked).items():
+                line(label, shown)
+            slower = fair_bench.p50(attacked) / fair_bench.p50(alone)
+            results.append(ratio("victim p50 beside the attacker / alone", slower, 3.0, False))
         if "console" in args.only:
             url = databases.create("jobarchive_bench_console")
             print(f"Console: the page of a {args.console_pods:,}-pod job; p50 / p99 ms, size")
@@ -178,6 +194,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--kubectl-jobs", type=int, default=100_000, help="jobs of the namespace kubectl pages"
     )
+    parser.add_argument("--fair-jobs", type=int, default=100_000, help="the attacker's jobs")
+    parser.add_argument("--fair-pods", type=int, default=4, help="running pods per job")
+    parser.add_argument("--fair-requests", type=int, default=20, help="the victim's lists")
+    parser.add_argument("--fair-in-flight", type=int, default=4, help="the attacker's usage")
     parser.add_argument("--console-pods", type=int, default=2000, help="pods of the job drawn")
     parser.add_argument("--reads-jobs", type=int, default=20_000, help="jobs archived")
     parser.add_argument("--reads-pods", type=int, default=10, help="pods (and Events) per job")

@@ -84,14 +84,16 @@ async def _fill(url: str, jobs: int) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _serving(url: str, workdir: pathlib.Path) -> AsyncIterator[str]:
+async def serving(url: str, workdir: pathlib.Path, **env: str) -> AsyncIterator[str]:
+    """A real ``jobarchive serve --auth none`` on ``url``, ``env`` added to its
+    environment: its origin, once it answers; stopped at the end."""
     port = free_port()
     inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
     with (workdir / "serve.log").open("ab") as log:
         process = await asyncio.create_subprocess_exec(
             str(BIN / "jobarchive"),
             *("serve", "--auth", "none", "--port", str(port)),
-            env={**inherited, "JOBARCHIVE_DB_URL": url},
+            env={**inherited, "JOBARCHIVE_DB_URL": url, **env},
             stdout=log,
             stderr=log,
         )
@@ -176,7 +178,7 @@ async def run(url: str, jobs: int) -> tuple[dict[str, tuple[float, float, int]],
     await _fill(url, jobs)
     with tempfile.TemporaryDirectory() as scratch:
         workdir = pathlib.Path(scratch)
-        async with _serving(url, workdir) as origin, aiohttp.ClientSession() as session:
+        async with serving(url, workdir) as origin, aiohttp.ClientSession() as session:
             json_api = f"{origin}/api/v1/jobs?namespace={NAMESPACE}&limit={PAGE}"
             aggregated = f"{origin}{PREFIX}/namespaces/{NAMESPACE}/archivedjobs?limit={PAGE}"
             figures: dict[str, tuple[float, float, int]] = {}

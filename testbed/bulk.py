@@ -40,8 +40,11 @@ def _templates() -> tuple[JobRow, PodRow, EventRow]:
     return job_row(job, kind, None), pod_row(pod, "u", None, None), event_row(event, None)
 
 
-def archive(jobs: int, pods_per_job: int, seed: int = 7) -> Iterator[tuple[type[Stamped], Row]]:
-    """Rows of ``jobs`` jobs, each with ``pods_per_job`` pods and one Event per pod."""
+def archive(
+    jobs: int, pods_per_job: int, seed: int = 7, namespace: str | None = None, events: bool = True
+) -> Iterator[tuple[type[Stamped], Row]]:
+    """Rows of ``jobs`` jobs, each with ``pods_per_job`` pods and (``events``) one Event
+    per pod; in 60 namespaces, or all in ``namespace``."""
     rng = random.Random(seed)
     job_template, pod_template, event_template = _templates()
     for index in range(jobs):
@@ -49,13 +52,13 @@ def archive(jobs: int, pods_per_job: int, seed: int = 7) -> Iterator[tuple[type[
         status = rng.choice(JOB_STATUSES)
         finished = created + datetime.timedelta(seconds=rng.randrange(60, 86400))
         job_uid = str(uuid.UUID(int=rng.getrandbits(128)))
-        namespace = f"team-{rng.randrange(60)}"
+        team = namespace or f"team-{rng.randrange(60)}"
         name = f"{rng.choice(('mnist', 'bert', 'resnet', 'llama', 'gpt'))}-{index}"
         job: JobRow = {
             **job_template,
             "job_id": job_uid,
             "name": name,
-            "namespace": namespace,
+            "namespace": team,
             "version": str(index + 1),
             "kind": rng.choice(KINDS),
             "status": status,
@@ -74,7 +77,7 @@ def archive(jobs: int, pods_per_job: int, seed: int = 7) -> Iterator[tuple[type[
                 **pod_template,
                 "pod_id": pod_uid,
                 "name": pod_name,
-                "namespace": namespace,
+                "namespace": team,
                 "job_id": job_uid,
                 "version": "1",
                 "host_ip": f"10.0.{rng.randrange(250)}.{rng.randrange(250)}",
@@ -87,7 +90,7 @@ def archive(jobs: int, pods_per_job: int, seed: int = 7) -> Iterator[tuple[type[
                 **event_template,
                 "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
                 "name": f"{pod_name}.{index:x}",
-                "obj_namespace": namespace,
+                "obj_namespace": team,
                 "obj_name": pod_name,
                 "obj_uid": pod_uid,
                 "job_id": job_uid,
@@ -97,14 +100,21 @@ def archive(jobs: int, pods_per_job: int, seed: int = 7) -> Iterator[tuple[type[
                 "last_timestamp": created + datetime.timedelta(seconds=rng.randrange(40, 4000)),
                 "gmt_created": created,
             }
-            yield Event, event
+            if events:
+                yield Event, event
 
 
-async def fill(jobs: int, pods_per_job: int, store: Store | None = None) -> None:
-    """Write the archive through the store, ``CHUNK`` rows per statement."""
+async def fill(
+    jobs: int,
+    pods_per_job: int,
+    store: Store | None = None,
+    namespace: str | None = None,
+    events: bool = True,
+) -> None:
+    """Write the archive (``archive``'s) through the store, ``CHUNK`` rows per statement."""
     writer = store or Store()
     pending: dict[type[Stamped], list[Row]] = {Job: [], Pod: [], Event: []}
-    for model, row in archive(jobs, pods_per_job):
+    for model, row in archive(jobs, pods_per_job, namespace=namespace, events=events):
         rows = pending[model]
         rows.append(row)
         if len(rows) >= CHUNK:

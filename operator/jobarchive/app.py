@@ -28,6 +28,7 @@ from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
 from jobarchive.reading import api, auth, queries
+from jobarchive.reading.gate import Limits
 from jobarchive.reading.ledger import ReviewBudget
 from jobarchive.recording import priming
 from jobarchive.recording.attribution import Attribution
@@ -230,9 +231,11 @@ class Operator:
                     self.settings.api_host,
                     self.settings.api_port,
                     access,
-                    self.settings.api_timeout,
-                    self.settings.api_concurrency,
+                    timeout=self.settings.api_timeout,
+                    concurrency=self.settings.api_concurrency,
                     narrowed=self.writer.recording,
+                    flows=Limits(self.settings.api_flow_queue, self.settings.api_flow_wait),
+                    usage_timeout=self.settings.usage_timeout,
                     kinds=queries.known_kinds(self.settings.kinds),
                     tls=self.settings.api_tls,
                     refresh=self.settings.requestheader_refresh,

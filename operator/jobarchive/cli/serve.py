@@ -141,6 +141,7 @@ def _serve(
     from jobarchive.certificates import CertificateError
     from jobarchive.cli import session
     from jobarchive.reading import api, auth
+    from jobarchive.reading.gate import Limits
     from jobarchive.reading.ledger import ReviewBudget
     from jobarchive.storage import database as db
     from jobarchive.storage import failures
@@ -160,8 +161,10 @@ def _serve(
                     host,
                     port,
                     access,
-                    read_pool.timeout,
-                    read_pool.size,
+                    timeout=read_pool.timeout,
+                    concurrency=read_pool.size,
+                    flows=Limits(settings.api_flow_queue, settings.api_flow_wait),
+                    usage_timeout=settings.usage_timeout,
                     kinds=kinds,
                     tls=tls,
                     refresh=settings.requestheader_refresh,

@@ -51,6 +51,12 @@ BOUNDED: dict[str, Bounded] = {
     "api_timeout": Bounded("JOBARCHIVE_API_TIMEOUT", 10, 1, 3600),
     # The read side's connections, and so how many reads run at once.
     "api_concurrency": Bounded("JOBARCHIVE_API_CONCURRENCY", 4, 1, 64),
+    # Each caller's flow on the read pool: how many of its requests may wait for a turn,
+    # and how long one waits before it is answered 503 (``reading.gate``).
+    "api_flow_queue": Bounded("JOBARCHIVE_API_FLOW_QUEUE", 16, 1, 1000),
+    "api_flow_wait": Bounded("JOBARCHIVE_API_FLOW_WAIT_MS", 1000, 10, 600_000, per_unit=1000),
+    # Seconds a usage roll-up may take before it is answered 400 (decision 33).
+    "usage_timeout": Bounded("JOBARCHIVE_USAGE_TIMEOUT", 5, 1, 3600),
     # Seconds between two reads of the front proxy's configuration (decision 29).
     "requestheader_refresh": Bounded("JOBARCHIVE_REQUESTHEADER_REFRESH", 60, 1, 3600),
     # The SubjectAccessReviews one caller may have sent: at once, and a second on
@@ -91,6 +97,9 @@ class Numbers:
     api_port: int
     api_timeout: float
     api_concurrency: int
+    api_flow_queue: int
+    api_flow_wait: float
+    usage_timeout: int
     requestheader_refresh: int
     access_review_burst: int
     access_review_rate: int

@@ -5,18 +5,20 @@ operator process. Each route's query parameters are a table of ``reading.params`
 the parser and the OpenAPI document (``reading.openapi``) both read it, so they
 cannot drift. Errors are JSON, ``{"error": {"status": ..., "message": ...}}``, a path
 under ``/api/`` that is no route and a method not GET included: 400 for bad input
-(unknown parameter, bad date, unknown status, bad cursor, page too large), 401
-without a valid bearer token, 403 when the caller may not read the namespace asked
-for (or all namespaces, when none is named), 404 for an unknown job, 503 when
-Kubernetes cannot review the caller or when every read connection stays busy for
-``QUEUE_WAIT`` (with ``Retry-After``), 504 when a query outlives ``timeout``.
+(unknown parameter, bad date, unknown status, bad cursor, page too large, a usage
+roll-up past its time limit), 401 without a valid bearer token, 403 when the caller
+may not read the namespace asked for (or all namespaces, when none is named), 404 for
+an unknown job, 503 when Kubernetes cannot review the caller or when no read turn
+comes within the caller's wait or its queue is full (with ``Retry-After``), 504 when
+a query outlives ``timeout``.
 
 The queries run on the read side's own pool (``storage.reads``), at most
-``concurrency`` at once, its size, and one at a time while the operator records
-(``reading.gate``): a request beyond them waits ``QUEUE_WAIT`` for
-one to finish, then is answered 503 rather than queued, so that a flood of requests
-costs their callers a retry, not the archive a growing queue of waiting
-statements. A request's queries share one deadline, which the database enforces
+``concurrency`` at once, its size, and one at a time while the operator records,
+shared fairly between callers (``reading.gate``): a request beyond its caller's
+share waits in its caller's bounded queue for a turn, then is answered 503 rather
+than queued for ever, so that a flood of requests costs their caller a retry, not
+the archive a growing queue of waiting statements nor another caller its turn. A
+request's queries share one deadline, which the database enforces
 (``reads.deadline``): a 504 leaves nothing running on the server.
 
 Who may read what is ``reading.auth``'s answer. A request names its namespace, or
@@ -44,15 +46,14 @@ from jobarchive.reading.handling import (
     BACKSTOP,
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT,
-    QUEUE_WAIT,
     Budget,
     Caller,
     Reads,
-    parse,
     secure,
 )
 from jobarchive.reading.openapi import document
 from jobarchive.reading.params import check_namespace
+from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     EVENT_PARAMS,
@@ -61,10 +62,8 @@ from jobarchive.reading.queries import (
     PAGE,
     STATS_PARAMS,
     USAGE_PARAMS,
-    KnownKinds,
     Param,
 )
-from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.serving import is_loopback, listen
 
 logger = logging.getLogger(__name__)
@@ -84,7 +83,6 @@ __all__ = [
     "JOB_PARAMS",
     "PAGE",
     "PREFIX",
-    "QUEUE_WAIT",
     "STATS_PARAMS",
     "Api",
     "Param",
@@ -192,7 +190,7 @@ class Api:
     async def _named(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, PAGE)
         namespace, name = request.match_info["namespace"], request.match_info["name"]
-        # Before its review, as a query's namespace is (``handling.parse``).
+        # Before its review, as a query's namespace is (``parsing.parse``).
         await caller.require("get", check_namespace(namespace))
         scope = await self.reads.clusters(caller)
         found = await self.reads.within(
@@ -229,19 +227,16 @@ async def serve(
     host: str,
     port: int,
     access: auth.Access,
-    query_timeout: float = DEFAULT_TIMEOUT,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    narrowed: Callable[[], bool] | None = None,
-    kinds: KnownKinds = queries.BUILTIN,
     tls: ApiTls = PLAIN,
     refresh: float = DEFAULTS.requestheader_refresh,
-    home: str = DEFAULT_CLUSTER,
+    **budget: Unpack[Budget],
 ) -> web.AppRunner | None:
-    """Start serving the API, at most ``concurrency`` queries at once (the size of the
-    read pool, opened beforehand), one while ``narrowed()`` holds (``reading.gate``),
-    ``kinds`` the kinds its filters may name (``queries.known_kinds`` of the settings),
-    ``home`` the cluster it runs in (decision 36); None, logged, when the port cannot be
-    bound.
+    """Start serving the API within its ``budget`` as ``Reads`` takes it: a query's
+    ``timeout``, at most ``concurrency`` queries at once (the size of the read pool,
+    opened beforehand), one while ``narrowed()`` holds, the callers' ``flows``
+    (``reading.gate``), the usage roll-up's ``usage_timeout``, ``kinds`` the kinds its
+    filters may name (``queries.known_kinds`` of the settings), ``home`` the cluster it
+    runs in (decision 36); None, logged, when the port cannot be bound.
 
     With ``tls`` enabled it serves HTTPS, and with Kubernetes' access control it believes
     a front proxy's headers (``frontproxy``, its configuration read every ``refresh``
@@ -258,15 +253,8 @@ async def serve(
         )
     served = certificates.serving(tls, ask_clients=isinstance(access, auth.KubernetesAuth))
     proxy = await frontproxy.front_proxy(access, served, tls, refresh) if served else None
-    app = Api(
-        access,
-        timeout=query_timeout,
-        concurrency=concurrency,
-        narrowed=narrowed,
-        kinds=kinds,
-        front_proxy=proxy,
-        home=home,
-    ).site()
+    budget["front_proxy"] = proxy
+    app = Api(access, **budget).site()
     if proxy is not None:
         app.on_shutdown.append(lambda _: proxy.stop())
     return await listen(

@@ -1,10 +1,10 @@
-"""What the JSON API and the web console share about a request: the one parser of
-the query parameters' tables (``reading.params``), who the caller is and what they may
-read, the turn a request waits for on the read pool, the use cases both faces answer
-(a page of a list, what is read of a job the caller may see), and what each failure
-answers.
+"""What the JSON API and the web console share about a request: who the caller is and
+what they may read, the turn a request waits for on the read pool in its caller's
+flow (``reading.gate``), the use cases both faces answer (a page of a list, what is
+read of a job the caller may see, usage rolled up within its time limit), and what
+each failure answers.
 
-Both faces of the read side take their input through ``parse`` and the same tables,
+Both faces of the read side take their input through ``parsing.parse`` and the same tables,
 run the same use cases (``Reads.page``, ``Reads.job``) and map a failure to the same
 status and message (``Reads.refusal``); only the clothes differ (JSON or an HTML
 page). So a filter the API refuses, the console refuses with the same words, and a
@@ -28,10 +28,11 @@ from jobarchive.logs import shown
 from jobarchive.reading import accept, auth, gate, queries, requestheader, usage
 from jobarchive.reading.fleet import Fleet
 from jobarchive.reading.frontproxy import FrontProxy
-from jobarchive.reading.gate import Gate
+from jobarchive.reading.gate import FairGate, Limits
 from jobarchive.reading.ledger import OverBudget
-from jobarchive.reading.params import Clusters, check_cluster, check_namespace
-from jobarchive.reading.queries import KnownKinds, Listing, Page, Param
+from jobarchive.reading.params import Clusters, check_cluster
+from jobarchive.reading.parsing import parse
+from jobarchive.reading.queries import KnownKinds, Listing, Page
 from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.serving import SEND_TIMEOUT, send
 from jobarchive.storage import failures, reads
@@ -41,54 +42,11 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_CONCURRENCY = DEFAULTS.api_concurrency
-# Seconds a request waits for a free read connection before it is answered 503.
-QUEUE_WAIT = 1.0
+DEFAULT_FLOWS = Limits()
+DEFAULT_USAGE_TIMEOUT = float(DEFAULTS.usage_timeout)
 # The database stops a statement at its request's deadline; this much later the
 # request is abandoned anyway, should an answer never come (a network that hangs).
 BACKSTOP = 1.0
-
-
-# Longer than any value a filter can match (the widest column is 512 characters) or
-# than any cursor this archive gives out: refused before anything reads it.
-LONGEST_VALUE = 1024
-
-
-def parse(query: "MultiMapping[str]", params: tuple[Param, ...]) -> dict[str, Any]:
-    """Typed values of the known parameters, keyed by their field; BadQuery otherwise:
-    an unknown or repeated parameter, or a value too long, is refused, not guessed at."""
-    known = {param.name: param for param in params}
-    unknown = sorted(set(query) - set(known))
-    if unknown:
-        names = ", ".join(known) or "none"
-        raise queries.BadQuery(f"unknown parameter {queries.quoted(unknown[0])} (known: {names})")
-    values: dict[str, Any] = {}
-    for name in query:
-        param = known[name]
-        raw = query.getall(name)
-        if len(raw) > 1:
-            raise queries.BadQuery(f"{name}: given {len(raw)} times; give it once")
-        if len(raw[0]) > LONGEST_VALUE:
-            raise queries.BadQuery(f"{name}: {len(raw[0])} characters, over {LONGEST_VALUE}")
-        values[param.key] = _typed(param, raw[0])
-    return values
-
-
-def _typed(param: Param, raw: str) -> Any:
-    if param.type == "time":
-        return queries.parse_time(raw, param.name)
-    if param.type == "boolean":
-        if raw.lower() not in ("true", "false"):
-            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not true or false")
-        return raw.lower() == "true"
-    if param.type == "integer":
-        # ASCII digits only: int() would also take full-width digits, "5_0" and " 5 ".
-        if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
-            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not a number")
-        return int(raw)
-    if param.name == "namespace":
-        # Before any review of it: no namespace so named can be granted or stored.
-        return check_namespace(raw)
-    return raw
 
 
 class Forbidden(Exception):
@@ -143,10 +101,12 @@ class Caller:
 
 @dataclasses.dataclass
 class _Held:
-    """A request's read turn, once taken: held until its answer is sent."""
+    """A request's read turn, once taken: held until its answer is sent; and the flow
+    it is taken in (``Reads.caller`` names it)."""
 
     stack: contextlib.AsyncExitStack
     taken: bool = False
+    flow: str = ""
 
 
 _HELD: contextvars.ContextVar[_Held | None] = contextvars.ContextVar("held", default=None)
@@ -162,7 +122,10 @@ class Refusal:
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
-RETRY = {"Retry-After": f"{math.ceil(QUEUE_WAIT)}"}
+# When to ask again after a refusal that is nobody's share (a review, the database).
+RETRY = {"Retry-After": f"{math.ceil(DEFAULT_FLOWS.wait)}"}
+# Who an anonymous caller's flow is (``--auth none``): the address the request came from.
+ANONYMOUS_FLOW = "address {}"
 # Every answer of the read side carries these, aiohttp's own 404 and 405 included
 # (``secure``): what it shows is what one caller may read, so no cache keeps it, no
 # browser guesses its type, and no page frames or fetches it.
@@ -190,6 +153,8 @@ class Budget(TypedDict, total=False):
     timeout: float
     concurrency: int
     narrowed: Callable[[], bool] | None
+    flows: Limits
+    usage_timeout: float
     send_timeout: float
     kinds: KnownKinds
     front_proxy: FrontProxy | None
@@ -198,8 +163,10 @@ class Budget(TypedDict, total=False):
 
 class Reads:
     """The read side as the API and the console use it: an access control, a query
-    timeout, how many queries may run at once (the read pool's size), the kinds a
-    filter may name, the cluster it runs in (``home``), and the use cases both answer."""
+    timeout, how many queries may run at once (the read pool's size) and how each
+    caller's flow may queue for them (``flows``), the usage roll-up's own time limit,
+    the kinds a filter may name, the cluster it runs in (``home``), and the use cases
+    both answer."""
 
     def __init__(
         self,
@@ -207,6 +174,8 @@ class Reads:
         timeout: float = DEFAULT_TIMEOUT,
         concurrency: int = DEFAULT_CONCURRENCY,
         narrowed: Callable[[], bool] | None = None,
+        flows: Limits = DEFAULT_FLOWS,
+        usage_timeout: float = DEFAULT_USAGE_TIMEOUT,
         send_timeout: float = SEND_TIMEOUT,
         kinds: KnownKinds = queries.BUILTIN,
         front_proxy: FrontProxy | None = None,
@@ -214,8 +183,9 @@ class Reads:
     ) -> None:
         self.access = access
         self.fleet = Fleet(home, lambda most: self.within(lambda: queries.job_clusters(most)))
-        self.gate = Gate(concurrency, narrowed)
+        self.gate = FairGate(concurrency, narrowed, flows)
         self.timeout = timeout
+        self.usage_timeout = min(usage_timeout, timeout)
         self.send_timeout = send_timeout
         self.kinds = kinds
         # Whose front-proxy headers are believed (None: nobody's).
@@ -232,6 +202,9 @@ class Reads:
         except requestheader.Ambiguous as exc:
             raise DuplicateAuthorization(str(exc)) from None
         identity = proxied or await self.access.authenticate(given[0] if given else None)
+        held = _HELD.get()
+        if held is not None:
+            held.flow = _flow(request, identity, isinstance(self.access, auth.NoAuth))
         return Caller(identity, self.access, resource)
 
     async def respond(
@@ -255,26 +228,22 @@ class Reads:
             finally:
                 _HELD.reset(token)
 
-    async def within(self, query: Callable[[], Awaitable[T]]) -> T:
+    async def within(self, query: Callable[[], Awaitable[T]], seconds: float = 0.0) -> T:
         """The query's result, run in the request's read turn (taken now if it holds none);
-        Busy when none frees in ``QUEUE_WAIT``, QueryTimeout past the timeout (reviews are
-        not counted).
+        Busy when none comes in the caller's flow within its wait (``gate``),
+        QueryTimeout past ``seconds`` (the read timeout when not given; reviews are not
+        counted).
 
         The query is given uncalled, so that a request turned away never makes it.
         """
         held = _HELD.get()
         if held is None:
-            async with self.gate.turn(QUEUE_WAIT):
-                return await self._timed(query)
+            async with self.gate.turn():
+                return await _timed(query, seconds or self.timeout)
         if not held.taken:
-            await held.stack.enter_async_context(self.gate.turn(QUEUE_WAIT))
+            await held.stack.enter_async_context(self.gate.turn(held.flow))
             held.taken = True
-        return await self._timed(query)
-
-    async def _timed(self, query: Callable[[], Awaitable[T]]) -> T:
-        with reads.deadline(self.timeout):
-            async with asyncio.timeout(self.timeout + BACKSTOP):
-                return await query()
+        return await _timed(query, seconds or self.timeout)
 
     async def clusters(self, caller: Caller, asked: str | None = None) -> Clusters:
         """The cluster a read asks (Forbidden unless the caller may read it), or the
@@ -338,12 +307,20 @@ class Reads:
         ``text/csv`` (decision 33)."""
         await caller.require("list", values.get("namespace"), "usage over all namespaces")
         scoped = {**values, "cluster": await self.clusters(caller, values.get("cluster"))}
-        rows = await self.within(lambda: queries.rollup(**scoped))
+        rows = await self.rolled_up(lambda: queries.rollup(**scoped))
         # Several Accept headers are one list, as HTTP joins them.
         if not accept.wants_csv(",".join(request.headers.getall("Accept", []))):
             return web.json_response({"items": rows})
         names = usage.columns(usage.group_of(values.get("group_by")), values.get("every"))
         return web.Response(text=usage.to_csv(rows, names), content_type="text/csv")
+
+    async def rolled_up(self, rollup: Callable[[], Awaitable[T]]) -> T:
+        """A usage roll-up's result, run within ``usage_timeout`` (``within``); past it
+        TooCostly, which says to narrow the window (decision 33)."""
+        try:
+            return await self.within(rollup, self.usage_timeout)
+        except reads.QueryTimeout:
+            raise usage.TooCostly(self.usage_timeout) from None
 
     def refusal(self, request: web.Request, exc: Exception) -> Refusal:
         """What a request that raised ``exc`` is answered; a bug is logged, in one line."""
@@ -362,7 +339,8 @@ class Reads:
         if isinstance(exc, auth.ReviewFailed):
             return Refusal(503, str(exc))
         if isinstance(exc, gate.Busy):
-            return Refusal(503, f"every read connection is busy; retry in {QUEUE_WAIT:g} s", RETRY)
+            wait = math.ceil(self.gate.limits.wait)
+            return Refusal(503, f"{exc}; retry in {wait} s", {"Retry-After": f"{wait}"})
         if isinstance(exc, queries.BadQuery):
             return Refusal(400, str(exc))
         if isinstance(exc, reads.QueryTimeout | TimeoutError):
@@ -386,5 +364,20 @@ class Reads:
         return Refusal(500, "the archive could not answer; the error is logged")
 
 
+async def _timed(query: Callable[[], Awaitable[T]], seconds: float) -> T:
+    with reads.deadline(seconds):
+        async with asyncio.timeout(seconds + BACKSTOP):
+            return await query()
+
+
 def _no_job(uid: str) -> str:
     return f"no job with uid {queries.quoted(uid)}"
+
+
+def _flow(request: web.Request, identity: auth.Identity, anonymous: bool) -> str:
+    """The flow a caller's reads queue in (``gate``): its user name (the front proxy's
+    or the token's), or where nobody is authenticated (``--auth none``) the address the
+    request came from."""
+    if anonymous:
+        return ANONYMOUS_FLOW.format(request.remote)
+    return f"user {identity.username}"

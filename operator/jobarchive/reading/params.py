@@ -1,7 +1,7 @@
 """What a read may be asked, and how its input is checked before any query runs.
 
 The parameter tables are the read side's one filter vocabulary: the API parses its
-query strings by them (``reading.handling.parse``), its OpenAPI document lists them,
+query strings by them (``reading.parsing.parse``), its OpenAPI document lists them,
 the console's forms show them and the CLI's options are made from them, each with
 the one description written here. ``JobQuery`` and ``EventQuery`` hold what the
 list tables' filters parse to, field for field (a test holds them to it). A list as

@@ -38,6 +38,21 @@ class TooManyRows(BadQuery):
     answer (the console's chart falls back to weeks)."""
 
 
+class TooCostly(BadQuery):
+    """A roll-up that outran its time limit (``JOBARCHIVE_USAGE_TIMEOUT``): answered as
+    bad input, which a narrower window may answer, not as the server's failure."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"the usage roll-up took longer than {seconds:g} s and was stopped: "
+            "narrow the window (",
+            Named("since"),
+            ", ",
+            Named("until"),
+            ") or name a namespace",
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Period:
     """A part of a window: its label (the calendar period's first day, ``2026-11`` for a

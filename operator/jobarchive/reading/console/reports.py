@@ -13,8 +13,8 @@ from multidict import MultiDictProxy
 from jobarchive.reading import queries, usage
 from jobarchive.reading.console import charts, formats, usage_charts
 from jobarchive.reading.console.views import Page, View, Visit, form, jobs_page
-from jobarchive.reading.handling import parse
 from jobarchive.reading.params import Clusters
+from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import STATS_PARAMS, USAGE_PARAMS
 
 STATS_WINDOW = tuple(param for param in STATS_PARAMS if param.name not in ("by", "namespace"))
@@ -96,7 +96,7 @@ async def usage_page(visit: Visit) -> Page:
             return "week", every, by_queue
         return "day", by_day, by_queue
 
-    per, by_period, by_queue = await visit.reads.within(figures)
+    per, by_period, by_queue = await visit.reads.rolled_up(figures)
     periods = [period.label for period in usage.periods(since, until, per)]
     context = {
         "since": since,

@@ -25,7 +25,8 @@ from jobarchive.objects import mapping
 from jobarchive.reading import embedded, queries
 from jobarchive.reading.console import formats, timeline
 from jobarchive.reading.console.mounts import Mount
-from jobarchive.reading.handling import Caller, Reads, parse
+from jobarchive.reading.handling import Caller, Reads
+from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     JOB_PARAMS,

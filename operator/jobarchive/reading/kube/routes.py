@@ -17,10 +17,11 @@ from multidict import MultiDict, MultiMapping
 
 from jobarchive.reading import auth, embedded, queries
 from jobarchive.reading.fleet import sees
-from jobarchive.reading.handling import Caller, NotFound, Reads, parse
+from jobarchive.reading.handling import Caller, NotFound, Reads
 from jobarchive.reading.kube import discovery, objects, selectors, status, tables
 from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
 from jobarchive.reading.params import Clusters, check_namespace
+from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, Param, PodQuery
 
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -217,7 +218,7 @@ def _in_path(request: web.Request, table: tuple[Param, ...]) -> dict[str, Any]:
 
 def _namespace(request: web.Request) -> str | None:
     """The path's namespace (None: all), refused before any review of it when no
-    namespace can be so named, as the query's is (``handling.parse``)."""
+    namespace can be so named, as the query's is (``parsing.parse``)."""
     return check_namespace(request.match_info.get("namespace"))
 
 
