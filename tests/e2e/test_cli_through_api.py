@@ -19,7 +19,7 @@ import yaml
 
 from jobarchive.reading.params import DEFAULT_PAGE
 from testbed.cluster import Cluster
-from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
+from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE, ON_PATH
 from tests.support.console import at, keep_log_tail
 from tests.support.history import History
 from tests.support.kube import (
@@ -64,7 +64,7 @@ async def jobarchive(*args: str, **variables: str) -> Ran:
     process = await asyncio.create_subprocess_exec(
         str(JOBARCHIVE),
         *args,
-        env={**inherited, "COLUMNS": "200", **variables},
+        env={**inherited, **ON_PATH, "COLUMNS": "200", **variables},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
