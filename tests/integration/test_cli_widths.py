@@ -5,6 +5,7 @@ exit code; at 120 more of each; to a pipe every column whole, the wide ones with
 
 import asyncio
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -107,3 +108,22 @@ def test_to_a_pipe_every_column_is_whole_and_wide_adds_the_uids(
     assert uid in line and "dora" in line and "2026-11-20 10:00:00" in line
     assert header(wide, "4 jobs")[-2:] == ["uid", "cluster"]
     assert header(piped("events", *SINCE, "-o", "wide"), "1 Events")[-1] == "cluster"
+
+
+def test_a_command_it_prints_runs_as_printed_where_the_path_does_not_find_it(
+    archive: tuple[str, str],
+) -> None:
+    url, _ = archive
+    # Run by its path, as `.venv/bin/jobarchive` is from a checkout: so it names itself.
+    elsewhere = {"PATH": "/usr/bin:/bin"}
+    hint = run(url, "jobs", "--limit", "1", **elsewhere).stdout.splitlines()[-1]
+    words = shlex.split(hint.partition("; more: ")[2])
+    assert words[0] == str(JOBARCHIVE), hint
+    again = subprocess.run(
+        words,
+        env={**os.environ, **elsewhere, "JOBARCHIVE_DB_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 0 and "Showing 1 jobs" in again.stdout, again.stderr
