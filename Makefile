@@ -67,10 +67,16 @@ bench: install-test mariadb
 soak: install-test mariadb
 	$(PY) -m soak $(SOAK_ARGS)
 
+# Every port the demo opens, when chosen: the console's, the emulated cluster's, the metrics'.
+DEMO_FLAGS = $(if $(KEEP),--keep) $(if $(DEMO_PORT),--port $(DEMO_PORT)) \
+	$(if $(DEMO_EMULATOR_PORT),--emulator-port $(DEMO_EMULATOR_PORT)) \
+	$(if $(DEMO_METRICS_PORT),--metrics-port $(DEMO_METRICS_PORT))
+
 ## The operator against an emulated cluster on SQLite, five jobs' lives, then what jobarchive reads;
-## with KEEP=1 it keeps the archive and serves the console on it (DEMO_PORT, else a free port).
+## with KEEP=1 it keeps the archive and serves the console on it (DEMO_PORT, else a free port);
+## DEMO_EMULATOR_PORT and DEMO_METRICS_PORT choose its other ports (else free ones).
 demo: install-demo
-	$(PY) -m demo $(if $(KEEP),--keep) $(if $(DEMO_PORT),--port $(DEMO_PORT))
+	$(PY) -m demo $(DEMO_FLAGS)
 
 ## The README's console screenshots, taken by the browser tests from the demo's data.
 screenshots: install-test mariadb chromium

@@ -6,9 +6,13 @@ dependencies and kmock (the ``demo`` extra) is needed: the cluster is kmock's em
 on a local port, the database a SQLite file in a temporary directory, whose path it
 prints; it is deleted at the end.
 
-With ``--keep`` (``make demo KEEP=1``) the archive is kept, and the console served on
-it (``jobarchive serve --auth none`` on loopback) on ``--port`` (``DEMO_PORT``), else on
-a free port, until interrupted.
+It prints at the terminal's width (80 columns when its output is no terminal), and
+every command it prints runs as printed from the repository's root. Each port it opens
+is a free one unless chosen: the emulated cluster's (``--emulator-port``,
+``DEMO_EMULATOR_PORT``), the operator's metrics' (``--metrics-port``,
+``DEMO_METRICS_PORT``) and, with ``--keep`` (``make demo KEEP=1``), which keeps the
+archive and serves the console on it (``jobarchive serve --auth none`` on loopback)
+until interrupted, the console's (``--port``, ``DEMO_PORT``).
 """
 
 import argparse
@@ -17,6 +21,7 @@ import contextlib
 import errno
 import os
 import pathlib
+import shlex
 import shutil
 import socket
 import sqlite3
@@ -33,13 +38,15 @@ from testbed.operator import OperatorProcess, write_kubeconfig
 from testbed.ports import free_port
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
+# The width it prints at: the terminal's, else 80 (``COLUMNS`` when set).
+WIDTH = shutil.get_terminal_size((80, 24)).columns
 ARCHIVE = "jobarchive.sqlite3"
 # What the demo shows, in order: the jobs, the failed TFJob, why the LLM job failed,
 # what each queue's jobs cost and waited.
 COMMANDS = (
     ("jobs",),
     ("job", "nlp/bert-finetune"),
-    ("logs", "nlp/llama-sft", "--pod", "llama-sft-worker-0", "--limit", "1"),
+    ("logs", "nlp/llama-sft", "--pod", "llama-sft-worker-0"),
     ("usage", "--by", "queue"),
 )
 
@@ -48,8 +55,15 @@ def database_url(workdir: pathlib.Path) -> str:
     return f"sqlite://{workdir / ARCHIVE}"
 
 
+def program() -> str:
+    """The console script as it runs from here, the repository's root (where ``make``
+    runs): ``.venv/bin/jobarchive``, else its whole path."""
+    relative = os.path.relpath(JOBARCHIVE)
+    return str(JOBARCHIVE) if relative.startswith("..") else relative
+
+
 def environment(workdir: pathlib.Path) -> dict[str, str]:
-    env = {**os.environ, "JOBARCHIVE_DB_URL": database_url(workdir), "COLUMNS": "200"}
+    env = {**os.environ, "JOBARCHIVE_DB_URL": database_url(workdir), "COLUMNS": str(WIDTH)}
     env.pop("MYSQL_HOST", None)
     return env
 
@@ -59,7 +73,7 @@ def jobarchive(workdir: pathlib.Path, *commands: tuple[str, ...]) -> list[str]:
     spends most of its time starting)."""
     processes = [
         subprocess.Popen(
-            [str(JOBARCHIVE), *command],
+            [program(), *command],
             env=environment(workdir),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -109,7 +123,7 @@ def listening(port: int) -> bool:
 def serve_console(workdir: pathlib.Path, port: int) -> int:
     """``jobarchive serve`` on the demo's database until interrupted; its URL once it
     listens, or its log's end if it exits first."""
-    args = [str(JOBARCHIVE), "serve", "--auth", "none", "--port", str(port)]
+    args = [program(), "serve", "--auth", "none", "--port", str(port)]
     log_path = workdir / "serve.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(args, env=environment(workdir), stdout=log, stderr=log)
@@ -122,10 +136,8 @@ def serve_console(workdir: pathlib.Path, port: int) -> int:
                 )
                 return 1
             time.sleep(0.1)
-        print(
-            f"\nThe console on the demo's data: http://127.0.0.1:{port}/  (Ctrl-C ends it)",
-            flush=True,
-        )
+        print(f"\nThe console on the demo's data: http://127.0.0.1:{port}/", flush=True)
+        print("(Ctrl-C ends it)", flush=True)
         return process.wait()
     except KeyboardInterrupt:
         process.terminate()
@@ -133,22 +145,23 @@ def serve_console(workdir: pathlib.Path, port: int) -> int:
         return 0
 
 
-async def record(workdir: pathlib.Path) -> int:
+async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
     """Play the stories against the operator until the archive holds them; 0 when it does."""
-    async with emulated_cluster() as cluster:
+    async with emulated_cluster(port=ports.emulator_port) as cluster:
         logs = Logs(cluster)
         write_kubeconfig(workdir / "kubeconfig", cluster.url)
+        # The operator opens no port but its metrics' (no API unless asked for).
         env: dict[str, str | None] = {
             "JOBARCHIVE_DB_URL": None,
+            "JOBARCHIVE_API_PORT": None,
             "MYSQL_HOST": None,
             "REGION": None,
         }
-        operator = OperatorProcess(workdir, workdir / "kubeconfig", env)
-        print(
-            "$ kopf run --all-namespaces operator/main.py   "
-            "# against an emulated cluster, recording into SQLite",
-            flush=True,
+        operator = OperatorProcess(
+            workdir, workdir / "kubeconfig", env, metrics_port=ports.metrics_port
         )
+        print("# The operator, against an emulated cluster, recording into SQLite:")
+        print("$ kopf run --all-namespaces operator/main.py", flush=True)
         await operator.start()
         try:
             await cluster.wait_watching([PODS, EVENTS, *map(job_resource, BUILTIN_KINDS)])
@@ -165,17 +178,32 @@ async def record(workdir: pathlib.Path) -> int:
 
 
 def tell(workdir: pathlib.Path, started: float, keep: bool) -> None:
-    """What ``jobarchive`` reads back, and where the archive is."""
+    """What ``jobarchive`` reads back, and where the archive is: each command as it runs
+    from the repository's root, on the kept archive once its URL is exported."""
     for command, out in zip(COMMANDS, jobarchive(workdir, *COMMANDS), strict=True):
-        print(f"\n$ jobarchive {' '.join(command)}")
-        print(out, end="")
+        print(f"\n$ {shlex.join([program(), *command])}")
+        print(folded(out), end="")
     print(f"\n(demo done in {time.monotonic() - started:.1f} s)")
-    url = database_url(workdir)
     if keep:
-        print(f"The archive, kept: {workdir / ARCHIVE}  (JOBARCHIVE_DB_URL={url} jobarchive jobs)")
+        print(f"The archive, kept: {workdir / ARCHIVE}")
+        print("Read it from here, the repository's root:")
+        print(f"export JOBARCHIVE_DB_URL={shlex.quote(database_url(workdir))}")
+        print(f"{shlex.join([program(), 'jobs'])}")
     else:
-        print(f"The archive: {workdir / ARCHIVE}, deleted now (make demo KEEP=1 keeps it)")
+        print(f"The archive: {workdir / ARCHIVE}, deleted now")
+        print("(make demo KEEP=1 keeps it)")
     sys.stdout.flush()
+
+
+def folded(text: str) -> str:
+    """Lines wider than ``WIDTH`` (a log's) folded as a terminal folds them, so that
+    what is printed is what the terminal shows; tables fit already."""
+    return "".join(
+        "".join(line[start : start + WIDTH] + "\n" for start in range(0, len(line), WIDTH))
+        if len(line) > WIDTH
+        else line + "\n"
+        for line in text.splitlines()
+    )
 
 
 def port_number(value: str) -> int:
@@ -185,24 +213,33 @@ def port_number(value: str) -> int:
     return port
 
 
+# Each port the demo may open: its option, its setting, what listens on it.
+PORTS = (
+    ("--port", "DEMO_PORT", "the console's port, with --keep"),
+    ("--emulator-port", "DEMO_EMULATOR_PORT", "the emulated cluster's port"),
+    ("--metrics-port", "DEMO_METRICS_PORT", "the operator's metrics' port"),
+)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="make demo")
     parser.add_argument("--keep", action="store_true", help="keep the archive, serve the console")
-    parser.add_argument(
-        "--port", type=port_number, help="the console's port (DEMO_PORT; default: a free one)"
-    )
+    for option, setting, what in PORTS:
+        parser.add_argument(option, type=port_number, help=f"{what} ({setting}; default: free)")
     args = parser.parse_args(argv)
-    problem = unusable(args.port) if args.keep and args.port is not None else None
-    if problem:
-        print(
-            f"make demo: port {args.port} {problem}; set another DEMO_PORT, or none for a free one",
-            file=sys.stderr,
-        )
-        return 2
+    for option, setting, _ in PORTS:
+        port = getattr(args, option.removeprefix("--").replace("-", "_"))
+        problem = unusable(port) if port is not None else None
+        if problem and (args.keep or option != "--port"):
+            print(
+                f"make demo: port {port} {problem}; set another {setting}, or none for a free one",
+                file=sys.stderr,
+            )
+            return 2
     started = time.monotonic()
-    workdir = pathlib.Path(tempfile.mkdtemp(prefix="jobarchive-demo-"))
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="jobarchive-"))
     try:
-        if asyncio.run(record(workdir)):
+        if asyncio.run(record(workdir, args)):
             return 1
         tell(workdir, started, args.keep)
         if args.keep:

@@ -106,13 +106,15 @@ class Emulator(kmock.KubernetesEmulator):
 
 
 @contextlib.asynccontextmanager
-async def emulated_cluster(emulator: "Emulator | None" = None) -> AsyncIterator["Cluster"]:
-    """A KubernetesEmulator (``emulator``, else the test bed's own) on a real port serving
-    every built-in kind, Pods, Events, CRDs."""
+async def emulated_cluster(
+    emulator: "Emulator | None" = None, port: int | None = None
+) -> AsyncIterator["Cluster"]:
+    """A KubernetesEmulator (``emulator``, else the test bed's own) on a real port (``port``,
+    else a free one) serving every built-in kind, Pods, Events, CRDs."""
     emulator = Emulator() if emulator is None else emulator
     async with (
         emulator,
-        kmock.Server(emulator) as server,
+        kmock.Server(emulator, port=port) as server,
         Cluster(emulator, str(server.url)) as cluster,
     ):
         for resource in (NAMESPACES, PODS, EVENTS, CRDS):

@@ -35,6 +35,7 @@ class OperatorProcess:
         kubeconfig: pathlib.Path,
         env: dict[str, str | None],
         script: pathlib.Path = REPO / "operator" / "main.py",
+        metrics_port: int | None = None,
     ) -> None:
         self.script = script
         self.workdir = workdir
@@ -42,7 +43,7 @@ class OperatorProcess:
         self.env = env
         self.log_path = workdir / "operator.log"
         self.process: asyncio.subprocess.Process | None = None
-        self.metrics_port = free_port()
+        self.metrics_port = free_port() if metrics_port is None else metrics_port
 
     async def scrape(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
         """The operator's Prometheus metrics: (sample name, labels) to value."""

@@ -270,8 +270,8 @@ async def test_a_name_recreated_past_a_page_says_so_and_the_job_list_shows_the_r
         assert hint.startswith(f"Showing {DEFAULT_PAGE} jobs named team-a/nightly; more: ")
     rest = shlex.split(hint.partition("; more: ")[2])
     assert rest[:6] == ["jobarchive", "jobs", "--namespace", "team-a", "--exact-name", "nightly"]
-    listed = await modes.same(ALICE, *rest[1:])
-    # The oldest incarnation alone, and nothing after it.
+    listed = await modes.same(ALICE, *rest[1:], "-o", "wide")
+    # The oldest incarnation alone, and nothing after it (its creation time: -o wide's).
     assert listed.splitlines()[0] == "1 jobs" and "Showing" not in listed
     assert "nightly-2" not in listed
     assert at(100).replace("T", " ").removesuffix("Z") in listed

@@ -1,14 +1,16 @@
 """``make demo`` as CI runs it: it ends by itself, well under a minute, and shows the
 jobs' lives as the archive recorded them, with owners, GPUs and the training logs of
-its failed containers; ``KEEP=1`` keeps the archive and serves the console on it; a
-chosen port that is taken is said in one line. It needs only the operator's own
-dependencies and the ``demo`` extra."""
+its failed containers, in 80 columns when its output is no terminal, every command it
+prints running as printed; ``KEEP=1`` keeps the archive and serves the console on it,
+on the ports chosen; a chosen port that is taken is said in one line. It needs only
+the operator's own dependencies and the ``demo`` extra."""
 
 import contextlib
 import json
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -29,17 +31,25 @@ from testbed.ports import free_port
 
 pytestmark = pytest.mark.e2e
 MAKE = ["make", "--no-print-directory", "demo", f"PY={sys.executable}"]
+# As from a pipe or a terminal of unknown width: the demo prints at 80 columns.
+UNSIZED = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
 # What the test extra brings beyond the operator's dependencies and the demo extra.
 TEST_ONLY = ("pytest", "_pytest", "hypothesis", "kubernetes_validate", "selenium", "tests")
 
 
 def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     started = time.monotonic()
-    result = subprocess.run(MAKE, cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(MAKE, cwd=REPO, capture_output=True, text=True, timeout=60, env=UNSIZED)
     took = time.monotonic() - started
     assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
     assert took < 60
+    shown = printed(result.stdout)
+    assert max(map(len, shown.splitlines())) <= 80, shown
+    # Each command as it runs from the repository's root, the console script's path.
+    program = re.search(r"^\$ (\S+) jobs$", shown, re.MULTILINE)
+    assert program is not None and program[1].endswith("jobarchive"), shown
+    assert f"Log tails: {program[1]} logs nlp/bert-finetune" in shown
+    out = shown.replace(f"$ {program[1]} ", "$ jobarchive ")
     for line in ("$ jobarchive jobs", "$ jobarchive job nlp/bert-finetune"):
         assert line in out
     jobs = out.split("$ jobarchive job nlp/")[0]
@@ -51,19 +61,25 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     for owner in ("alice", "bob", "carol", "dave", "erin"):
         assert owner in jobs
     detail = out.split("$ jobarchive job nlp/bert-finetune")[1]
-    for text in ("OOMKilled (exit code 137)", "OOMKilling", "TFJobFailed", "gpu-node-12"):
+    # At 80 columns the remark is cut to its reason and exit code (decision 30).
+    for text in ("OOMKilled (exit 137)", "OOMKilling", "TFJobFailed", "gpu-node-12"):
         assert text in detail
     tail = out.split("$ jobarchive logs nlp/llama-sft")[1]
-    assert "(restart 1): exit code 1 Error" in tail
-    assert "torch.cuda.OutOfMemoryError: CUDA out of memory." in tail
+    assert "(restart 1): exit code 1 Error" in tail.replace("\n", "")
+    assert "torch.cuda.OutOfMemoryError: CUDA out of memory." in tail.replace("\n", "")
     assert '"kind": "Pod"' not in out
     costs = out.split("$ jobarchive usage --by queue")[1]
     assert "usage by queue, " in costs and " UTC" in costs
     for queue in ("nlp-a100", "research", "vision"):
         assert queue in costs
-    assert "OOMKilled (exit code 137)=" in costs
+    assert "Error (exit 1)=" in costs
     [archive] = re.findall(r"The archive: (\S+), deleted now", out)
     assert not pathlib.Path(archive).exists()
+
+
+def printed(out: str) -> str:
+    """What the demo printed, after what make printed before it (an install's lines)."""
+    return out[out.index("# The operator") :]
 
 
 def test_the_demo_needs_nothing_of_the_test_extra() -> None:
@@ -111,6 +127,7 @@ def kept_demo(*args: str) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
     process = subprocess.Popen(
         [*MAKE, "KEEP=1", *args],
         cwd=REPO,
+        env=UNSIZED,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -181,6 +198,40 @@ def test_the_kept_demo_serves_the_console_on_a_free_port_and_keeps_its_archive()
         shutil.rmtree(pathlib.Path(archive).parent, ignore_errors=True)
 
 
+def test_the_kept_demo_takes_the_ports_chosen_and_its_commands_run_as_printed() -> None:
+    emulator, metrics = free_port(), free_port()
+    chosen = [f"DEMO_EMULATOR_PORT={emulator}", f"DEMO_METRICS_PORT={metrics}"]
+    with kept_demo(*chosen) as (process, lines):
+        archive = read_until(process, lines, r"The archive, kept: (\S+)")[1]
+        read_until(process, lines, r"http://127\.0\.0\.1:\d+/")
+    try:
+        shown = printed("".join(lines))
+        assert max(map(len, shown.splitlines())) <= 80, shown
+        kubeconfig = (pathlib.Path(archive).parent / "kubeconfig").read_text()
+        assert f"server: http://127.0.0.1:{emulator}" in kubeconfig
+        [exported] = [line for line in shown.splitlines() if line.startswith("export ")]
+        variable, _, url = shlex.split(exported)[1].partition("=")
+        assert variable == "JOBARCHIVE_DB_URL" and url == f"sqlite://{archive}"
+        commands = [
+            line.removeprefix("$ ").removeprefix("Log tails: ")
+            for line in shown.splitlines()
+            if re.match(r"(\$ |Log tails: )?\S*jobarchive ", line)
+        ]
+        assert len(commands) == 6, commands
+        for command in commands:
+            ran = subprocess.run(
+                shlex.split(command),
+                cwd=REPO,
+                env={**UNSIZED, variable: url},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert ran.returncode == 0, (command, ran.stderr)
+    finally:
+        shutil.rmtree(pathlib.Path(archive).parent, ignore_errors=True)
+
+
 def test_a_chosen_port_that_is_taken_is_said_in_one_line() -> None:
     port = free_port()
     with socket.socket() as taken:
@@ -201,3 +252,16 @@ def test_a_chosen_port_that_is_taken_is_said_in_one_line() -> None:
     )
     assert "kopf run" not in result.stdout
     assert time.monotonic() - started < 30
+
+
+def test_a_chosen_emulator_or_metrics_port_that_is_taken_is_said_in_one_line() -> None:
+    port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        for setting in ("DEMO_EMULATOR_PORT", "DEMO_METRICS_PORT"):
+            result = subprocess.run(
+                [*MAKE, f"{setting}={port}"], cwd=REPO, capture_output=True, text=True, timeout=60
+            )
+            assert result.returncode == 2, result.stdout + result.stderr
+            assert f"make demo: port {port} is taken; set another {setting}" in result.stderr

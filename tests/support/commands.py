@@ -8,6 +8,8 @@ import sys
 from collections.abc import Mapping
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
+# Installed as a user has it: on the PATH, so the commands it prints name it `jobarchive`.
+ON_PATH = {"PATH": os.pathsep.join([str(JOBARCHIVE.parent), os.environ.get("PATH", "")])}
 # The variables that choose the database, and KUBECONFIG, which the read commands read
 # through when no database is named; the test runner's own are never passed on.
 DATABASE_VARIABLES = frozenset(
@@ -46,7 +48,7 @@ def jobarchive(
     return subprocess.run(
         [*command, *args],
         cwd=cwd,
-        env={**inherited, **(env or {})},
+        env={**inherited, **ON_PATH, **(env or {})},
         capture_output=True,
         text=True,
         timeout=60,

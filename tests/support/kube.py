@@ -21,7 +21,7 @@ import yaml
 from jobarchive.reading.kube.discovery import PREFIX
 from testbed.cluster import Cluster, Reviews
 from tests.support.aggregator import served_https
-from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
+from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE, ON_PATH
 from tests.support.console import at, oom_killed_job
 from tests.support.history import History
 from tests.support.pki import Authority
@@ -174,7 +174,7 @@ async def jobarchive(*args: str, **variables: str) -> Ran:
     process = await asyncio.create_subprocess_exec(
         str(JOBARCHIVE),
         *args,
-        env={**inherited, "COLUMNS": "200", **variables},
+        env={**inherited, **ON_PATH, "COLUMNS": "200", **variables},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

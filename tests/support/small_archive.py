@@ -10,6 +10,7 @@ import sys
 from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from testbed import objects as o
+from tests.support.commands import ON_PATH
 from tests.support.history import History
 
 JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
@@ -60,7 +61,7 @@ async def fill(url: str) -> str:
 
 def run(url: str, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
     """``jobarchive ARGS`` on the archive at ``url``, 200 columns wide unless told."""
-    env = {**os.environ, "JOBARCHIVE_DB_URL": url, "COLUMNS": "200", **variables}
+    env = {**os.environ, **ON_PATH, "JOBARCHIVE_DB_URL": url, "COLUMNS": "200", **variables}
     return subprocess.run(
         [str(JOBARCHIVE), *args], env=env, capture_output=True, text=True, timeout=60
     )

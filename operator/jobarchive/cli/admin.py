@@ -10,7 +10,7 @@ import click
 from jobarchive import identity
 from jobarchive.cli import rendering
 from jobarchive.cli.archive import Where
-from jobarchive.cli.options import output_option
+from jobarchive.cli.options import outputs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,7 +34,7 @@ def cluster_option(help: str) -> Callable[[F], F]:
 @click.option("--days", type=click.IntRange(min=1), help="Default: JOBARCHIVE_RETENTION_DAYS.")
 @click.option("--dry-run", is_flag=True, help="Count what would go, delete nothing.")
 @cluster_option("Only this cluster's rows (default: every cluster's).")
-@output_option
+@outputs(("table", "json"))
 @click.pass_obj
 def prune(where: Where, days: int | None, dry_run: bool, cluster: str | None, output: str) -> None:
     """Delete jobs that finished over DAYS ago and left the cluster, with pods and Events."""

@@ -6,7 +6,10 @@ Only the CLI's own spellings are kept here: short flags and a boolean's "no"."""
 
 import datetime
 import functools
+import os
 import shlex
+import shutil
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -16,7 +19,14 @@ from click.core import ParameterSource
 from jobarchive.reading.params import BadQuery, Param, parse_time
 
 F = TypeVar("F", bound=Callable[..., Any])
-OUTPUTS = click.Choice(["table", "json"])
+OUTPUTS = ("table", "wide", "json")
+# What each --output prints, said in --help.
+PRINTS = {
+    "table": "the columns that fit the terminal",
+    "wide": "every column, whole",
+    "json": "every field",
+    "csv": "every figure, as CSV",
+}
 SHORT = {"namespace": "-n"}
 # A boolean filter as a pair of flags: the table's name for true, this one for false.
 FALSE = {"in_cluster": "--gone"}
@@ -75,7 +85,19 @@ def elsewhere(words: Sequence[str]) -> str:
     """The command line of the command ``words`` (its name, then its options) with the
     options the user gave ``jobarchive`` itself, so that it reads the same archive."""
     root = click.get_current_context().find_root()
-    return shlex.join([root.info_name or "jobarchive", *_given(root, SECRET), *words])
+    return shlex.join([program(), *_given(root, SECRET), *words])
+
+
+def program() -> str:
+    """How this program is run again: by its name where the PATH finds it by that name,
+    else by the path it was run by (``.venv/bin/jobarchive``), so that a command it
+    prints runs as printed."""
+    invoked = sys.argv[0]
+    name = os.path.basename(invoked) or "jobarchive"
+    found = shutil.which(name)
+    if os.sep not in invoked or not os.path.exists(invoked):
+        return name
+    return name if found is not None and os.path.samefile(found, invoked) else invoked
 
 
 def _given(context: click.Context, skipped: set[str]) -> list[str]:
@@ -101,8 +123,21 @@ def _given(context: click.Context, skipped: set[str]) -> list[str]:
 
 
 def output_option(command: F) -> F:
-    """The ``--output`` option: a table, or the rows as JSON under the seed's names."""
-    return click.option("--output", "-o", type=OUTPUTS, default="table", show_default=True)(command)
+    """The ``--output`` option: a table that fits the terminal, every column of it
+    whole (``wide``), or the rows as JSON under the seed's names."""
+    return outputs(OUTPUTS)(command)
+
+
+def outputs(choices: Sequence[str]) -> Callable[[F], F]:
+    """An ``--output`` option of these ``choices``, the first the default."""
+    return click.option(
+        "--output",
+        "-o",
+        type=click.Choice(choices),
+        default=choices[0],
+        show_default=True,
+        help="; ".join(f"{choice}: {PRINTS[choice]}" for choice in choices) + ".",
+    )
 
 
 def _option(param: Param) -> Callable[[F], F]:

@@ -11,7 +11,7 @@ import click
 from jobarchive import times
 from jobarchive.cli import rendering
 from jobarchive.cli.archive import Archive, Found, Where
-from jobarchive.cli.options import options, output_option
+from jobarchive.cli.options import OUTPUTS, options, output_option, outputs
 from jobarchive.reading import params
 from jobarchive.reading.params import Page, Param
 from jobarchive.visible import visible
@@ -107,7 +107,7 @@ def job(where: Where, /, reference: str, output: str, **page: Any) -> None:
     if output == "json":
         rendering.print_json(detail)
     else:
-        rendering.print_job(detail)
+        rendering.print_job(detail, reference, output)
     rendering.print_omitted(detail)
 
 
@@ -148,7 +148,7 @@ def stats(where: Where, /, output: str, **window: Any) -> None:
 
 @click.command()
 @options(params.USAGE_PARAMS)
-@click.option("--output", "-o", type=click.Choice(["table", "json", "csv"]), default="table")
+@outputs((*OUTPUTS, "csv"))
 @click.pass_obj
 def usage(where: Where, /, output: str, **window: Any) -> None:
     """GPU- and CPU-hours, jobs, outcomes, queue waits and the costliest failure reasons

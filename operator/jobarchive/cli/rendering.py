@@ -11,45 +11,62 @@ import click
 
 from jobarchive.cli.archive import Found
 from jobarchive.cli.options import again, elsewhere
-from jobarchive.cli.tables import Column, print_table
+from jobarchive.cli.tables import Column, cluster, print_table, reason
 from jobarchive.reading.params import Page
-from jobarchive.times import duration, rfc3339
+from jobarchive.times import duration, rfc3339, timestamp
 from jobarchive.visible import visible
 
-# In a narrow terminal the columns are taken by rank while they fit (``tables.fit``):
-# what names a row first, then what is most asked of it.
+# As kubectl's: what names a row, then what is most asked of it; the rest with -o wide.
+# In a narrow terminal the columns are taken by rank while they fit (``tables.fit``),
+# the kept ones always.
 JOB_COLUMNS = (
     Column("job", 0),
-    Column("kind", 5),
-    Column("status", 1),
-    Column("created", 3),
-    Column("finished", 7),
+    Column("kind", 2),
+    Column("status", 1, kept=True),
+    Column("age", 3),
     Column("took", 4),
-    Column("owner", 6, least=8),
-    Column("in cluster", 8),
-    Column("uid", 2),
-    Column("cluster", 9),
+    Column("owner", 5, least=8),
+    Column("created", 6, wide=True),
+    Column("finished", 7, wide=True),
+    Column("in cluster", 8, wide=True),
+    Column("uid", 9, wide=True),
+    Column("cluster", 10, wide=True),
 )
 EVENT_COLUMNS = (
-    Column("first", 6),
-    Column("last", 2),
-    Column("type", 4),
-    Column("reason", 1),
+    Column("age", 4),
+    Column("type", 1, kept=True),
+    Column("reason", 2, kept=True),
     Column("object", 0),
-    Column("count", 5),
-    Column("message", 3, least=20),
-    Column("cluster", 7),
+    Column("message", 3, least=16, kept=True),
+    Column("first", 5, wide=True),
+    Column("last", 6, wide=True),
+    Column("count", 7, wide=True),
+    Column("cluster", 8, wide=True),
 )
 POD_COLUMNS = (
     Column("pod", 0),
-    Column("type", 3),
-    Column("status", 1),
-    Column("node", 5),
-    Column("started", 6),
-    Column("finished", 4),
-    Column("remark", 2, least=20),
-    Column("log tail", 7),
+    Column("type", 4),
+    Column("status", 1, kept=True),
+    Column("remark", 2, least=20, kept=True, telling=reason),
+    Column("log tail", 5),
+    Column("node", 3),
+    Column("started", 6, wide=True),
+    Column("finished", 7, wide=True),
 )
+# A usage table's columns after its group's, by the names of ``reading.usage.columns``:
+# at 80 columns the counts, the GPU-hours, the queue's waits and why jobs failed.
+USAGE_COLUMNS = {
+    "period": Column("period", 1, kept=True),
+    "jobs": Column("jobs", 3),
+    "succeeded": Column("succeeded", 8, wide=True),
+    "failed": Column("failed", 4),
+    "gpu_hours": Column("gpu hours", 2),
+    "failed_gpu_hours": Column("failed gpu hours", 9, wide=True),
+    "cpu_hours": Column("cpu hours", 10, wide=True),
+    "queue_wait_p50_s": Column("wait p50", 5, kept=True),
+    "queue_wait_p95_s": Column("wait p95", 6, kept=True),
+    "top_failure_reasons": Column("top failure reasons", 7, least=20, kept=True, telling=reason),
+}
 REPLICA_COUNTS = ("active", "succeeded", "failed", "stopped")
 STATS_COLUMNS = ("jobs", "finished", "average", "longest")
 
@@ -69,10 +86,19 @@ def short(value: str | None) -> str:
     return (value or "-").replace("T", " ").removesuffix("Z").partition(".")[0]
 
 
-def table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
-    """A title line, then a table that fits the terminal (``tables``)."""
+def age(moment: str | None, now: datetime.datetime) -> str:
+    """How long before ``now`` an RFC 3339 time was, as a duration (kubectl's AGE)."""
+    when = timestamp(moment)
+    return "-" if when is None else duration(max((now - when).total_seconds(), 0))
+
+
+def table(
+    title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]], output: str
+) -> None:
+    """A title line, then a table that fits the terminal, every column with ``-o wide``
+    (``tables``)."""
     echo(title)
-    print_table(columns, rows)
+    print_table(columns, rows, output == "wide")
 
 
 def more(shown: int, noun: str, option: str, cursor: str, of: int | None = None) -> None:
@@ -82,50 +108,64 @@ def more(shown: int, noun: str, option: str, cursor: str, of: int | None = None)
     echo(f"Showing {counted} {noun}; more: {again(option, cursor)}")
 
 
-def job_rows(jobs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    """Jobs as the rows of a table of ``JOB_COLUMNS``."""
+def job_rows(
+    jobs: Sequence[Mapping[str, Any]], wide: bool, now: datetime.datetime
+) -> list[list[str]]:
+    """Jobs as the rows of a table of ``JOB_COLUMNS``, their ages at ``now``."""
     return [
         [
             f"{job['namespace']}/{job['name']}",
             job["kind"],
             job["status"],
-            short(job["gmt_created"]),
-            short(job["gmt_finished"]),
+            age(job["gmt_created"], now),
             duration(job["duration_seconds"]),
             job["owner"] or "-",
+            short(job["gmt_created"]),
+            short(job["gmt_finished"]),
             "yes" if job["is_in_etcd"] else "no",
             job["job_id"],
-            job["cluster"],
+            cluster(job["cluster"], wide),
         ]
         for job in jobs
     ]
 
 
-def event_rows(events: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    """Events as the rows of a table of ``EVENT_COLUMNS``."""
+def event_rows(
+    events: Sequence[Mapping[str, Any]], wide: bool, now: datetime.datetime
+) -> list[list[str]]:
+    """Events as the rows of a table of ``EVENT_COLUMNS``, aged (since last seen) at
+    ``now``."""
     return [
         [
-            short(event["first_timestamp"]),
-            short(event["last_timestamp"]),
+            age(event["last_timestamp"], now),
             event["type"],
             event["reason"],
             f"{event['kind']} {event['obj_name']}",
-            str(event["count"]),
             event["message"],
-            event["cluster"],
+            short(event["first_timestamp"]),
+            short(event["last_timestamp"]),
+            str(event["count"]),
+            cluster(event["cluster"], wide),
         ]
         for event in events
     ]
 
 
+def now() -> datetime.datetime:
+    """The moment ages are counted to."""
+    return datetime.datetime.now(datetime.UTC)
+
+
 def print_jobs(page: Page, output: str) -> None:
     """A page of jobs, and how to ask for the next one."""
-    _print_page(page, output, "jobs", JOB_COLUMNS, job_rows(page.items))
+    rows = job_rows(page.items, output == "wide", now())
+    _print_page(page, output, "jobs", JOB_COLUMNS, rows)
 
 
 def print_events(page: Page, output: str) -> None:
     """A page of Events, and how to ask for the next one."""
-    _print_page(page, output, "Events", EVENT_COLUMNS, event_rows(page.items))
+    rows = event_rows(page.items, output == "wide", now())
+    _print_page(page, output, "Events", EVENT_COLUMNS, rows)
 
 
 def _print_page(
@@ -134,7 +174,7 @@ def _print_page(
     if output == "json":
         print_json(page.as_json())
         return
-    table(f"{len(page.items)} {noun}", columns, rows)
+    table(f"{len(page.items)} {noun}", columns, rows, output)
     if page.next_cursor:
         more(len(page.items), noun, "--cursor", page.next_cursor)
 
@@ -145,35 +185,37 @@ def print_namesakes(found: Found[Any], reference: str, output: str, command: str
     if output == "json":
         print_json(Page(found.jobs, found.next_cursor).as_json())
         return
-    table(f"{len(found.jobs)} jobs named {reference}", JOB_COLUMNS, job_rows(found.jobs))
+    rows = job_rows(found.jobs, output == "wide", now())
+    table(f"{len(found.jobs)} jobs named {reference}", JOB_COLUMNS, rows, output)
     namespace, name = found.jobs[0]["namespace"], found.jobs[0]["name"]
-    echo(f"Name one by its uid: jobarchive {command} {namespace}/UID")
+    echo(f"Name one by its uid: {elsewhere([command, f'{namespace}/UID'])}")
     if found.next_cursor:
         named = ["--namespace", namespace, "--exact-name", name]
         rest = elsewhere(["jobs", *named, "--cursor", found.next_cursor])
         echo(f"Showing {len(found.jobs):,} jobs named {reference}; more: {rest}")
 
 
-def print_job(detail: Mapping[str, Any]) -> None:
+def print_job(detail: Mapping[str, Any], reference: str, output: str) -> None:
     """A job's detail: the job, its replicas' counts, a page of its pods and of its
-    Events, and the commands that show more; of the lists the API left out
-    (``omitted``), neither a table nor a column."""
-    table("job", JOB_COLUMNS, job_rows([detail]))
+    Events, and the commands that show more (naming the job as ``reference`` did); of
+    the lists the API left out (``omitted``), neither a table nor a column."""
+    wide, moment = output == "wide", now()
+    table("job", JOB_COLUMNS, job_rows([detail], wide, moment), output)
     replicas = [
         [replica, *(str(counts[key]) for key in REPLICA_COUNTS)]
         for replica, counts in detail["replicas"].items()
     ]
     counts = (Column("type", 0), *(Column(count, 1) for count in REPLICA_COUNTS))
-    table("replicas", counts, replicas)
+    table("replicas", counts, replicas, output)
     if "pods" in detail:
-        _print_pods(detail)
+        _print_pods(detail, reference, output)
     if "events" in detail:
-        table("events", EVENT_COLUMNS, event_rows(detail["events"]))
+        table("events", EVENT_COLUMNS, event_rows(detail["events"], wide, moment), output)
         if detail["events_next_cursor"]:
             more(len(detail["events"]), "Events", "--events-cursor", detail["events_next_cursor"])
 
 
-def _print_pods(detail: Mapping[str, Any]) -> None:
+def _print_pods(detail: Mapping[str, Any], reference: str, output: str) -> None:
     """A job's page of pods; their log tails' column when the API said which have one."""
     logged = all("has_log_tail" in pod for pod in detail["pods"])
     pods = [
@@ -181,17 +223,18 @@ def _print_pods(detail: Mapping[str, Any]) -> None:
             pod["name"],
             pod["replica_type"],
             pod["status"],
+            pod["remark"] or "",
+            *(["yes" if pod["has_log_tail"] else "-"] if logged else []),
             pod["node_name"] or pod["host_ip"] or "-",
             short(pod["gmt_started"]),
             short(pod["gmt_finished"]),
-            pod["remark"] or "",
-            *(["yes" if pod["has_log_tail"] else "-"] if logged else []),
         ]
         for pod in detail["pods"]
     ]
-    table("pods", POD_COLUMNS if logged else POD_COLUMNS[:-1], pods)
+    columns = POD_COLUMNS if logged else tuple(c for c in POD_COLUMNS if c.header != "log tail")
+    table("pods", columns, pods, output)
     if logged and any(pod["has_log_tail"] for pod in detail["pods"]):
-        echo(f"Log tails: jobarchive logs {detail['job_id']} [--pod POD]")
+        echo(f"Log tails: {elsewhere(['logs', reference])}")
     if detail["pods_next_cursor"]:
         every = sum(sum(counts.values()) for counts in detail["replicas"].values())
         more(len(pods), "pods", "--pods-cursor", detail["pods_next_cursor"], every)
@@ -260,7 +303,7 @@ def print_stats(rows: list[dict[str, Any]], group: str, output: str) -> None:
         for row in rows
     ]
     headers = (Column(group, 0), *(Column(header, 1) for header in STATS_COLUMNS))
-    table(f"jobs by {group}", headers, counted)
+    table(f"jobs by {group}", headers, counted, output)
 
 
 def print_usage(
@@ -281,26 +324,34 @@ def print_usage(
         # quoted cell), every other line break or control written as its escape.
         click.echo(visible(usage.to_csv(rows, names), lines=True), nl=False)
         return
-    cells = [[_usage_cell(name, row.get(name)) for name in names] for row in rows]
+    wide = output == "wide"
+    cells = [[_usage_cell(name, row.get(name), wide) for name in names] for row in rows]
     since, until = (short(rfc3339(moment)) for moment in window)
     if not rows:
         echo(f"No job lived from {since} to {until} UTC: no usage by {names[0]}")
         return
+    headers = [Column(names[0], 0), *(_usage_column(name) for name in names[1:])]
+    table(f"usage by {names[0]}, {since} to {until} UTC", headers, cells, output)
+
+
+def _usage_column(name: str) -> Column:
+    """A usage figure's column: as ``USAGE_COLUMNS`` says, else ranked after them."""
     # The seconds' columns show durations, so their unit leaves the header.
-    shown = [name.replace("_", " ").removesuffix(" s") for name in names]
-    headers = [Column(name, 0 if index == 0 else index + 1) for index, name in enumerate(shown)]
-    table(f"usage by {names[0]}, {since} to {until} UTC", headers, cells)
+    header = name.replace("_", " ").removesuffix(" s")
+    return USAGE_COLUMNS.get(name, Column(header, len(USAGE_COLUMNS) + 1))
 
 
-def _usage_cell(name: str, value: Any) -> str:
+def _usage_cell(name: str, value: Any, wide: bool) -> str:
     """A usage figure as a table shows it: seconds (``*_s``) as a duration, the reasons
-    as their text."""
+    as their text, a cluster by its name or its uid's first characters."""
     from jobarchive.reading import usage
 
     if name == usage.REASONS:
         return usage.reasons_text(value)
     if name.endswith("_s"):
         return duration(value)
+    if name == "cluster" and value:
+        return cluster(str(value), wide)
     return _figure(value)
 
 
