@@ -58,7 +58,13 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(duration=formats.duration, utc=formats.utc, iso=formats.iso)
+    env.filters.update(
+        duration=formats.duration,
+        utc=formats.utc,
+        iso=formats.iso,
+        number=formats.number,
+        cluster=formats.cluster,
+    )
     env.globals.update(statuses=queries.JOB_STATUSES, quote=_quote)
     return env
 

@@ -89,8 +89,12 @@ async def jobs_page(visit: Visit) -> Page:
     if "namespace" not in params and not await visit.caller.may("list", None):
         return await landing_page(visit)
     page = await visit.reads.page(visit.caller, params, queries.JOBS, "a list without a namespace")
+    # One more read for the page, not one a row: its jobs' usage facts, as usage counts.
+    uids = [job["job_id"] for job in page.items]
+    facts = await visit.reads.within(lambda: queries.jobs_usage(uids))
     context = {
         "jobs": page.items,
+        "usage": facts,
         "next": link("./", params, cursor=page.next_cursor) if page.next_cursor else None,
         "first": link("./", params, cursor="") if params.get("cursor") else None,
         "form": form(params),
