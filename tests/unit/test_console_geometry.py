@@ -5,7 +5,7 @@ import datetime
 
 import pytest
 
-from jobarchive.reading.console import charts, formats, timeline
+from jobarchive.reading.console import axis, charts, formats, timeline
 
 T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
 
@@ -33,6 +33,8 @@ def row(
         "gmt_created": minutes(created),
         "gmt_started": None if started is None else minutes(started),
         "gmt_finished": None if ended is None else minutes(ended),
+        "restarts": 0,
+        "gmt_restarted": None,
     }
 
 
@@ -67,7 +69,7 @@ def test_each_pod_of_a_small_job_has_its_bar_from_creation_through_start_to_fini
     assert drawing.left <= failed.x < failed.x_started < failed.x_end <= drawing.right
     assert drawing.bars[3].x_started is None  # never started: waiting only
     running = drawing.bars[0]
-    scale = timeline.Scale(drawing.start, drawing.end, drawing.left, drawing.right)
+    scale = axis.Scale(drawing.start, drawing.end, drawing.left, drawing.right)
     assert running.x_end == scale.x(minutes(40))  # still running: until now
     assert [mark.warning for mark in drawing.marks] == [True]
     assert drawing.bars[1].y < drawing.bars[2].y  # one row each, in order
@@ -119,13 +121,13 @@ def test_marks_close_together_of_one_reason_are_one_mark_with_their_count() -> N
 
 
 def test_the_axis_has_round_ticks_in_utc() -> None:
-    assert timeline.nice_step(30 * 60) == 300
-    assert timeline.nice_step(10) == 2
-    assert timeline.nice_step(40 * 86400) == 604800
-    start, end = timeline.axis([T0, minutes(60), None])
+    assert axis.nice_step(30 * 60) == 300
+    assert axis.nice_step(10) == 2
+    assert axis.nice_step(40 * 86400) == 604800
+    start, end = axis.axis([T0, minutes(60), None])
     assert start < T0 and end > minutes(60)
-    scale = timeline.Scale(start, end, 100, 1100)
-    ticks = timeline.ticks(start, end, scale)
+    scale = axis.Scale(start, end, 100, 1100)
+    ticks = axis.ticks(start, end, scale)
     assert [tick.label for tick in ticks][:2] == ["10:00", "10:10"]
     assert all(100 <= tick.x <= 1100 for tick in ticks)
     assert scale.x(minutes(-1000)) == 100 and scale.x(minutes(1000)) == 1100

@@ -65,7 +65,16 @@ class Visit:
     caller: Caller
 
 
-View = Callable[[Visit], Awaitable[Page]]
+@dataclasses.dataclass(frozen=True)
+class Download:
+    """A file to answer instead of a page: its text, its type and the name to save it as."""
+
+    text: str
+    content_type: str
+    filename: str
+
+
+View = Callable[[Visit], Awaitable[Page | Download]]
 
 
 def given(request: web.Request) -> "MultiDictProxy[str]":
@@ -145,6 +154,10 @@ def _uid(values: dict[str, Any], page: str) -> str:
     return str(uid)
 
 
+# What a job's page reads: its detail, its timeline, its pods with a log tail, its usage.
+Read = tuple[dict[str, Any], queries.Timeline, set[str], queries.JobUsage | None]
+
+
 async def job_page(visit: Visit) -> Page:
     """One job: its summary, replicas, timeline, a page of its Events and of its pods
     (each when the caller may list them there as the mount's API would: a line says what
@@ -153,14 +166,15 @@ async def job_page(visit: Visit) -> Page:
     values = parse(visit.params, (UID, *DETAIL_PARAMS))
     uid = _uid(values, "job")
 
-    async def read() -> tuple[dict[str, Any], queries.Timeline, set[str]] | None:
+    async def read() -> Read | None:
         detail = await queries.job_detail(uid, **values)
         drawn = None if detail is None else await queries.job_timeline(uid)
         if detail is None or drawn is None:
             return None
-        return detail, drawn, await queries.pod_names_with_log_tails(uid)
+        tailed = await queries.pod_names_with_log_tails(uid)
+        return detail, drawn, tailed, (await queries.jobs_usage([uid])).get(uid)
 
-    whole, drawn, tailed = await visit.reads.job(visit.caller, uid, read)
+    whole, drawn, tailed, facts = await visit.reads.job(visit.caller, uid, read)
     shown = await embedded.review(visit.caller, whole["namespace"], visit.mount.lists)
     detail = shown.of(whole)
     # The other jobs of its name: those of the clusters the caller may read.
@@ -177,6 +191,7 @@ async def job_page(visit: Visit) -> Page:
     params = visit.params
     context = {
         "job": detail,
+        "facts": facts,
         "remark": drawn.remark,
         "drawing": timeline.layout(pods, drawn.events, created, ended),
         "drawn": drawn,
