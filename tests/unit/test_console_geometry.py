@@ -174,3 +174,29 @@ def test_durations_and_times_are_written_short_and_in_utc() -> None:
     assert formats.utc("2026-11-20T10:00:00Z") == "2026-11-20 10:00:00 UTC"
     assert formats.iso(minutes(1)) == "2026-11-20T10:01:00Z"
     assert formats.utc(None) == "-" and formats.iso(None) == ""
+
+
+def test_numbers_are_written_with_separators_and_a_cluster_uid_shortened() -> None:
+    assert formats.number(5.0) == "5" and formats.number(1234567) == "1,234,567"
+    assert formats.number(12345.6) == "12,346" and formats.number(123.45) == "123.5"
+    assert formats.number(2.5) == "2.5" and formats.number(0.5333) == "0.533"
+    assert formats.number(None) == "-"
+    uid = "1f0c3a9e-7b2d-4c1e-9f3a-5d6e7f8a9b0c"
+    assert formats.cluster(uid) == "1f0c3a9e" and formats.cluster("west") == "west"
+    assert formats.cluster(None) == "-"
+
+
+def test_a_restarted_pods_bar_is_marked_where_its_container_last_ended() -> None:
+    restarted = {**row("w-1", "Running", 0, 1, None), "restarts": 2}
+    restarted["gmt_restarted"] = minutes(20)
+    pods = timeline.pods_of([row("w-0", "Running", 0, 1, None), restarted], minutes(40))
+    drawing = timeline.layout(pods, [], minutes(0), minutes(40))
+    quiet, marked = drawing.bars
+    assert (quiet.restarts, quiet.x_restarted) == (0, None)
+    scale = axis.Scale(drawing.start, drawing.end, drawing.left, drawing.right)
+    assert (marked.restarts, marked.x_restarted) == (2, scale.x(minutes(20)))
+    assert "restarted 2 times, the last at 2026-11-20 10:20:00" in marked.title
+    many = [{**restarted, "name": f"w-{n}"} for n in range(50)]
+    grouped = timeline.layout(timeline.pods_of(many, minutes(40)), [], minutes(0), minutes(40))
+    assert all(bar.x_restarted is None for bar in grouped.bars)
+    assert sum(bar.restarts for bar in grouped.bars) == 100
