@@ -107,6 +107,9 @@ class PodRow(TypedDict):
     cluster: NotRequired[str | None]
     gmt_started: datetime.datetime | None
     gmt_finished: datetime.datetime | None
+    # Its containers' restarts, and when one last ended to be restarted.
+    restarts: int | None
+    gmt_restarted: datetime.datetime | None
 
 
 class EventRow(TypedDict):

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 import pytest
 from selenium.webdriver import Chrome as WebDriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from demo.stories import RECORDED, play
 from jobarchive.config import DbTls
@@ -45,15 +47,27 @@ def clean(driver: WebDriver, origin: str) -> None:
     assert [ref for ref in browser.references(driver) if not browser.is_on_server(ref)] == []
 
 
+def narrow(driver: WebDriver, shots: pathlib.Path, name: str) -> None:
+    """The page at a phone's width: nothing overflows it sideways (wide tables scroll in
+    their own box), and its screenshot is kept."""
+    wide, viewport = browser.laid_out(driver, browser.NARROW)
+    assert viewport <= browser.NARROW and wide <= viewport, (name, wide, viewport)
+    browser.screenshot(driver, shots, f"{name}-narrow", browser.NARROW)
+
+
 def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> None:
     driver.get(origin + "/")
     assert driver.title == "Jobs · jobarchive"
     rows = browser.texts(driver, "tr.job")
     assert len(rows) == len(RECORDED)
     assert any("nlp/bert-finetune" in row and "Failed" in row for row in rows)
+    # The failure's reason and the GPU-hours as usage counts them, in the list.
+    assert "OOMKilled" in " ".join(browser.texts(driver, "tr.job td.reason"))
+    assert browser.texts(driver, "tr.job td.gpu-hours")
     local = browser.attribute(driver, "tr.job time", "title")
     assert local and all(title.endswith("(local time)") for title in local)  # the script ran
     browser.screenshot(driver, shots, "jobs")
+    narrow(driver, shots, "jobs")
     clean(driver, origin)
 
     # A filter typed into the form lands in the URL, and the URL alone gives it back.
@@ -92,19 +106,45 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     assert any("TFJobFailed" in row for row in warnings)
     [uid] = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)["uid"]
     assert f"jobarchive job {uid}" in driver.find_element(By.CSS_SELECTOR, "p.cli").text
+    assert driver.find_element(By.CSS_SELECTOR, "dd.queue-wait").text != ""
     browser.screenshot(driver, shots, "job")
+    narrow(driver, shots, "job")
+    clean(driver, origin)
+
+    # The worker the kubelet restarted once: one bar, marked where it restarted.
+    driver.get(origin + "/?name=llama-sft")
+    browser.follow(driver, By.LINK_TEXT, "nlp/llama-sft")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg.timeline path.restart")) == 1
+    assert sorted(browser.texts(driver, "tr.pod td.restarts")) == ["0", "1"]
     clean(driver, origin)
 
     browser.follow(driver, By.LINK_TEXT, "Statistics")
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg.days rect.segment")) >= 2
     assert "OOMKilled (exit code 137)" in browser.texts(driver, "svg.bars text.label")
+    assert " jobs in all." in driver.find_element(By.CSS_SELECTOR, "main > p.note").text
     browser.screenshot(driver, shots, "stats")
+    narrow(driver, shots, "stats")
+    clean(driver, origin)
+    # A day's column leads to the jobs it counts, created that day with that status.
+    segment = driver.find_element(By.CSS_SELECTOR, "svg.days a rect.segment")
+    counted = segment.find_element(By.TAG_NAME, "title").get_attribute("textContent") or ""
+    page = driver.find_element(By.TAG_NAME, "html")
+    segment.click()
+    WebDriverWait(driver, browser.NAVIGATION).until(expected_conditions.staleness_of(page))
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)
+    assert set(query) == {"status", "created_since", "created_until"}
+    assert counted.endswith(query["status"][0])
+    assert browser.texts(driver, "tr.job")
     clean(driver, origin)
 
     browser.follow(driver, By.LINK_TEXT, "Usage")
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg rect")) >= 2
     assert "OOMKilled (exit code 137)" in driver.page_source
+    assert browser.texts(driver, "table.usage tr.usage-row")
+    csv_link = driver.find_element(By.CSS_SELECTOR, "a.csv").get_attribute("href") or ""
+    assert urllib.parse.urlsplit(csv_link).path == "/usage.csv"
     browser.screenshot(driver, shots, "usage")
+    narrow(driver, shots, "usage")
     clean(driver, origin)
 
     driver.get(origin + "/?created_since=last+week")

@@ -363,7 +363,7 @@ async def test_the_console_draws_the_usage_page(archive: None) -> None:
         text = await page.text()
         assert page.status == 200, text
         assert page.headers["Content-Security-Policy"].startswith("default-src 'none'")
-        assert "GPU-hours per day, by queue" in text and "140.333 GPU-hours in all" in text
+        assert "GPU-hours per day, by queue" in text and "140.3 GPU-hours in all" in text
         assert "2026-11-21: research 8 GPU-h" in text and 'class="segment series-0"' in text
         assert "p50 5m, p95 10m" in text
         assert "OOMKilled (exit code 137) (research)" in text

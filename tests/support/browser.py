@@ -98,16 +98,38 @@ def is_on_server(reference: str) -> bool:
     return not parsed.scheme and not parsed.netloc and not reference.startswith("//")
 
 
-def screenshot(driver: WebDriver, directory: pathlib.Path, name: str) -> pathlib.Path:
-    """The whole page as a PNG named ``console-<name>.png`` in the screenshots' place."""
+# The widths the console is checked at: a desktop's, and a phone's.
+WIDE = 1400
+NARROW = 420
+
+
+def screenshot(
+    driver: WebDriver, directory: pathlib.Path, name: str, width: int = WIDE
+) -> pathlib.Path:
+    """The whole page, ``width`` wide, as a PNG named ``console-<name>.png`` in the
+    screenshots' place."""
     target = pathlib.Path(os.environ.get(SCREENSHOTS) or directory)
     target.mkdir(parents=True, exist_ok=True)
+    driver.set_window_size(width, 1000)
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1400, min(max(int(height) + 40, 600), 3000))
+    driver.set_window_size(width, min(max(int(height) + 40, 600), 3000))
     path = target / f"console-{name}.png"
     driver.save_screenshot(str(path))
-    driver.set_window_size(1400, 1000)
+    driver.set_window_size(WIDE, 1000)
     return path
+
+
+def laid_out(driver: WebDriver, width: int) -> tuple[int, int]:
+    """The page's width as laid out in a window ``width`` wide, and the viewport's: the
+    first passes the second when something overflows sideways (a table not scrolling
+    in its own box)."""
+    driver.set_window_size(width, 1000)
+    try:
+        script = "return [document.documentElement.scrollWidth, window.innerWidth]"
+        wide, viewport = driver.execute_script(script)
+        return int(wide), int(viewport)
+    finally:
+        driver.set_window_size(WIDE, 1000)
 
 
 def texts(driver: WebDriver, selector: str) -> list[str]:

@@ -43,15 +43,21 @@ async def pod(
     ended: float | None = None,
     exit_code: int = 0,
     reason: str = "Completed",
+    gpus: int = 0,
+    restarted: float | None = None,
 ) -> Body:
     """A pod of ``job`` created, started and ended at these minutes after T0 (each None:
-    not yet), recorded as the operator records a watch event."""
+    not yet), recorded as the operator records a watch event; with ``gpus`` GPUs, its
+    container restarted once at minute ``restarted`` when given."""
     body = o.with_meta(
         o.kubeflow_pod(job, SPECS[job["kind"]], role, index),
         uid=str(uuid.uuid4()),
         resourceVersion=str(2000 + index),
         creationTimestamp=at(created),
     )
+    if gpus:
+        for container in body["spec"]["containers"]:
+            container["resources"] = {"requests": {"nvidia.com/gpu": gpus}}
     if started is not None:
         body["spec"]["nodeName"] = f"gpu-node-{index}"
         running = o.running_status("tensorflow", IMAGE, f"10.0.3.{index % 250}", "172.16.3.9")
@@ -59,6 +65,11 @@ async def pod(
         status = running
         if ended is not None:
             status = o.terminated_status(running, exit_code, reason, at(ended))
+        if restarted is not None:
+            ended_once = {
+                "terminated": {"exitCode": 1, "reason": "Error", "finishedAt": at(restarted)}
+            }
+            status["containerStatuses"][0].update(restartCount=1, lastState=ended_once)
         body["status"] = status
     await history.recorder.pod("ADDED", body)
     return body
@@ -93,6 +104,22 @@ async def oom_killed_job(history: History, namespace: str = "team-a") -> dict[st
         first=at(32),
     )
     return {"job": job, "pods": [worker, doomed]}
+
+
+async def gpu_job(history: History) -> Body:
+    """A TFJob of bob's in queue ``a100`` that waited 10 minutes: two workers of 4
+    GPUs each ran from minute 10 to 70 (8 GPU-hours); worker 1 restarted at minute 40."""
+    job = await history.job(
+        "llm-train",
+        namespace="team-c",
+        status="Succeeded",
+        finished=at(70),
+        owner="bob",
+        queue="a100",
+    )
+    await pod(history, job, "Worker", 0, 0, 10, 70, gpus=4)
+    await pod(history, job, "Worker", 1, 0, 10, 70, gpus=4, restarted=40)
+    return job
 
 
 async def large_job(history: History, pods: int, name: str = "llama-pretrain") -> Body:

@@ -72,6 +72,8 @@ def pod(uid: str = "pod-1", version: str = "10", **fields: Any) -> PodRow:
         "remark": None,
         "gmt_started": None,
         "gmt_finished": None,
+        "restarts": 0,
+        "gmt_restarted": None,
     }
     return _with(row, PodRow, fields)
 

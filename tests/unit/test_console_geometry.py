@@ -5,7 +5,7 @@ import datetime
 
 import pytest
 
-from jobarchive.reading.console import charts, formats, timeline
+from jobarchive.reading.console import axis, charts, formats, timeline
 
 T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
 
@@ -33,6 +33,8 @@ def row(
         "gmt_created": minutes(created),
         "gmt_started": None if started is None else minutes(started),
         "gmt_finished": None if ended is None else minutes(ended),
+        "restarts": 0,
+        "gmt_restarted": None,
     }
 
 
@@ -67,7 +69,7 @@ def test_each_pod_of_a_small_job_has_its_bar_from_creation_through_start_to_fini
     assert drawing.left <= failed.x < failed.x_started < failed.x_end <= drawing.right
     assert drawing.bars[3].x_started is None  # never started: waiting only
     running = drawing.bars[0]
-    scale = timeline.Scale(drawing.start, drawing.end, drawing.left, drawing.right)
+    scale = axis.Scale(drawing.start, drawing.end, drawing.left, drawing.right)
     assert running.x_end == scale.x(minutes(40))  # still running: until now
     assert [mark.warning for mark in drawing.marks] == [True]
     assert drawing.bars[1].y < drawing.bars[2].y  # one row each, in order
@@ -119,13 +121,13 @@ def test_marks_close_together_of_one_reason_are_one_mark_with_their_count() -> N
 
 
 def test_the_axis_has_round_ticks_in_utc() -> None:
-    assert timeline.nice_step(30 * 60) == 300
-    assert timeline.nice_step(10) == 2
-    assert timeline.nice_step(40 * 86400) == 604800
-    start, end = timeline.axis([T0, minutes(60), None])
+    assert axis.nice_step(30 * 60) == 300
+    assert axis.nice_step(10) == 2
+    assert axis.nice_step(40 * 86400) == 604800
+    start, end = axis.axis([T0, minutes(60), None])
     assert start < T0 and end > minutes(60)
-    scale = timeline.Scale(start, end, 100, 1100)
-    ticks = timeline.ticks(start, end, scale)
+    scale = axis.Scale(start, end, 100, 1100)
+    ticks = axis.ticks(start, end, scale)
     assert [tick.label for tick in ticks][:2] == ["10:00", "10:10"]
     assert all(100 <= tick.x <= 1100 for tick in ticks)
     assert scale.x(minutes(-1000)) == 100 and scale.x(minutes(1000)) == 1100
@@ -172,3 +174,29 @@ def test_durations_and_times_are_written_short_and_in_utc() -> None:
     assert formats.utc("2026-11-20T10:00:00Z") == "2026-11-20 10:00:00 UTC"
     assert formats.iso(minutes(1)) == "2026-11-20T10:01:00Z"
     assert formats.utc(None) == "-" and formats.iso(None) == ""
+
+
+def test_numbers_are_written_with_separators_and_a_cluster_uid_shortened() -> None:
+    assert formats.number(5.0) == "5" and formats.number(1234567) == "1,234,567"
+    assert formats.number(12345.6) == "12,346" and formats.number(123.45) == "123.5"
+    assert formats.number(2.5) == "2.5" and formats.number(0.5333) == "0.533"
+    assert formats.number(None) == "-"
+    uid = "1f0c3a9e-7b2d-4c1e-9f3a-5d6e7f8a9b0c"
+    assert formats.cluster(uid) == "1f0c3a9e" and formats.cluster("west") == "west"
+    assert formats.cluster(None) == "-"
+
+
+def test_a_restarted_pods_bar_is_marked_where_its_container_last_ended() -> None:
+    restarted = {**row("w-1", "Running", 0, 1, None), "restarts": 2}
+    restarted["gmt_restarted"] = minutes(20)
+    pods = timeline.pods_of([row("w-0", "Running", 0, 1, None), restarted], minutes(40))
+    drawing = timeline.layout(pods, [], minutes(0), minutes(40))
+    quiet, marked = drawing.bars
+    assert (quiet.restarts, quiet.x_restarted) == (0, None)
+    scale = axis.Scale(drawing.start, drawing.end, drawing.left, drawing.right)
+    assert (marked.restarts, marked.x_restarted) == (2, scale.x(minutes(20)))
+    assert "restarted 2 times, the last at 2026-11-20 10:20:00" in marked.title
+    many = [{**restarted, "name": f"w-{n}"} for n in range(50)]
+    grouped = timeline.layout(timeline.pods_of(many, minutes(40)), [], minutes(0), minutes(40))
+    assert all(bar.x_restarted is None for bar in grouped.bars)
+    assert sum(bar.restarts for bar in grouped.bars) == 100

@@ -254,3 +254,21 @@ def test_a_volcano_pod_links_to_its_controller_job_of_the_volcano_group() -> Non
     link = pod_job_link(pod, KINDS)
     assert isinstance(link, OwnerLink)
     assert (link.job_uid, link.kind.group, link.kind.kind) == ("vc-uid", "batch.volcano.sh", "Job")
+
+
+def test_a_pods_restarts_are_its_containers_added_up_with_the_last_ones_end() -> None:
+    status = o.running_status("pytorch", IMAGE, "10.0.0.1", "172.16.0.1")
+    assert pod_row(worker_pod(**status), "job-uid", "pytorch", None)["restarts"] == 0
+    sidecar = {**status["containerStatuses"][0], "name": "sidecar"}
+    ended = {"terminated": {"exitCode": 1, "finishedAt": "2026-11-20T10:20:00Z"}}
+    earlier = {"terminated": {"exitCode": 137, "finishedAt": "2026-11-20T10:10:00Z"}}
+    status["containerStatuses"][0].update(restartCount=2, lastState=ended)
+    status["containerStatuses"].append({**sidecar, "restartCount": 1, "lastState": earlier})
+    row = pod_row(worker_pod(**status), "job-uid", "pytorch", None)
+    assert row["restarts"] == 3
+    assert row["gmt_restarted"] == datetime.datetime(2026, 11, 20, 10, 20, tzinfo=UTC)
+    # A hostile count is held to the column; one that is not a count is none.
+    status["containerStatuses"][0]["restartCount"] = 10**30
+    status["containerStatuses"][1]["restartCount"] = "7"
+    row = pod_row(worker_pod(**status), "job-uid", "pytorch", None)
+    assert row["restarts"] == 2**31 - 1

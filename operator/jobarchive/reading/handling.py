@@ -305,14 +305,21 @@ class Reads:
         """Usage rolled up as parsed into ``values``, once the caller may list the namespace
         named (or all of them): ``{"items": [...]}``, or CSV when the request accepts
         ``text/csv`` (decision 33)."""
-        await caller.require("list", values.get("namespace"), "usage over all namespaces")
-        scoped = {**values, "cluster": await self.clusters(caller, values.get("cluster"))}
-        rows = await self.rolled_up(lambda: queries.rollup(**scoped))
+        rows = await self.usage_rows(caller, values, "usage over all namespaces")
         # Several Accept headers are one list, as HTTP joins them.
         if not accept.wants_csv(",".join(request.headers.getall("Accept", []))):
             return web.json_response({"items": rows})
-        names = usage.columns(usage.group_of(values.get("group_by")), values.get("every"))
-        return web.Response(text=usage.to_csv(rows, names), content_type="text/csv")
+        return web.Response(text=usage.asked_csv(rows, values), content_type="text/csv")
+
+    async def usage_rows(
+        self, caller: Caller, values: Mapping[str, Any], what: str
+    ) -> list[dict[str, Any]]:
+        """The usage roll-up's rows as parsed into ``values``, once the caller may list the
+        namespace named (or all of them, ``what`` needing it), within the clusters it may
+        read (decision 36): the API's answer and the console's CSV alike."""
+        await caller.require("list", values.get("namespace"), what)
+        scoped = {**values, "cluster": await self.clusters(caller, values.get("cluster"))}
+        return await self.rolled_up(lambda: queries.rollup(**scoped))
 
     async def rolled_up(self, rollup: Callable[[], Awaitable[T]]) -> T:
         """A usage roll-up's result, run within ``usage_timeout`` (``within``); past it

@@ -88,15 +88,17 @@ POD = _fields(
         "memory_bytes": "Memory requested, in bytes.",
         "node_name": "The node it was bound to.",
         "cluster": CLUSTER,
+        "restarts": "Its containers' restarts added up; null if not recorded.",
+        "gmt_restarted": "When a container of it last ended to be restarted.",
     },
     integer="id",
-    maybe_integer="gpus cpu_millis memory_bytes",
+    maybe_integer="gpus cpu_millis memory_bytes restarts",
     text="name image namespace pod_id version status job_id replica_type",
     maybe_text="node_name host_ip pod_ip deploy_region remark cluster",
     json="resources",
     flag="is_del is_in_etcd",
     time="gmt_created gmt_modified",
-    maybe_time="gmt_started gmt_finished",
+    maybe_time="gmt_started gmt_finished gmt_restarted",
 )
 EVENT = _fields(
     {

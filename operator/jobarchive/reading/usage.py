@@ -294,3 +294,9 @@ def to_csv(rows: Iterable[Mapping[str, Any]], names: Sequence[str]) -> str:
     the reasons as ``reasons_text``."""
     cells = ({**row, REASONS: reasons_text(row[REASONS])} for row in rows)
     return csvsafe.table(cells, names, NUMBERS)
+
+
+def asked_csv(rows: Iterable[Mapping[str, Any]], values: Mapping[str, Any]) -> str:
+    """A roll-up's rows as CSV, under the columns of the request parsed into ``values``
+    (its ``group_by`` and ``every``): the API's CSV and the console's download alike."""
+    return to_csv(rows, columns(group_of(values.get("group_by")), values.get("every")))

@@ -203,6 +203,10 @@ class Pod(Stamped):
     remark = fields.TextField(null=True)
     gmt_started = fields.DatetimeField(null=True)
     gmt_finished = fields.DatetimeField(null=True)
+    # Not in the seed: its containers' restarts (kubectl's RESTARTS) and when a
+    # container last ended to be restarted; NULL in rows written before they were kept.
+    restarts = fields.IntField(null=True)
+    gmt_restarted = fields.DatetimeField(null=True)
 
     BOUNDS: ClassVar[dict[str, int]] = {"image": IMAGE_LENGTH, "remark": REMARK_LENGTH}
     JSON_BOUNDS: ClassVar[dict[str, int]] = {"resources": RESOURCES_LENGTH}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jobarchive.cutting import clip
+from jobarchive.reading.console.formats import number
 from jobarchive.times import duration
 
 WIDTH = 1200
@@ -51,6 +52,7 @@ class Segment:
     height: float
     status: str
     title: str
+    href: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +77,16 @@ class DayChart:
     total: float
 
 
+# Where a segment of a day's column leads (its day and series), if anywhere.
+Linked = Callable[[str, str], str | None]
+# Where a bar leads (the value of the column it is grouped by), if anywhere.
+Leads = Callable[[Any], str | None]
+
+
+def nowhere(_: Any) -> None:
+    """A bar that leads nowhere."""
+
+
 def days_between(since: datetime.datetime, until: datetime.datetime) -> list[str]:
     """The UTC days (YYYY-MM-DD) that [since, until) touches."""
     first = since.astimezone(datetime.UTC).date()
@@ -94,8 +106,11 @@ def nice_ceiling(value: float) -> float:
     return float(10 * power)
 
 
-def day_chart(rows: Sequence[dict[str, Any]], days: Sequence[str]) -> DayChart:
-    """Columns of jobs per day, stacked by status, from ``jobs_per_day``'s rows."""
+def day_chart(
+    rows: Sequence[dict[str, Any]], days: Sequence[str], link: Linked | None = None
+) -> DayChart:
+    """Columns of jobs per day, stacked by status, from ``jobs_per_day``'s rows; each
+    segment leading where ``link`` says."""
     counts: dict[str, dict[str, int]] = {day: {} for day in days}
     for row in rows:
         if row["day"] in counts:
@@ -107,7 +122,8 @@ def day_chart(rows: Sequence[dict[str, Any]], days: Sequence[str]) -> DayChart:
         {day: {status: float(jobs) for status, jobs in c.items()} for day, c in counts.items()},
         statuses,
         statuses,
-        lambda day, status, jobs: f"{day}: {jobs:g} {status}",
+        lambda day, status, jobs: f"{day}: {number(jobs)} {status}",
+        link,
     )
 
 
@@ -116,10 +132,12 @@ def stack(
     series: Sequence[str],
     classes: Sequence[str],
     title: Callable[[str, str, float], str],
+    link: Linked | None = None,
 ) -> DayChart:
     """Columns per day (``values``' keys, in order) stacked by ``series`` from the foot,
     each segment's ``status`` its series' entry in ``classes``, its title ``title(day,
-    series, value)``; the legend (``statuses``) names the series."""
+    series, value)``, its link ``link(day, series)``; the legend (``statuses``) names
+    the series."""
     days = list(values)
     highest = nice_ceiling(max((sum(c.values()) for c in values.values()), default=0))
     plot_height = DAY_CHART_HEIGHT - TOP - BOTTOM
@@ -143,6 +161,7 @@ def stack(
                     round(height, 1),
                     kind,
                     title(day, name, value),
+                    link(day, name) if link else None,
                 )
             )
     every = max(1, math.ceil(len(days) / MOST_DAY_LABELS))
@@ -153,8 +172,9 @@ def stack(
     ]
     # Whole numbers are counted whole: half the scale is labelled only when it is one.
     marks = [(0.0, 0.0), (0.5, highest / 2), (1.0, highest)]
+    foot = DAY_CHART_HEIGHT - BOTTOM + 4
     y_labels = [
-        Label(LEFT - 6, round(DAY_CHART_HEIGHT - BOTTOM - share * plot_height + 4, 1), f"{value:g}")
+        Label(LEFT - 6, round(foot - share * plot_height, 1), number(value))
         for share, value in marks
         if value.is_integer()
     ]
@@ -172,6 +192,7 @@ class HBar:
     value: str
     title: str
     whisker_x: float | None = None
+    href: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,9 +205,12 @@ class BarChart:
     bars: list[HBar]
 
 
-def bar_chart(items: Sequence[tuple[str, float, str, float | None]]) -> BarChart:
+def bar_chart(
+    items: Sequence[tuple[str, float, str, float | None]],
+    links: Sequence[str | None] = (),
+) -> BarChart:
     """Bars from (label, value, value as written, optional whisker value) tuples, scaled
-    to the largest value or whisker."""
+    to the largest value or whisker; each leading to its entry of ``links``, if any."""
     highest = max([value for _, value, _, _ in items] + [w or 0 for *_, w in items] + [0])
     plot = WIDTH - BAR_LABELS - RIGHT - VALUE_TEXT
     scale = plot / highest if highest > 0 else 0.0
@@ -202,6 +226,7 @@ def bar_chart(items: Sequence[tuple[str, float, str, float | None]]) -> BarChart
                 value=written,
                 title=f"{label}: {written}",
                 whisker_x=round(BAR_LABELS + whisker * scale, 1) if whisker else None,
+                href=links[index] if index < len(links) else None,
             )
         )
     height = TOP + len(items) * BAR_ROW + 6
@@ -210,7 +235,7 @@ def bar_chart(items: Sequence[tuple[str, float, str, float | None]]) -> BarChart
 
 def counted(count: int, noun: str) -> str:
     """``1 pod``, ``2 pods``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 def failure_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
@@ -220,9 +245,10 @@ def failure_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
     )
 
 
-def duration_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
+def duration_chart(rows: Sequence[dict[str, Any]], link: Leads = nowhere) -> BarChart:
     """The average duration of the finished jobs of each kind, the longest as a whisker,
-    from ``stats``' rows by kind."""
+    from ``stats``' rows by kind; each bar leading to ``link(kind)``."""
+    finished = [row for row in rows if row["finished"]]
     return bar_chart(
         [
             (
@@ -232,27 +258,32 @@ def duration_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
                 f"{duration(row['max_duration_seconds'])} max",
                 row["max_duration_seconds"],
             )
-            for row in rows
-            if row["finished"]
-        ]
+            for row in finished
+        ],
+        [link(row["kind"]) for row in finished],
     )
 
 
-def owner_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
-    """Jobs per owner, from ``stats``' rows by owner."""
+def owner_chart(rows: Sequence[dict[str, Any]], link: Leads = nowhere) -> BarChart:
+    """Jobs per owner, from ``stats``' rows by owner; each bar leading to ``link(owner)``."""
     return bar_chart(
-        [(row["owner"] or "(none)", row["jobs"], counted(row["jobs"], "job"), None) for row in rows]
+        [
+            (row["owner"] or "(none)", row["jobs"], counted(row["jobs"], "job"), None)
+            for row in rows
+        ],
+        [link(row["owner"]) for row in rows],
     )
 
 
-def gpu_chart(rows: Sequence[dict[str, Any]] | None) -> BarChart | None:
-    """GPU-hours per owner, from the usage roll-up's rows by owner; None (too many owners
-    to rank) stays None."""
+def gpu_chart(rows: Sequence[dict[str, Any]] | None, link: Leads = nowhere) -> BarChart | None:
+    """GPU-hours per owner, from the usage roll-up's rows by owner, each bar leading to
+    ``link(owner)``; None (too many owners to rank) stays None."""
     if rows is None:
         return None
     return bar_chart(
         [
-            (row["owner"] or "(none)", row["gpu_hours"], f"{row['gpu_hours']:g} GPU-h", None)
+            (row["owner"] or "(none)", row["gpu_hours"], f"{number(row['gpu_hours'])} GPU-h", None)
             for row in rows
-        ]
+        ],
+        [link(row["owner"]) for row in rows],
     )

@@ -1,14 +1,20 @@
-"""How the console writes values: times in UTC, to the second; durations short; text
-with what would hide or reorder it escaped."""
+"""How the console writes values: times in UTC, to the second; durations short; numbers
+with thousands separators and as many decimals as their size needs; a cluster known by
+its uid shortened; text with what would hide or reorder it escaped."""
 
 import datetime
+import re
 
 from markupsafe import Markup
 
 from jobarchive.times import duration, timestamp
 from jobarchive.visible import visible
 
-__all__ = ["duration", "iso", "parse", "shown", "utc"]
+__all__ = ["cluster", "duration", "iso", "number", "parse", "shown", "utc"]
+
+# An unnamed cluster is known by its kube-system namespace's uid (decision 35).
+CLUSTER_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+UID_SHOWN = 8
 
 
 def parse(stamp: str | None) -> datetime.datetime | None:
@@ -41,3 +47,25 @@ def shown(value: object) -> object:
     if value is None or isinstance(value, int | float):
         return value
     return visible(str(value), lines=True)
+
+
+def number(value: float | None) -> str:
+    """``1,234``, ``12.5``, ``0.533``: thousands separated, a whole number without
+    decimals, else three below 1, two below 10, one below 1,000, none above (trailing
+    zeros dropped); ``-`` for None."""
+    if value is None:
+        return "-"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    size = abs(value)
+    places = 3 if size < 1 else 2 if size < 10 else 1 if size < 1000 else 0
+    written = f"{value:,.{places}f}"
+    return written.rstrip("0").rstrip(".") if "." in written else written
+
+
+def cluster(name: str | None) -> str:
+    """A cluster as a column shows it: its name, or an unnamed one's uid's first
+    characters (the page puts the whole uid in a title); ``-`` for none."""
+    if not name:
+        return "-"
+    return name[:UID_SHOWN] if CLUSTER_UID.fullmatch(name) else name

@@ -1,8 +1,9 @@
 """The console's reports, one path segment below its mount like every page (decision
 31): the statistics (``stats``: jobs per day, failure reasons, durations, owners, over a
 window of creation) and the usage (``usage``: GPU-hours per period, queue waits, the
-costliest failures, over a window of time, decision 33). GPU-hours on both are the usage
-roll-up's, their one definition; and the form an error page of either holds.
+costliest failures, over a window of time, decision 33; ``usage.csv``: its table as
+CSV). GPU-hours on both are the usage roll-up's, their one definition; their figures
+lead to the job list they count (``links``); and the form an error page of either holds.
 """
 
 import datetime
@@ -11,8 +12,8 @@ from typing import Any
 from multidict import MultiDictProxy
 
 from jobarchive.reading import queries, usage
-from jobarchive.reading.console import charts, formats, usage_charts
-from jobarchive.reading.console.views import Page, View, Visit, form, jobs_page
+from jobarchive.reading.console import charts, formats, links, usage_charts
+from jobarchive.reading.console.views import Download, Page, View, Visit, form, jobs_page, link
 from jobarchive.reading.params import Clusters
 from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import STATS_PARAMS, USAGE_PARAMS
@@ -23,6 +24,7 @@ DEFAULT_DAYS = 30
 LONGEST_DAYS = 366
 # The owners a chart ranks.
 TOP = 10
+Rows = list[dict[str, Any]]
 
 
 async def stats_page(visit: Visit) -> Page:
@@ -46,15 +48,23 @@ async def stats_page(visit: Visit) -> Page:
         )
 
     per_day, failures, kinds, owners, gpus = await visit.reads.within(figures)
+
+    def jobs_of(column: str) -> charts.Leads:
+        return lambda value: links.jobs(column, value, since, until)
+
+    def jobs_on(day: str, status: str) -> str | None:
+        start = links.day_start(day)
+        return links.jobs("status", status, start, start + links.DAY)
+
     context = {
         "since": since,
         "until": until,
         "window": {"since": formats.iso(since), "until": formats.iso(until)},
-        "days": charts.day_chart(per_day, charts.days_between(since, until)),
+        "days": charts.day_chart(per_day, charts.days_between(since, until), jobs_on),
         "failures": charts.failure_chart(failures),
-        "durations": charts.duration_chart(kinds),
-        "owners": charts.owner_chart(owners[:TOP]),
-        "gpus": charts.gpu_chart(gpus),
+        "durations": charts.duration_chart(kinds, jobs_of("kind")),
+        "owners": charts.owner_chart(owners[:TOP], jobs_of("owner")),
+        "gpus": charts.gpu_chart(gpus, jobs_of("owner")),
         "usage_link": f"usage?by=owner&since={formats.iso(since)}&until={formats.iso(until)}",
     }
     return Page("stats.html", context)
@@ -76,7 +86,8 @@ async def _gpu_owners(
 async def usage_page(visit: Visit) -> Page:
     """GPU-hours per day stacked by a job's column, queue waits per queue and the
     costliest failure reasons over a window (default: the last 30 days), of one
-    namespace or all, as the API's /usage (decision 33)."""
+    namespace or all, as the API's /usage (decision 33); under them, the figures per
+    group as a table, and the same rows as CSV (``usage.csv``)."""
     values = parse(visit.params, USAGE_WINDOW)
     group = usage.group_of(values.get("group_by"))
     # Cut as the roll-up cuts it, so that the chart's periods are the answer's.
@@ -86,35 +97,55 @@ async def usage_page(visit: Visit) -> Page:
     # Over the clusters the caller may read (decision 36), or the one named.
     scope = await visit.reads.clusters(visit.caller, values.get("cluster"))
 
-    async def figures() -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    async def figures() -> tuple[str, Rows, Rows, Rows]:
         by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
+        table = await queries.rollup(group, None, namespace, since, until, cluster=scope)
         try:
             by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
         except usage.TooManyRows:
             # Too many groups for a row each a day: the same chart a bar a week.
             every = await queries.rollup(group, "week", namespace, since, until, cluster=scope)
-            return "week", every, by_queue
-        return "day", by_day, by_queue
+            return "week", every, by_queue, table
+        return "day", by_day, by_queue, table
 
-    per, by_period, by_queue = await visit.reads.rolled_up(figures)
-    periods = [period.label for period in usage.periods(since, until, per)]
+    per, by_period, by_queue, table = await visit.reads.rolled_up(figures)
+    window = {
+        "since": formats.iso(since),
+        "until": formats.iso(until),
+        "namespace": namespace or "",
+        "cluster": values.get("cluster") or "",
+    }
+    narrowed = {"namespace": window["namespace"], "cluster": window["cluster"]}
+    periods = {period.label: period for period in usage.periods(since, until, per)}
+
+    def jobs_in(label: str, value: str) -> str | None:
+        period = periods[label]
+        return links.jobs(group, value, period.start, period.end, narrowed)
+
     context = {
         "since": since,
         "until": until,
         "group": group,
         "groups": list(queries.USAGE_GROUPS),
-        "window": {
-            "since": formats.iso(since),
-            "until": formats.iso(until),
-            "namespace": namespace or "",
-            "cluster": values.get("cluster") or "",
-        },
+        "window": window,
         "per": per,
-        "days": usage_charts.gpu_days(by_period, group, periods),
+        "days": usage_charts.gpu_days(by_period, group, list(periods), jobs_in),
         "waits": usage_charts.queue_waits(by_queue),
         "reasons": usage_charts.costliest_reasons(by_queue, "queue"),
+        "table": [(row, links.jobs(group, row[group], since, until, narrowed)) for row in table],
+        "csv": link("usage.csv", {"by": group, **window}),
     }
     return Page("usage.html", context)
+
+
+async def usage_csv(visit: Visit) -> Download:
+    """The usage page's table as CSV, to save: the API's /usage rows (``by``, ``every``,
+    the window) written by the same writer, for a link, which cannot ask for CSV by its
+    Accept header."""
+    values = parse(visit.params, USAGE_PARAMS)
+    rows = await visit.reads.usage_rows(visit.caller, values, "the usage page's CSV")
+    name = f"usage-by-{usage.group_of(values.get('group_by'))}.csv"
+    return Download(usage.asked_csv(rows, values), "text/csv", name)
 
 
 def _window(values: dict[str, Any]) -> tuple[datetime.datetime, datetime.datetime]:
@@ -141,10 +172,10 @@ def refused_form(view: View | None, params: "MultiDictProxy[str]") -> dict[str, 
     None for a page without one."""
     if view is jobs_page:
         return {"page": "jobs", **form(params)}
-    if view is usage_page or view is stats_page:
+    if view in (usage_page, usage_csv, stats_page):
         names = ("since", "until", "namespace", "cluster")
         return {
-            "page": "usage" if view is usage_page else "stats",
+            "page": "stats" if view is stats_page else "usage",
             "window": {name: params.get(name, "") for name in names},
             "group": params.get("by", ""),
             "groups": list(queries.USAGE_GROUPS),

@@ -24,7 +24,7 @@ from jobarchive.reading.console.mounts import (
     at_root,
     serves,
 )
-from jobarchive.reading.console.views import View, Visit, given
+from jobarchive.reading.console.views import Download, View, Visit, given
 from jobarchive.reading.handling import HEADERS, Reads, Refusal
 
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
@@ -36,6 +36,7 @@ PAGES: dict[str, tuple[View, Reviewed]] = {
     "logs": (views.logs_page, lambda mount: mount.lists.logs),
     "stats": (reports.stats_page, lambda mount: mount.jobs),
     "usage": (reports.usage_page, lambda mount: mount.jobs),
+    "usage.csv": (reports.usage_csv, lambda mount: mount.jobs),
 }
 # The paths of a job's pages before decision 31, which README and bookmarks hold, and
 # where each now is, relative to it.
@@ -43,7 +44,10 @@ MOVED = {
     "/jobs/{uid}": "../job",
     "/jobs/{uid}/logs": "../../logs",
 }
-MISSING = "no such page: the console has ./ (the jobs), job?uid=..., logs?uid=..., stats and usage"
+MISSING = (
+    "no such page: the console has ./ (the jobs), job?uid=..., logs?uid=..., stats, usage "
+    "and usage.csv"
+)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # The first segments of the APIs' paths, as a route's pattern.
 APIS = "|".join(root.removeprefix("/") for root in API_ROOTS)
@@ -58,7 +62,13 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(duration=formats.duration, utc=formats.utc, iso=formats.iso)
+    env.filters.update(
+        duration=formats.duration,
+        utc=formats.utc,
+        iso=formats.iso,
+        number=formats.number,
+        cluster=formats.cluster,
+    )
     env.globals.update(statuses=queries.JOB_STATUSES, quote=_quote)
     return env
 
@@ -130,6 +140,8 @@ class Console:
         try:
             caller = await self.reads.caller(request, reviewed(mount))
             page = await view(Visit(self.reads, params, mount, caller))
+            if isinstance(page, Download):
+                return _download(page)
             return self.render(request, page.template, page.status, **page.context)
         except Exception as exc:
             refusal = self.reads.refusal(request, exc)
@@ -191,6 +203,15 @@ class Console:
             if "Allow" in exc.headers:
                 response.headers["Allow"] = exc.headers["Allow"]
             return response
+
+
+def _download(download: Download) -> web.Response:
+    """A file to save, with the console's headers."""
+    disposition = f'attachment; filename="{download.filename}"'
+    headers = {**HEADERS, "Content-Disposition": disposition}
+    return web.Response(
+        text=download.text, content_type=download.content_type, charset="utf-8", headers=headers
+    )
 
 
 def _relative(target: str, request: web.Request, **first: str) -> str:

@@ -17,11 +17,11 @@ how many pods it holds. Marks are grouped alike, by type, reason and where they 
 
 import dataclasses
 import datetime
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from jobarchive.cutting import clip
+from jobarchive.reading.console.axis import Scale, Tick, axis, ticks
 
 WIDTH = 1200
 LABELS = 250
@@ -36,30 +36,6 @@ BARS_PER_ROLE = 40
 MARK_SPACING = 4.0
 LABEL_CHARACTERS = 34
 TITLE_CHARACTERS = 300
-NICE_STEPS = (
-    1,
-    2,
-    5,
-    10,
-    15,
-    30,
-    60,
-    120,
-    300,
-    600,
-    900,
-    1800,
-    3600,
-    7200,
-    10800,
-    21600,
-    43200,
-    86400,
-    172800,
-    604800,
-    2592000,
-)
-MOST_TICKS = 8
 OUTCOMES = ("pending", "running", "succeeded", "failed", "stopped")
 
 
@@ -75,12 +51,15 @@ class Pod:
     ended: datetime.datetime
     reason: str | None
     remark: str | None
+    restarts: int
+    restarted: datetime.datetime | None
 
 
 @dataclasses.dataclass(frozen=True)
 class Bar:
     """One pod's bar, or one group's: waiting from ``x`` to ``x_started`` (None: never
-    started), running from there to ``x_end``."""
+    started), running from there to ``x_end``; its pods' restarts, the last one's mark at
+    ``x_restarted`` (a pod's bar only, when its time is known)."""
 
     y: float
     x: float
@@ -91,6 +70,8 @@ class Bar:
     reason: str | None
     title: str
     pods: int
+    restarts: int
+    x_restarted: float | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,14 +92,6 @@ class Mark:
     warning: bool
     count: int
     title: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Tick:
-    """A line of the axis and its label."""
-
-    x: float
-    label: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,62 +152,11 @@ def pods_of(rows: Iterable[dict[str, Any]], now: datetime.datetime) -> list[Pod]
                 ended=max(ended, created),
                 reason=reason,
                 remark=row["remark"],
+                restarts=row["restarts"] or 0,
+                restarted=row["gmt_restarted"],
             )
         )
     return pods
-
-
-def nice_step(span: float) -> int:
-    """The smallest round step (a second .. a month) giving at most ``MOST_TICKS`` ticks."""
-    for step in NICE_STEPS:
-        if span / step <= MOST_TICKS:
-            return step
-    return NICE_STEPS[-1] * math.ceil(span / NICE_STEPS[-1] / MOST_TICKS)
-
-
-def ticks(start: datetime.datetime, end: datetime.datetime, scale: "Scale") -> list[Tick]:
-    """Round times between start and end, labelled in UTC as finely as the step needs."""
-    span = (end - start).total_seconds()
-    step = nice_step(span)
-    first = math.ceil(start.timestamp() / step) * step
-    shape = "%H:%M:%S" if step < 60 else "%H:%M" if step < 86400 else "%m-%d"
-    found = []
-    moment = first
-    while moment <= end.timestamp():
-        when = datetime.datetime.fromtimestamp(moment, datetime.UTC)
-        found.append(Tick(scale.x(when), when.strftime(shape)))
-        moment += step
-    return found
-
-
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    """Times onto the drawing's x axis."""
-
-    start: datetime.datetime
-    end: datetime.datetime
-    left: float
-    right: float
-
-    def x(self, moment: datetime.datetime) -> float:
-        """Where a time falls; outside the axis, at its edge."""
-        span = (self.end - self.start).total_seconds()
-        share = (moment - self.start).total_seconds() / span
-        return round(self.left + min(max(share, 0.0), 1.0) * (self.right - self.left), 1)
-
-
-def axis(
-    moments: Iterable[datetime.datetime | None],
-) -> tuple[datetime.datetime, datetime.datetime]:
-    """The axis's ends: the first and last of the times, a little apart at least, with
-    a margin of 2 % on each side."""
-    known = [moment for moment in moments if moment is not None]
-    if not known:
-        known = [datetime.datetime.now(datetime.UTC)]
-    first, last = min(known), max(known)
-    span = max((last - first).total_seconds(), 60.0)
-    margin = datetime.timedelta(seconds=span * 0.02)
-    return first - margin, first + datetime.timedelta(seconds=span) + margin
 
 
 def layout(
@@ -334,6 +256,8 @@ def _bar(group: list[Pod], y: float, scale: Scale) -> Bar:
             f"{first.name} ({first.role}): {first.outcome}; created {_hms(first.created)}, "
             f"started {_hms(first.started)}, ended {_hms(first.ended)} UTC"
         )
+        if first.restarts:
+            title += f"; restarted {_times(first.restarts)}, the last at {_hms(first.restarted)}"
         if first.remark:
             title += f"; {first.remark}"
     else:
@@ -344,6 +268,10 @@ def _bar(group: list[Pod], y: float, scale: Scale) -> Bar:
             f"{_hms(created)}, started from {_hms(min(starts) if starts else None)}, "
             f"ended by {_hms(ended)} UTC"
         )
+    restarts = sum(pod.restarts for pod in group)
+    if len(group) > 1 and restarts:
+        title += f"; restarted {_times(restarts)} in all"
+    last = first.restarted if len(group) == 1 and first.restarts else None
     return Bar(
         y=y,
         x=scale.x(created),
@@ -354,6 +282,8 @@ def _bar(group: list[Pod], y: float, scale: Scale) -> Bar:
         reason=reason,
         title=clip(title, TITLE_CHARACTERS),
         pods=len(group),
+        restarts=restarts,
+        x_restarted=None if last is None else scale.x(last),
     )
 
 
@@ -381,6 +311,10 @@ def marks(events: Sequence[dict[str, Any]], scale: Scale) -> list[Mark]:
         found.append(Mark(scale.x(moment), warning, len(members), clip(title, TITLE_CHARACTERS)))
     # Warnings last, so that they are drawn over the others.
     return sorted(found, key=lambda mark: (mark.warning, mark.x))
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count:,} times"
 
 
 def _hms(moment: datetime.datetime | None) -> str:

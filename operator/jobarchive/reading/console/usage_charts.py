@@ -5,23 +5,35 @@ from the roll-up's rows (``reading.queries.rollups``)."""
 from collections.abc import Sequence
 from typing import Any
 
-from jobarchive.reading.console.charts import BarChart, DayChart, bar_chart, stack
+from jobarchive.reading.console.charts import (
+    BarChart,
+    DayChart,
+    Linked,
+    bar_chart,
+    counted,
+    stack,
+)
+from jobarchive.reading.console.formats import number
 from jobarchive.times import duration
 
 # Groups drawn in their own colour (``series-N``), the costliest; the rest as one.
 SERIES = 8
 OTHERS = "(others)"
+NONE = "(none)"
 REASONS = 10
 
 
 def _named(value: Any) -> str:
-    return "(none)" if value in (None, "") else str(value)
+    return NONE if value in (None, "") else str(value)
 
 
-def gpu_days(rows: Sequence[dict[str, Any]], group: str, days: Sequence[str]) -> DayChart:
+def gpu_days(
+    rows: Sequence[dict[str, Any]], group: str, days: Sequence[str], link: Linked | None = None
+) -> DayChart:
     """GPU-hours per day stacked by ``group`` from the roll-up's rows by day: a day chart
     whose segments' ``status`` is the group's colour (0 the costliest, ``SERIES`` the
-    rest), and whose legend (``statuses``) names the groups."""
+    rest), whose legend (``statuses``) names the groups, and whose segments lead to
+    ``link(day, group's value)`` (never the rest's)."""
     totals: dict[str, float] = {}
     for row in rows:
         totals[_named(row[group])] = totals.get(_named(row[group]), 0.0) + row["gpu_hours"]
@@ -38,8 +50,14 @@ def gpu_days(rows: Sequence[dict[str, Any]], group: str, days: Sequence[str]) ->
         hours,
         shown,
         [str(colour) for colour in range(len(shown))],
-        lambda day, name, value: f"{day}: {name} {round(value, 3):g} GPU-h",
+        lambda day, name, value: f"{day}: {name} {number(value)} GPU-h",
+        None if link is None else lambda day, name: _linked(link, day, name),
     )
+
+
+def _linked(link: Linked, day: str, name: str) -> str | None:
+    """A group's segment's link; the rest's, and the jobs without a value's, none."""
+    return None if name in (OTHERS, NONE) else link(day, name)
 
 
 def queue_waits(rows: Sequence[dict[str, Any]]) -> BarChart:
@@ -68,7 +86,7 @@ def costliest_reasons(rows: Sequence[dict[str, Any]], group: str) -> BarChart:
     found.sort(key=lambda item: (-item[1], item[0]))
     return bar_chart(
         [
-            (label, hours, f"{hours:g} GPU-h, {jobs} job{'s' if jobs != 1 else ''}", None)
+            (label, hours, f"{number(hours)} GPU-h, {counted(jobs, 'job')}", None)
             for label, hours, jobs in found[:REASONS]
         ]
     )

@@ -67,7 +67,16 @@ class Visit:
     caller: Caller
 
 
-View = Callable[[Visit], Awaitable[Page]]
+@dataclasses.dataclass(frozen=True)
+class Download:
+    """A file to answer instead of a page: its text, its type and the name to save it as."""
+
+    text: str
+    content_type: str
+    filename: str
+
+
+View = Callable[[Visit], Awaitable[Page | Download]]
 
 
 def given(request: web.Request) -> "MultiDictProxy[str]":
@@ -91,8 +100,12 @@ async def jobs_page(visit: Visit) -> Page:
     if "namespace" not in params and not await visit.caller.may("list", None):
         return await landing_page(visit)
     page = await visit.reads.page(visit.caller, params, queries.JOBS, "a list without a namespace")
+    # One more read for the page, not one a row: its jobs' usage facts, as usage counts.
+    uids = [job["job_id"] for job in page.items]
+    facts = await visit.reads.within(lambda: queries.jobs_usage(uids))
     context = {
         "jobs": page.items,
+        "usage": facts,
         "next": link("./", params, cursor=page.next_cursor) if page.next_cursor else None,
         "first": link("./", params, cursor="") if params.get("cursor") else None,
         "form": form(params),
@@ -146,6 +159,10 @@ def _uid(values: dict[str, Any], page: str) -> str:
     return str(uid)
 
 
+# What a job's page reads: its detail, its timeline, its pods with a log tail, its usage.
+Read = tuple[dict[str, Any], queries.Timeline, set[str], queries.JobUsage | None]
+
+
 async def job_page(visit: Visit) -> Page:
     """One job: its summary, replicas, timeline, a page of its Events and of its pods
     (each when the caller may list them there as the mount's API would: a line says what
@@ -154,14 +171,15 @@ async def job_page(visit: Visit) -> Page:
     values = parse(visit.params, (UID, *DETAIL_PARAMS))
     uid = _uid(values, "job")
 
-    async def read() -> tuple[dict[str, Any], queries.Timeline, set[str]] | None:
+    async def read() -> Read | None:
         detail = await queries.job_detail(uid, **values)
         drawn = None if detail is None else await queries.job_timeline(uid)
         if detail is None or drawn is None:
             return None
-        return detail, drawn, await queries.pod_names_with_log_tails(uid)
+        tailed = await queries.pod_names_with_log_tails(uid)
+        return detail, drawn, tailed, (await queries.jobs_usage([uid])).get(uid)
 
-    whole, drawn, tailed = await visit.reads.job(visit.caller, uid, read)
+    whole, drawn, tailed, facts = await visit.reads.job(visit.caller, uid, read)
     shown = await embedded.review(visit.caller, whole["namespace"], visit.mount.lists)
     detail = shown.of(whole)
     # The other jobs of its name: those of the clusters the caller may read.
@@ -178,6 +196,7 @@ async def job_page(visit: Visit) -> Page:
     params = visit.params
     context = {
         "job": detail,
+        "facts": facts,
         "remark": drawn.remark,
         "drawing": timeline.layout(pods, drawn.events, created, ended),
         "drawn": drawn,

@@ -92,6 +92,8 @@ POD_FIELDS = (
         ("status.startedAt", "gmt_started"),
         ("status.finishedAt", "gmt_finished"),
         ("status.remark", "remark"),
+        ("status.restarts", "restarts"),
+        ("status.restartedAt", "gmt_restarted"),
     ),
     *_recorded("is_del"),
     # Only in a job's detail, whose pods say whether a log tail was captured.

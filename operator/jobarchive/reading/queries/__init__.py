@@ -91,7 +91,7 @@ from jobarchive.reading.queries.timeline import (
     job_timeline,
     timeline_pods_sql,
 )
-from jobarchive.reading.queries.usage import JobUsage, job_usage
+from jobarchive.reading.queries.usage import JobUsage, job_usage, jobs_usage
 
 __all__ = [
     "BUILTIN",
@@ -149,6 +149,7 @@ __all__ = [
     "job_timeline",
     "job_usage",
     "jobs_per_day",
+    "jobs_usage",
     "known_kinds",
     "list_events",
     "list_jobs",

@@ -10,8 +10,8 @@ from tortoise.expressions import Q
 from tortoise.queryset import ValuesQuery
 
 from jobarchive.reading.queries.source import Head, read
-from jobarchive.reading.queries.usage import JOB_FIELDS, POD_FIELDS, REASON_LENGTH, JobUsage, facts
-from jobarchive.storage.models import Job, Pod
+from jobarchive.reading.queries.usage import JOB_FIELDS, REASON_LENGTH, JobUsage, with_pods
+from jobarchive.storage.models import Job
 
 
 def created_page(
@@ -48,15 +48,6 @@ async def created_usage(
         if not found:
             return
         after = found[-1]["gmt_created"].replace(tzinfo=datetime.UTC), found[-1]["id"]
-        uids = [job["job_id"] for job in found]
-        of: dict[str, list[dict[str, object]]] = {uid: [] for uid in uids}
-        for pod in (
-            await read(Pod)
-            .filter(job_id__in=uids)
-            .annotate(head=Head("remark", REASON_LENGTH))
-            .values("head", *POD_FIELDS)
-        ):
-            of[pod["job_id"]].append(pod)
-        yield [facts(job, of[job["job_id"]], since, now, now) for job in found]
+        yield await with_pods(found, since, now, now)
         if len(found) < batch:
             return

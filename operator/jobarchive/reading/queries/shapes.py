@@ -96,6 +96,8 @@ def pod_json(pod: Pod) -> dict[str, Any]:
         "gmt_modified": rfc3339(pod.gmt_modified),
         "gmt_started": rfc3339(pod.gmt_started),
         "gmt_finished": rfc3339(pod.gmt_finished),
+        "restarts": pod.restarts,
+        "gmt_restarted": rfc3339(pod.gmt_restarted),
     }
 
 

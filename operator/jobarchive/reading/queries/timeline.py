@@ -30,6 +30,8 @@ TIMELINE_POD_FIELDS = (
     "gmt_created",
     "gmt_started",
     "gmt_finished",
+    "restarts",
+    "gmt_restarted",
 )
 TIMELINE_EVENT_FIELDS = (
     "type",
@@ -97,7 +99,7 @@ async def job_timeline(job_uid: str) -> Timeline | None:
 
 def _pod(row: Any) -> dict[str, Any]:
     pod = dict(row)
-    for field in ("gmt_created", "gmt_started", "gmt_finished"):
+    for field in ("gmt_created", "gmt_started", "gmt_finished", "gmt_restarted"):
         pod[field] = _moment(pod[field])
     pod["remark"] = clip(pod["remark"], TIMELINE_REMARK)
     return pod

@@ -72,6 +72,8 @@ class JobUsage:
     all_gpu_hours: float
     all_cpu_hours: float
     replicas: int
+    # Its pods' GPUs added up (a pod replaced is counted again).
+    gpus: int
     # (replica type, GPU-hours in the window), by replica type.
     gpu_hours_by_type: tuple[tuple[str, float], ...]
 
@@ -104,19 +106,44 @@ async def job_usage(
         if not found:
             return
         last = found[-1]["id"]
-        pods = (
-            await read(Pod)
-            .filter(job_id__in=[job["job_id"] for job in found])
-            .annotate(head=Head("remark", REASON_LENGTH))
-            .values("head", *POD_FIELDS)
-        )
         now = datetime.datetime.now(datetime.UTC)
-        of: dict[str, list[dict[str, Any]]] = {}
-        for pod in pods:
-            of.setdefault(pod["job_id"], []).append(pod)
-        yield [facts(job, of.get(job["job_id"], []), since, until, now) for job in found]
+        yield await with_pods(found, since, until, now)
         if len(found) < batch:
             return
+
+
+async def with_pods(
+    jobs: Sequence[Mapping[str, Any]],
+    since: datetime.datetime,
+    until: datetime.datetime,
+    now: datetime.datetime,
+) -> list[JobUsage]:
+    """The usage facts of job rows (``JOB_FIELDS`` and their remark's ``head``), in their
+    order, their pods read in one statement."""
+    of: dict[str, list[dict[str, Any]]] = {job["job_id"]: [] for job in jobs}
+    for pod in (
+        await read(Pod)
+        .filter(job_id__in=list(of))
+        .annotate(head=Head("remark", REASON_LENGTH))
+        .values("head", *POD_FIELDS)
+    ):
+        of[pod["job_id"]].append(pod)
+    return [facts(job, of[job["job_id"]], since, until, now) for job in jobs]
+
+
+async def jobs_usage(uids: Sequence[str]) -> dict[str, JobUsage]:
+    """The whole life's usage facts of the jobs of these uids (a page of a list), by uid:
+    their rows and their pods, each one statement."""
+    if not uids:
+        return {}
+    found = (
+        await read(Job)
+        .filter(job_id__in=list(uids))
+        .annotate(head=Head("remark", REASON_LENGTH))
+        .values("head", *JOB_FIELDS)
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    return {usage.job_uid: usage for usage in await with_pods(found, EARLIEST, LATEST, now)}
 
 
 def first_ran(running: T | None, pod_starts: Iterable[T | None]) -> T | None:
@@ -192,6 +219,7 @@ def facts(
         all_gpu_hours=_hours(whole),
         all_cpu_hours=_hours(whole_cpu),
         replicas=len(pods),
+        gpus=sum(pod["gpus"] or 0 for pod in pods),
         gpu_hours_by_type=tuple((kind, _hours(value)) for kind, value in sorted(by_type.items())),
     )
 

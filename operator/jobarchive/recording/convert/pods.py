@@ -42,6 +42,8 @@ KUBEDL_JOB_NAME = "job-name"
 RAY_NODE_TYPE = "ray.io/node-type"
 RAY_GROUP = "ray.io/group"
 PENDING = "Pending"
+# The restarts column is an INT.
+RESTARTS_MAX = 2**31 - 1
 FAILED = "Failed"
 # The labels that name a pod's role, the first present wins.
 REPLICA_TYPE_LABELS = (
@@ -153,6 +155,8 @@ def pod_row(
         else None,
         "gmt_started": timestamp(status.get("startTime")),
         "gmt_finished": _finished_at(main_status),
+        "restarts": _restarts(statuses),
+        "gmt_restarted": _restarted_at(statuses),
     }
 
 
@@ -180,6 +184,24 @@ def _terminated(container_status: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _finished_at(main_status: Mapping[str, Any]) -> datetime.datetime | None:
     return timestamp(_terminated(main_status).get("finishedAt"))
+
+
+def _restarts(statuses: list[Mapping[str, Any]]) -> int:
+    """Its containers' restarts added up, as kubectl's RESTARTS counts them (a hostile
+    count held to the column's range)."""
+    total = sum(max(integer(s.get("restartCount")) or 0, 0) for s in statuses)
+    return min(total, RESTARTS_MAX)
+
+
+def _restarted_at(statuses: list[Mapping[str, Any]]) -> datetime.datetime | None:
+    """When a container of it last ended to be restarted: the latest end of an instance
+    before the current one (``lastState``)."""
+    ends = [
+        timestamp(mapping(mapping(s.get("lastState")).get("terminated")).get("finishedAt"))
+        for s in statuses
+        if (integer(s.get("restartCount")) or 0) > 0
+    ]
+    return max((end for end in ends if end is not None), default=None)
 
 
 def _remark(
