@@ -99,6 +99,7 @@ class Param:
 
 
 CLUSTER_MEANING = "The cluster it was recorded in (its JOBARCHIVE_CLUSTER, or kube-system's uid)."
+QUEUE_MEANING = "Queue: Kueue's queue-name label, else Volcano's or the scheduling policy's queue."
 PAGE = (
     Param("limit", "integer", f"Page size, 1..{MAX_PAGE} (default {DEFAULT_PAGE})."),
     Param("cursor", "string", "The next_cursor of the previous page."),
@@ -119,6 +120,7 @@ JOB_PARAMS = (
     Param("region", "string", "deploy_region."),
     Param("tenant", "string", "Tenant."),
     Param("owner", "string", "Owner (the tenancy's user)."),
+    Param("queue", "string", QUEUE_MEANING),
     Param(
         "created_since", "time", "Created at or after (RFC 3339 time or date, UTC unless stated)."
     ),
@@ -229,6 +231,7 @@ class JobQuery:
     region: str | None = None
     tenant: str | None = None
     owner: str | None = None
+    queue: str | None = None
     created_since: datetime.datetime | None = None
     created_until: datetime.datetime | None = None
     finished_since: datetime.datetime | None = None

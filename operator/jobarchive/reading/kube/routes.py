@@ -131,7 +131,8 @@ class Kube:
         include = _include(query)
         namespace = _namespace(request)
         given, capped = _listed(served, query, namespace)
-        await caller.require("list", namespace, ALL, INSTEAD)
+        # A namespace selected lists that namespace alone: its review is that one's.
+        await caller.require("list", given.get("namespace"), ALL, INSTEAD)
         page = await self.reads.page(caller, given, served.listing, ALL)
         items = await served.shape(page.items)
         headers = {}
@@ -294,13 +295,26 @@ def _listed(
         given.add("namespace", namespace)
     for field in query.getall("fieldSelector", []):
         for name, value in selectors.filters(served.kind.plural, field):
-            given.add(name, value)
+            if name == "namespace" and namespace is not None:
+                _same_namespace(namespace, value)
+            else:
+                given.add(name, value)
     limit, capped = _limit(query.getall("limit", []))
     given.add("limit", str(limit))
     for cursor in query.getall("continue", []):
         if cursor:
             given.add("cursor", cursor)
     return given, capped
+
+
+def _same_namespace(path: str, selected: str) -> None:
+    """A ``metadata.namespace`` selector beside the path's namespace: the same one, or
+    a question no object can answer, refused as such."""
+    if selected != path:
+        raise BadQuery(
+            f"fieldSelector: metadata.namespace={queries.quoted(selected)} is not the "
+            f"path's namespace {queries.quoted(path)}"
+        )
 
 
 def _limit(given: Sequence[str]) -> tuple[int, bool]:
