@@ -61,13 +61,30 @@ def _fields(described: dict[str, str] | None = None, **names: str) -> dict[str, 
 
 
 CLUSTER = "The cluster it was recorded in; null only in a row KubeDL's own writer inserted."
+# What a job's, a pod's and an Event's fields mean: this document's, and the aggregated
+# API's objects' (``kube.openapi``), which carry the same values under their own names.
+ROW_ID = "The archive's row id."
 JOB = _fields(
     {
+        "id": ROW_ID,
+        "name": "The job's name.",
+        "namespace": "The job's namespace.",
         "job_id": "The job's uid.",
         "version": "The resourceVersion last recorded.",
+        "status": f"As last recorded: one of {', '.join(queries.JOB_STATUSES)}.",
+        "kind": "The job's kind (TFJob, PyTorchJob, RayJob, Job, ...).",
+        "tenant": "The tenancy's tenant (KubeDL's annotation), else empty.",
+        "owner": "The tenancy's user (KubeDL's annotation), else empty.",
+        "deploy_region": "The region it ran in, as KubeDL's tenancy names it.",
+        "resources": "Each replica type's replicas and resources, as the job asked.",
+        "deleted": "1 once its deletion was asked for.",
         "is_in_etcd": "1 while the job is in the cluster.",
         "duration_seconds": "So far, while it runs.",
         "queue": "Kueue's queue-name label, else Volcano's or the scheduling policy's queue.",
+        "gmt_created": "When the job was created.",
+        "gmt_modified": "When the archive last wrote the row.",
+        "gmt_finished": "When it finished: succeeded, failed or stopped.",
+        "gmt_job_finished": "The same finish, under KubeDL 0.4's name.",
         "gmt_job_running": "When it was first seen running; never moved later.",
         "cluster": CLUSTER,
     },
@@ -82,6 +99,25 @@ JOB = _fields(
 )
 POD = _fields(
     {
+        "id": ROW_ID,
+        "name": "The pod's name.",
+        "namespace": "The pod's namespace.",
+        "pod_id": "The pod's uid.",
+        "version": "The resourceVersion last recorded.",
+        "status": f"Its phase as last recorded, or Stopped: {', '.join(queries.POD_STATUSES)}.",
+        "job_id": "The uid of the pod's job.",
+        "replica_type": "The replica type (worker, ps, chief, head, ...).",
+        "image": "The main container's image.",
+        "resources": "The containers' resources, as the pod asked.",
+        "host_ip": "The node's IP.",
+        "pod_ip": "The pod's IP.",
+        "deploy_region": "The region it ran in.",
+        "is_del": "1 once its deletion was asked for.",
+        "is_in_etcd": "1 while the pod is in the cluster.",
+        "gmt_created": "When the pod was created.",
+        "gmt_modified": "When the archive last wrote the row.",
+        "gmt_started": "When its containers started.",
+        "gmt_finished": "When it finished.",
         "remark": "How it ended: reason and exit code.",
         "gpus": "GPUs requested, every accelerator counted; null if not known.",
         "cpu_millis": "CPU requested, in millicores.",
@@ -100,6 +136,19 @@ POD = _fields(
 )
 EVENT = _fields(
     {
+        "id": ROW_ID,
+        "event_id": "The Event's uid.",
+        "name": "The Event's name.",
+        "type": "Normal or Warning.",
+        "obj_namespace": "The involved object's namespace.",
+        "obj_name": "The involved object's name.",
+        "obj_uid": "The involved object's uid.",
+        "reason": "Why it occurred, e.g. OOMKilling.",
+        "message": "What it says.",
+        "count": "How often it occurred.",
+        "region": "The region it occurred in.",
+        "first_timestamp": "When it first occurred.",
+        "last_timestamp": "When it last occurred.",
         "kind": "The involved object's kind.",
         "job_id": "The uid of the job the Event is about.",
         "cluster": CLUSTER,
@@ -133,8 +182,12 @@ def _optional(schema: Schema, *fields: str) -> Schema:
     return {**schema, "required": [name for name in schema["required"] if name not in fields]}
 
 
+HAS_LOG_TAIL: Schema = {
+    "type": "boolean",
+    "description": "Whether the last lines of a failed container's log were kept.",
+}
 DETAIL_POD = _optional(
-    _object({**POD, "has_log_tail": {"type": "boolean"}}, "A pod of the job."), "has_log_tail"
+    _object({**POD, "has_log_tail": HAS_LOG_TAIL}, "A pod of the job."), "has_log_tail"
 )
 OMISSION = _object(
     {

@@ -1,13 +1,11 @@
 """The aggregated API's routes: thin handlers over ``reading.handling.Reads`` (its turn,
 budget and refusals), the objects, tables and selectors of this package, and Statuses
-for every failure (decision 28). Discovery is answered from fixed data, before any
-caller is known or the database is asked.
+for every failure (decision 28). Discovery and the OpenAPI documents are ``fixed``'s.
 """
 
 import dataclasses
 import datetime
 import functools
-import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -18,7 +16,7 @@ from multidict import MultiDict, MultiMapping
 from jobarchive.reading import auth, embedded, queries
 from jobarchive.reading.fleet import sees
 from jobarchive.reading.handling import Caller, NotFound, Reads, parse
-from jobarchive.reading.kube import discovery, objects, selectors, status, tables
+from jobarchive.reading.kube import discovery, fixed, objects, selectors, status, tables
 from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
 from jobarchive.reading.params import Clusters, check_namespace
 from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, Param, PodQuery
@@ -80,15 +78,10 @@ class Kube:
 
     def mount(self, app: web.Application) -> None:
         """Add the discovery documents and the resources' routes to ``app``."""
-        app.router.add_get("/api", _core)
+        fixed.mount(app)
         # kubectl asks after a 404 whether the namespace exists, and reports the answer's
         # 404 instead of the object's; the cluster's API answers it behind the aggregator.
         app.router.add_get(NAMESPACE_CHECK, _no_namespaces)
-        app.router.add_get("/apis", _groups)
-        app.router.add_get(f"/apis/{GROUP}", _group)
-        app.router.add_get(PREFIX, _resources)
-        app.router.add_get(r"/openapi/{version:v2|v3}", _no_openapi)
-        app.router.add_get(r"/openapi/v3/{path:.*}", _no_openapi)
         namespaced = f"{PREFIX}/namespaces/{{namespace}}"
         for plural, served in self.served.items():
             listed = self._guarded(plural, functools.partial(self._list, served=served))
@@ -331,33 +324,5 @@ def _limit(given: Sequence[str]) -> tuple[int, bool]:
     return asked, False
 
 
-async def _core(_: web.Request) -> web.Response:
-    return status.response(404, "this server serves no core API: its group is under /apis")
-
-
 async def _no_namespaces(_: web.Request) -> web.Response:
     return status.response(400, "namespaces are the cluster's: this server serves no core API")
-
-
-async def _groups(request: web.Request) -> web.Response:
-    aggregated = discovery.wants_aggregated(request.headers.get("Accept", "*/*"))
-    if aggregated is None:
-        return status.response(406, "Accept: application/json or the aggregated discovery")
-    if aggregated:
-        text = json.dumps(discovery.aggregated())
-        return web.Response(body=text.encode(), headers={"Content-Type": discovery.AGGREGATED})
-    return web.json_response(discovery.group_list())
-
-
-async def _group(_: web.Request) -> web.Response:
-    return web.json_response(discovery.group())
-
-
-async def _resources(_: web.Request) -> web.Response:
-    return web.json_response(discovery.resource_list())
-
-
-async def _no_openapi(_: web.Request) -> web.Response:
-    return status.response(
-        404, "no OpenAPI document is served for archive.jobarchive.io; see /api/v1/openapi.json"
-    )
