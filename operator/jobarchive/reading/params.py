@@ -99,7 +99,6 @@ class Param:
 
 
 CLUSTER_MEANING = "The cluster it was recorded in (its JOBARCHIVE_CLUSTER, or kube-system's uid)."
-QUEUE_MEANING = "Queue: Kueue's queue-name label, else Volcano's or the scheduling policy's queue."
 PAGE = (
     Param("limit", "integer", f"Page size, 1..{MAX_PAGE} (default {DEFAULT_PAGE})."),
     Param("cursor", "string", "The next_cursor of the previous page."),
@@ -120,7 +119,7 @@ JOB_PARAMS = (
     Param("region", "string", "deploy_region."),
     Param("tenant", "string", "Tenant."),
     Param("owner", "string", "Owner (the tenancy's user)."),
-    Param("queue", "string", QUEUE_MEANING),
+    Param("queue", "string", "Queue (Kueue's queue-name label, Volcano's or the policy's queue)."),
     Param(
         "created_since", "time", "Created at or after (RFC 3339 time or date, UTC unless stated)."
     ),

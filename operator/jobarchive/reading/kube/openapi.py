@@ -2,8 +2,9 @@
 version (what ``kubectl explain`` reads), and the index of it at ``/openapi/v3``.
 
 Its schemas are made of the objects' fields (``objects.JOB_FIELDS``, ...: where each
-column stands) and the JSON API's schemas of those columns (``reading.openapi``: their
-types and meanings), so they describe what the routes answer and cannot drift from it.
+column stands) and the rows' schemas (``reading.schemas``: each column's type and
+meaning, as the JSON API's document gives them; a job's detail's lists as it does), so
+they describe what the routes answer and cannot drift from it.
 Written as JSON Schema (a type and ``null`` for a value that may be absent), then
 served as OpenAPI 3.0 writes it (``nullable``), as kube-openapi does. Fixed data, built
 once (decision 28).
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.reading import openapi as json_api
+from jobarchive.reading import schemas
 from jobarchive.reading.kube import objects, selectors
 from jobarchive.reading.kube.discovery import (
     EVENTS,
@@ -162,17 +164,17 @@ def _job_detail(status: Schema) -> None:
     status["properties"].update(extras)
 
 
-def schemas() -> dict[str, Schema]:
+def components() -> dict[str, Schema]:
     """Every schema of the document, as JSON Schema, by name."""
-    job = _shape(objects.JOB_FIELDS, json_api.JOB, "A job as the archive recorded it.")
+    job = _shape(objects.JOB_FIELDS, schemas.JOB, "A job as the archive recorded it.")
     pod_columns = json_api.DETAIL_POD["properties"]
     pod = _shape(objects.POD_FIELDS, pod_columns, "A pod of a job, as the archive recorded it.")
     event = _shape(
-        objects.EVENT_FIELDS, json_api.EVENT, "A core/v1 Event about a job, its pods or its parts."
+        objects.EVENT_FIELDS, schemas.EVENT, "A core/v1 Event about a job, its pods or its parts."
     )
-    _put(pod, ("spec", "jobName"), {**json_api.MAYBE_TEXT, "description": "The pod's job."})
+    _put(pod, ("spec", "jobName"), {**schemas.MAYBE_TEXT, "description": "The pod's job."})
     _put(event, ("involvedObject", "namespace"), {**TEXT, "description": "Its namespace."})
-    first = json_api.EVENT["first_timestamp"]
+    first = schemas.EVENT["first_timestamp"]
     _put(event, ("firstTimestamp",), {**first, "description": "When it first occurred."})
     found: dict[str, Schema] = {}
     for kind, shape in ((JOBS, job), (PODS, pod)):
@@ -263,7 +265,7 @@ def served() -> tuple[bytes, str]:
         "openapi": "3.0.0",
         "info": {"title": "jobarchive", "version": VERSION},
         "paths": _paths(),
-        "components": {"schemas": _nullable(schemas())},
+        "components": {"schemas": _nullable(components())},
     }
     body = json.dumps(document, sort_keys=True).encode()
     return body, hashlib.sha512(body).hexdigest().upper()
