@@ -64,6 +64,8 @@ def archive(
             "status": status,
             "owner": f"user-{rng.randrange(300)}",
             "tenant": f"tenant-{rng.randrange(20)}",
+            # Not drawn from ``rng``: the rows drawn before queues were filled stay as they were.
+            "queue": f"queue-{index % 8}",
             "deploy_region": rng.choice(("eu-west-1", "us-east-1", "ap-south-1")),
             "is_in_etcd": status not in ("Succeeded", "Failed", "Stopped"),
             "gmt_created": created,

@@ -5,10 +5,12 @@ and Events of the archive, field selectors, and 401, 403 and 404 as kubectl prin
 kubectl reaches serve over serve's own HTTPS (a CA made in the test), as it sends a
 bearer token over HTTPS only."""
 
+import json
 import pathlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 
@@ -20,9 +22,11 @@ from tests.support.history import History
 from tests.support.kube import (
     ALICE,
     BOB,
+    RESEARCH,
     SWEEP,
     Kubectl,
     Server,
+    jobarchive,
     kube_archive,
     kubectls,
     serving_readers,
@@ -116,6 +120,7 @@ async def test_wide_json_yaml_and_pages_of_two(
         "OWNER",
         "TENANT",
         "REGION",
+        "QUEUE",
         "GPUS",
         "UID",
     ]
@@ -193,6 +198,7 @@ async def test_field_selectors_narrow_or_are_refused_as_kubectl_prints_it(
     for selector, message in (
         ("status.phase!=Failed", "only = and == are supported"),
         ("spec.colour=red", "'spec.colour' is not a field selector of archivedjobs (supported:"),
+        ("status.runningAt=x", "'status.runningAt': no index serves this field of archivedjobs"),
         ("status.phase=Bogus", "status: 'Bogus' is not one of Created, Running"),
     ):
         refused = await alice("get", "archivedjobs", "-n", "team-a", "--field-selector", selector)
@@ -250,3 +256,70 @@ async def test_one_object_a_page_past_500_and_a_watch_as_kubectl_prints_them(
     watched = await bob("get", "archivedjobs", "-n", "team-a", "--watch")
     assert watched.code != 0
     assert "Error from server (MethodNotAllowed): watch is not served" in watched.err
+
+
+async def test_explain_reads_the_groups_openapi_v3(kubectl: Callable[[str], Kubectl]) -> None:
+    alice = kubectl(ALICE)
+    whole = await alice("explain", "archivedjobs")
+    assert whole.code == 0, whole.err
+    assert "GROUP:      archive.jobarchive.io" in whole.out
+    assert "KIND:       ArchivedJob" in whole.out and "VERSION:    v1" in whole.out
+    assert "spec\t<ArchivedJobSpec>" in whole.out and "A job as the archive" in whole.out
+    spec = await alice("explain", "archivedjobs.spec")
+    assert spec.code == 0, spec.err
+    assert "FIELD: spec <ArchivedJobSpec>" in spec.out
+    for field in ("kind\t<string>", "queue\t<string>", "owner\t<string>", "cluster\t<string>"):
+        assert field in spec.out, field
+    assert "Kueue's queue-name label" in spec.out
+    pods = await alice("explain", "archivedjobs.status.pods")
+    assert pods.code == 0, pods.err
+    assert "FIELD: pods <[]ArchivedPod>" in pods.out and "status\t<ArchivedPodStatus>" in pods.out
+    deeper = await alice("explain", "ajob.status.pods.status.hasLogTail")
+    assert "FIELD: hasLogTail <boolean>" in deeper.out, deeper.err
+    missing = await alice("explain", "archivedjobs.spec.colour")
+    assert missing.code != 0 and 'field "colour" does not exist' in missing.err
+
+
+async def test_a_queues_jobs_alike_by_kubectl_the_cli_and_the_api(
+    kubectl: Callable[[str], Kubectl], server: Server, archive: str
+) -> None:
+    alice = kubectl(ALICE)
+    queued = await alice(
+        "get",
+        "archivedjobs",
+        "-n",
+        "team-a",
+        "-o",
+        "wide",
+        "--field-selector",
+        "spec.queue=research",
+    )
+    assert queued.code == 0, queued.err
+    table = rows(queued.out)
+    # Counted from the end: an empty owner or region leaves no word to split.
+    assert table[0][-3:] == ["QUEUE", "GPUS", "UID"]
+    assert [(row[0], row[-3]) for row in table[1:]] == [
+        (f"sweep-{index}", RESEARCH) for index in (4, 2, 0)
+    ]
+    listed = await jobarchive(
+        "jobs", "-n", "team-a", "--queue", RESEARCH, "-o", "json", JOBARCHIVE_DB_URL=archive
+    )
+    assert listed.code == 0, listed.err
+    by_cli = [job["job_id"] for job in json.loads(listed.out)["items"]]
+    url = f"{server.url}/api/v1/jobs?namespace=team-a&queue={RESEARCH}"
+    headers = {"Authorization": f"Bearer {ALICE}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers=headers, ssl=server.context()) as response,
+    ):
+        by_api = [job["job_id"] for job in (await response.json())["items"]]
+    assert by_cli == by_api and len(by_api) == 3
+    as_json = await alice(
+        "get", "ajob", "-n", "team-a", "-o", "json", "--field-selector", f"spec.queue={RESEARCH}"
+    )
+    assert [job["metadata"]["uid"] for job in as_json.json()["items"]] == by_api
+    refused = await alice(
+        "get", "archivedjobs", "-n", "team-a", "--field-selector", "status.durationSeconds=60"
+    )
+    assert refused.code != 0 and refused.err.startswith("Error from server (BadRequest): ")
+    assert "spec.queue, spec.cluster, served by an index" in refused.err

@@ -92,12 +92,36 @@ async def test_discovery_needs_no_token_and_asks_nobody(client: Client, cluster:
     assert await get(client, "/apis/archive.jobarchive.io", None) == discovery.group()
     assert await get(client, PREFIX, None) == discovery.resource_list()
     assert (await get(client, "/api", None, 404))["reason"] == "NotFound"
-    assert "no OpenAPI" in (await get(client, "/openapi/v2", None, 404))["message"]
-    assert (await get(client, "/openapi/v3", None, 404))["reason"] == "NotFound"
+    assert "no OpenAPI v2" in (await get(client, "/openapi/v2", None, 404))["message"]
+    assert (await get(client, "/openapi/v3/apis/apps/v1", None, 404))["reason"] == "NotFound"
     assert (await get(client, f"{PREFIX}/nothing", None, 404))["reason"] == "NotFound"
     assert (await get(client, "/apis", None, 406, accept="application/yaml"))["code"] == 406
     gone = await client.post(f"{TEAM_A}/archivedjobs")
     assert (gone.status, (await gone.json())["reason"]) == (405, "MethodNotAllowed")
+    assert cluster.requests_to(TOKEN_REVIEWS) == cluster.requests_to(ACCESS_REVIEWS) == 0
+
+
+async def test_openapi_v3_is_served_as_kube_openapi_serves_it_without_a_token(
+    client: Client, cluster: Cluster
+) -> None:
+    index = await get(client, "/openapi/v3", None)
+    url = index["paths"]["apis/archive.jobarchive.io/v1"]["serverRelativeURL"]
+    path, _, digest = url.partition("?hash=")
+    assert path == "/openapi/v3/apis/archive.jobarchive.io/v1" and len(digest) == 128
+    response = await client.get(url, headers={"Accept": "application/json"})
+    document = await response.json()
+    assert (response.status, response.headers["ETag"]) == (200, f'"{digest}"')
+    assert response.headers["Cache-Control"] == "public, immutable"
+    assert document["openapi"] == "3.0.0"
+    operation = document["paths"][f"{TEAM_A.replace('team-a', '{namespace}')}/archivedjobs"]
+    assert operation["get"]["x-kubernetes-group-version-kind"]["kind"] == "ArchivedJob"
+    stale = await client.get(f"{path}?hash=0", allow_redirects=False)
+    assert (stale.status, stale.headers["Location"]) == (301, url)
+    again = await client.get(path, headers={"If-None-Match": f'"{digest}"'})
+    assert again.status == 304
+    await get(
+        client, path, None, 406, accept="application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
+    )
     assert cluster.requests_to(TOKEN_REVIEWS) == cluster.requests_to(ACCESS_REVIEWS) == 0
 
 
@@ -117,6 +141,17 @@ async def test_a_namespaces_jobs_as_a_list_and_as_a_table(
     assert whole["rows"][0]["object"]["kind"] == "ArchivedJob"
     owned = await get(client, f"{TEAM_A}/archivedjobs?owner=alice&status=Failed", ALICE)
     assert [job["metadata"]["uid"] for job in owned["items"]] == [uids["first"]]
+    queued = await get(client, f"{TEAM_A}/archivedjobs?fieldSelector=spec.queue%3Dresearch", ALICE)
+    assert [job["metadata"]["name"] for job in queued["items"]] == ["sweep-4", "sweep-2", "sweep-0"]
+    by_query = await get(client, f"{TEAM_A}/archivedjobs?queue=research", ALICE)
+    assert [job["metadata"] for job in by_query["items"]] == [
+        job["metadata"] for job in queued["items"]
+    ]
+    # A namespace selected is the one reviewed: alice may list team-a, not every one.
+    selected = await get(
+        client, f"{PREFIX}/archivedjobs?fieldSelector=metadata.namespace%3Dteam-a", ALICE
+    )
+    assert len(selected["items"]) == 7
 
 
 async def test_pages_follow_continue_and_every_row_comes_once(client: Client) -> None:
@@ -216,6 +251,8 @@ async def test_pods_events_and_the_log_subresource(client: Client, uids: dict[st
     [
         ("fieldSelector=status.phase%21%3DFailed", "only = and == are supported"),
         ("fieldSelector=spec.colour%3Dred", "is not a field selector of archivedjobs"),
+        ("fieldSelector=spec.resources%3Dx", "'spec.resources': no index serves this field"),
+        ("fieldSelector=metadata.namespace%3Dteam-b", "is not the path's namespace 'team-a'"),
         ("fieldSelector=status.phase%3DBogus", "status: 'Bogus' is not one of"),
         ("fieldSelector=spec.kind%3DNoSuchJob", "kind: 'NoSuchJob' is not one of"),
         ("labelSelector=app%3Dx", "carry no labels"),

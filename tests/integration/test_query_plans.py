@@ -65,6 +65,8 @@ JOB_QUERIES = {
     "owner": (JobQuery(owner="user-42"), "owner"),
     "region in namespace": (JobQuery(namespace="team-7", region="ap-south-1"), "namespace"),
     "tenant": (JobQuery(tenant="tenant-3"), "tenant"),
+    "queue": (JobQuery(queue="queue-3"), "queue"),
+    "queue in namespace": (JobQuery(namespace="team-7", queue="queue-3"), "namespace"),
     "created window": (JobQuery(created_since=SINCE, created_until=UNTIL), "gmt_created"),
     "finished window": (JobQuery(finished_since=SINCE, finished_until=UNTIL), "gmt_finished"),
     # Read along the time index, most recent first, until a page is full: most jobs are

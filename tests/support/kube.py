@@ -28,17 +28,20 @@ from tests.support.pki import Authority
 from tests.support.waiting import answering
 
 SWEEP = 5
+RESEARCH = "research"
 # The readers ``serving_readers`` reviews, by their tokens.
 ALICE, BOB = "alice-token", "bob-token"
 
 
 async def kube_archive(history: History) -> dict[str, Any]:
     """team-a: ``bert-finetune`` OOM-killed, then created again (running), and
-    ``sweep-0`` .. ``sweep-4``; team-b: its own ``bert-finetune``. The uids by role."""
+    ``sweep-0`` .. ``sweep-4`` (the even ones in queue ``RESEARCH``, the others in
+    batch); team-b: its own ``bert-finetune``. The uids by role."""
     first = await oom_killed_job(history, "team-a")
     again = await history.job("bert-finetune", namespace="team-a", created=at(60), owner="alice")
     for index in range(SWEEP):
-        await history.job(f"sweep-{index}", namespace="team-a", created=at(10 + index))
+        queue = RESEARCH if index % 2 == 0 else "batch"
+        await history.job(f"sweep-{index}", namespace="team-a", created=at(10 + index), queue=queue)
     theirs = await oom_killed_job(history, "team-b")
     return {
         "first": first["job"]["metadata"]["uid"],

@@ -40,6 +40,7 @@ def a_job(**fields: Any) -> Job:
         "cluster": "east",
         "tenant": "ml",
         "owner": "alice",
+        "queue": "research",
         "deleted": True,
         "is_in_etcd": False,
         "gmt_created": T0,
@@ -269,6 +270,7 @@ def test_a_jobs_table_has_the_columns_kubectl_prints_and_the_wide_ones() -> None
         ("Owner", 1),
         ("Tenant", 1),
         ("Region", 1),
+        ("Queue", 1),
         ("GPUs", 1),
         ("UID", 1),
     ]
@@ -283,6 +285,7 @@ def test_a_jobs_table_has_the_columns_kubectl_prints_and_the_wide_ones() -> None
         "alice",
         "ml",
         "eu-1",
+        "research",
         "8",
         job["metadata"]["uid"],
     ]
@@ -396,6 +399,7 @@ def test_field_selectors_become_the_lists_filters() -> None:
         ("exact_name", "a,b"),
         ("owner", ""),
     ]
+    assert selectors.filters("archivedjobs", "spec.queue=research") == [("queue", "research")]
     assert selectors.filters("archivedpods", "spec.jobUID=u") == [("job_uid", "u")]
     assert selectors.filters("archivedevents", "involvedObject.uid=u,type=Warning") == [
         ("uid", "u"),
@@ -414,6 +418,13 @@ def test_field_selectors_become_the_lists_filters() -> None:
         ("status.phase in (Failed)", "is not FIELD=VALUE"),
         ("status.phase=A,status.phase=B", "given twice"),
         ("status.phase=A\\", "unfinished escape"),
+        (
+            "status.durationSeconds=60",
+            "'status.durationSeconds': no index serves this field of archivedjobs (supported: "
+            "metadata.name, metadata.namespace, metadata.uid, status.phase, spec.kind, "
+            "spec.owner, spec.tenant, spec.queue, spec.cluster, served by an index; "
+            "spec.region, status.inCluster, which sift what those select)",
+        ),
     ],
 )
 def test_other_field_selectors_are_refused_naming_what_is_supported(

@@ -6,24 +6,19 @@ from typing import Any
 
 from jobarchive.reading import queries
 from jobarchive.reading.queries import Param
-
-Schema = dict[str, Any]
-
-TEXT: Schema = {"type": "string"}
-MAYBE_TEXT: Schema = {"type": ["string", "null"]}
-NUMBER: Schema = {"type": "integer"}
-MAYBE_NUMBER: Schema = {"type": ["integer", "null"]}
-FLAG: Schema = {"type": "integer", "enum": [0, 1]}
-TIME: Schema = {"type": "string", "format": "date-time"}
-MAYBE_TIME: Schema = {"type": ["string", "null"], "format": "date-time"}
-SECONDS: Schema = {"type": ["number", "null"]}
-HOURS: Schema = {"type": "number"}
-# A JSON column: parsed when it holds JSON, else its text as stored.
-JSON_COLUMN: Schema = {"description": "The stored JSON, or its text when it is not JSON."}
-CURSOR: Schema = {
-    "type": ["string", "null"],
-    "description": "Pass it back for the next page; null on the last.",
-}
+from jobarchive.reading.schemas import (
+    CURSOR,
+    EVENT,
+    HOURS,
+    JOB,
+    LOG_TAIL,
+    MAYBE_TEXT,
+    NUMBER,
+    POD,
+    SECONDS,
+    TEXT,
+    Schema,
+)
 
 
 def _object(properties: dict[str, Schema], description: str) -> Schema:
@@ -37,93 +32,6 @@ def _object(properties: dict[str, Schema], description: str) -> Schema:
     }
 
 
-TYPES: dict[str, Schema] = {
-    "integer": NUMBER,
-    "maybe_integer": MAYBE_NUMBER,
-    "text": TEXT,
-    "maybe_text": MAYBE_TEXT,
-    "flag": FLAG,
-    "boolean": {"type": "boolean"},
-    "time": TIME,
-    "maybe_time": MAYBE_TIME,
-    "seconds": SECONDS,
-    "json": JSON_COLUMN,
-}
-
-
-def _fields(described: dict[str, str] | None = None, **names: str) -> dict[str, Schema]:
-    """Fields by their type's name in ``TYPES`` (``text="name namespace"``), some with
-    what they mean."""
-    fields = {field: TYPES[kind] for kind, line in names.items() for field in line.split()}
-    for field, description in (described or {}).items():
-        fields[field] = {**fields[field], "description": description}
-    return fields
-
-
-CLUSTER = "The cluster it was recorded in; null only in a row KubeDL's own writer inserted."
-JOB = _fields(
-    {
-        "job_id": "The job's uid.",
-        "version": "The resourceVersion last recorded.",
-        "is_in_etcd": "1 while the job is in the cluster.",
-        "duration_seconds": "So far, while it runs.",
-        "queue": "Kueue's queue-name label, else Volcano's or the scheduling policy's queue.",
-        "gmt_job_running": "When it was first seen running; never moved later.",
-        "cluster": CLUSTER,
-    },
-    integer="id",
-    text="name namespace job_id version status kind tenant owner",
-    maybe_text="deploy_region queue cluster",
-    json="resources",
-    flag="deleted is_in_etcd",
-    time="gmt_created gmt_modified",
-    maybe_time="gmt_finished gmt_job_running gmt_job_finished",
-    seconds="duration_seconds",
-)
-POD = _fields(
-    {
-        "remark": "How it ended: reason and exit code.",
-        "gpus": "GPUs requested, every accelerator counted; null if not known.",
-        "cpu_millis": "CPU requested, in millicores.",
-        "memory_bytes": "Memory requested, in bytes.",
-        "node_name": "The node it was bound to.",
-        "cluster": CLUSTER,
-        "restarts": "Its containers' restarts added up; null if not recorded.",
-        "gmt_restarted": "When a container of it last ended to be restarted.",
-    },
-    integer="id",
-    maybe_integer="gpus cpu_millis memory_bytes restarts",
-    text="name image namespace pod_id version status job_id replica_type",
-    maybe_text="node_name host_ip pod_ip deploy_region remark cluster",
-    json="resources",
-    flag="is_del is_in_etcd",
-    time="gmt_created gmt_modified",
-    maybe_time="gmt_started gmt_finished gmt_restarted",
-)
-EVENT = _fields(
-    {
-        "kind": "The involved object's kind.",
-        "job_id": "The uid of the job the Event is about.",
-        "cluster": CLUSTER,
-    },
-    integer="id count",
-    text="event_id name kind type obj_namespace obj_name obj_uid reason message",
-    maybe_text="job_id region cluster",
-    maybe_time="first_timestamp last_timestamp",
-)
-LOG_TAIL = _fields(
-    {
-        "truncated": "Earlier lines were not kept.",
-        "note": "Why there is no text, when not captured.",
-    },
-    integer="id restart_count",
-    maybe_integer="exit_code",
-    text="job_id namespace pod_name pod_id container container_type",
-    maybe_text="reason note log_tail",
-    boolean="captured truncated",
-    time="gmt_created",
-    maybe_time="gmt_failed",
-)
 POD_COUNTS = _object(
     {name: NUMBER for name in ("active", "succeeded", "failed", "stopped")},
     "A replica type's pods by how they are.",
@@ -135,8 +43,12 @@ def _optional(schema: Schema, *fields: str) -> Schema:
     return {**schema, "required": [name for name in schema["required"] if name not in fields]}
 
 
+HAS_LOG_TAIL: Schema = {
+    "type": "boolean",
+    "description": "Whether the last lines of a failed container's log were kept.",
+}
 DETAIL_POD = _optional(
-    _object({**POD, "has_log_tail": {"type": "boolean"}}, "A pod of the job."), "has_log_tail"
+    _object({**POD, "has_log_tail": HAS_LOG_TAIL}, "A pod of the job."), "has_log_tail"
 )
 OMISSION = _object(
     {

@@ -119,6 +119,7 @@ JOB_PARAMS = (
     Param("region", "string", "deploy_region."),
     Param("tenant", "string", "Tenant."),
     Param("owner", "string", "Owner (the tenancy's user)."),
+    Param("queue", "string", "Queue (Kueue's queue-name label, Volcano's or the policy's queue)."),
     Param(
         "created_since", "time", "Created at or after (RFC 3339 time or date, UTC unless stated)."
     ),
@@ -229,6 +230,7 @@ class JobQuery:
     region: str | None = None
     tenant: str | None = None
     owner: str | None = None
+    queue: str | None = None
     created_since: datetime.datetime | None = None
     created_until: datetime.datetime | None = None
     finished_since: datetime.datetime | None = None

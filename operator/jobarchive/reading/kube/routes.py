@@ -1,13 +1,11 @@
 """The aggregated API's routes: thin handlers over ``reading.handling.Reads`` (its turn,
 budget and refusals), the objects, tables and selectors of this package, and Statuses
-for every failure (decision 28). Discovery is answered from fixed data, before any
-caller is known or the database is asked.
+for every failure (decision 28). Discovery and the OpenAPI documents are ``fixed``'s.
 """
 
 import dataclasses
 import datetime
 import functools
-import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -18,7 +16,7 @@ from multidict import MultiDict, MultiMapping
 from jobarchive.reading import auth, embedded, queries
 from jobarchive.reading.fleet import sees
 from jobarchive.reading.handling import Caller, NotFound, Reads
-from jobarchive.reading.kube import discovery, objects, selectors, status, tables
+from jobarchive.reading.kube import discovery, fixed, objects, selectors, status, tables
 from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
 from jobarchive.reading.params import Clusters, check_namespace
 from jobarchive.reading.parsing import parse
@@ -81,15 +79,10 @@ class Kube:
 
     def mount(self, app: web.Application) -> None:
         """Add the discovery documents and the resources' routes to ``app``."""
-        app.router.add_get("/api", _core)
+        fixed.mount(app)
         # kubectl asks after a 404 whether the namespace exists, and reports the answer's
         # 404 instead of the object's; the cluster's API answers it behind the aggregator.
         app.router.add_get(NAMESPACE_CHECK, _no_namespaces)
-        app.router.add_get("/apis", _groups)
-        app.router.add_get(f"/apis/{GROUP}", _group)
-        app.router.add_get(PREFIX, _resources)
-        app.router.add_get(r"/openapi/{version:v2|v3}", _no_openapi)
-        app.router.add_get(r"/openapi/v3/{path:.*}", _no_openapi)
         namespaced = f"{PREFIX}/namespaces/{{namespace}}"
         for plural, served in self.served.items():
             listed = self._guarded(plural, functools.partial(self._list, served=served))
@@ -132,7 +125,8 @@ class Kube:
         include = _include(query)
         namespace = _namespace(request)
         given, capped = _listed(served, query, namespace)
-        await caller.require("list", namespace, ALL, INSTEAD)
+        # A namespace selected lists that namespace alone: its review is that one's.
+        await caller.require("list", given.get("namespace"), ALL, INSTEAD)
         page = await self.reads.page(caller, given, served.listing, ALL)
         items = await served.shape(page.items)
         headers = {}
@@ -295,13 +289,26 @@ def _listed(
         given.add("namespace", namespace)
     for field in query.getall("fieldSelector", []):
         for name, value in selectors.filters(served.kind.plural, field):
-            given.add(name, value)
+            if name == "namespace" and namespace is not None:
+                _same_namespace(namespace, value)
+            else:
+                given.add(name, value)
     limit, capped = _limit(query.getall("limit", []))
     given.add("limit", str(limit))
     for cursor in query.getall("continue", []):
         if cursor:
             given.add("cursor", cursor)
     return given, capped
+
+
+def _same_namespace(path: str, selected: str) -> None:
+    """A ``metadata.namespace`` selector beside the path's namespace: the same one, or
+    a question no object can answer, refused as such."""
+    if selected != path:
+        raise BadQuery(
+            f"fieldSelector: metadata.namespace={queries.quoted(selected)} is not the "
+            f"path's namespace {queries.quoted(path)}"
+        )
 
 
 def _limit(given: Sequence[str]) -> tuple[int, bool]:
@@ -318,33 +325,5 @@ def _limit(given: Sequence[str]) -> tuple[int, bool]:
     return asked, False
 
 
-async def _core(_: web.Request) -> web.Response:
-    return status.response(404, "this server serves no core API: its group is under /apis")
-
-
 async def _no_namespaces(_: web.Request) -> web.Response:
     return status.response(400, "namespaces are the cluster's: this server serves no core API")
-
-
-async def _groups(request: web.Request) -> web.Response:
-    aggregated = discovery.wants_aggregated(request.headers.get("Accept", "*/*"))
-    if aggregated is None:
-        return status.response(406, "Accept: application/json or the aggregated discovery")
-    if aggregated:
-        text = json.dumps(discovery.aggregated())
-        return web.Response(body=text.encode(), headers={"Content-Type": discovery.AGGREGATED})
-    return web.json_response(discovery.group_list())
-
-
-async def _group(_: web.Request) -> web.Response:
-    return web.json_response(discovery.group())
-
-
-async def _resources(_: web.Request) -> web.Response:
-    return web.json_response(discovery.resource_list())
-
-
-async def _no_openapi(_: web.Request) -> web.Response:
-    return status.response(
-        404, "no OpenAPI document is served for archive.jobarchive.io; see /api/v1/openapi.json"
-    )

@@ -1,41 +1,77 @@
-"""Field selectors as the archive answers them: each supported field of a resource is
-one of its list's filters (``reading.params``), compared by equality; anything else
-is refused with the fields that are supported, never answered with an empty list.
+"""Field selectors as the archive answers them: each field of a resource an index
+serves is one of its list's filters (``reading.params``), compared by equality, and so
+are the few its list sifts by; any other is refused naming the fields that are
+supported, never answered with an empty list.
 Pure: the selector's text in, the filters' names and values out (decision 28).
 """
 
+import dataclasses
+
 from jobarchive.reading.kube.discovery import EVENTS, JOBS, PODS
+from jobarchive.reading.kube.objects import EVENT_FIELDS, JOB_FIELDS, POD_FIELDS, Field
 from jobarchive.reading.params import BadQuery, quoted
 
-# Per resource, each field selector and the list filter it is.
+
+@dataclasses.dataclass(frozen=True)
+class Selector:
+    """What a field selector is: the list filter it fills, and whether an index leads
+    with it (else it only sifts what the others select, as the list's rules say:
+    decision 15)."""
+
+    filter: str
+    indexed: bool = True
+
+
+# Per resource, each field selector and the list filter it is: every field of the
+# object an index serves, and the few the lists sift by.
 FIELDS = {
     JOBS.plural: {
-        "metadata.name": "exact_name",
-        "metadata.uid": "uid",
-        "status.phase": "status",
-        "spec.kind": "kind",
-        "spec.owner": "owner",
-        "spec.tenant": "tenant",
-        "spec.region": "region",
-        "spec.cluster": "cluster",
-        "status.inCluster": "in_cluster",
+        "metadata.name": Selector("exact_name"),
+        "metadata.namespace": Selector("namespace"),
+        "metadata.uid": Selector("uid"),
+        "status.phase": Selector("status"),
+        "spec.kind": Selector("kind"),
+        "spec.owner": Selector("owner"),
+        "spec.tenant": Selector("tenant"),
+        "spec.queue": Selector("queue"),
+        "spec.cluster": Selector("cluster"),
+        "spec.region": Selector("region", indexed=False),
+        "status.inCluster": Selector("in_cluster", indexed=False),
     },
     PODS.plural: {
-        "metadata.name": "exact_name",
-        "metadata.uid": "uid",
-        "spec.jobUID": "job_uid",
-        "spec.cluster": "cluster",
-        "status.phase": "status",
+        "metadata.name": Selector("exact_name"),
+        "metadata.namespace": Selector("namespace"),
+        "metadata.uid": Selector("uid"),
+        "spec.jobUID": Selector("job_uid"),
+        "spec.cluster": Selector("cluster", indexed=False),
+        "status.phase": Selector("status", indexed=False),
     },
     EVENTS.plural: {
-        "involvedObject.uid": "uid",
-        "involvedObject.name": "object",
-        "involvedObject.kind": "kind",
-        "reason": "reason",
-        "type": "type",
-        "cluster": "cluster",
+        "metadata.namespace": Selector("namespace"),
+        "involvedObject.uid": Selector("uid"),
+        "reason": Selector("reason"),
+        "involvedObject.name": Selector("object", indexed=False),
+        "involvedObject.kind": Selector("kind", indexed=False),
+        "type": Selector("type", indexed=False),
+        "cluster": Selector("cluster", indexed=False),
     },
 }
+# Each resource's fields, as its objects carry them: a field no selector serves is
+# told as such, not as an unknown one.
+OBJECT_FIELDS: dict[str, tuple[Field, ...]] = {
+    JOBS.plural: JOB_FIELDS,
+    PODS.plural: POD_FIELDS,
+    EVENTS.plural: EVENT_FIELDS,
+}
+
+
+def supported(plural: str) -> str:
+    """The field selectors of ``plural`` in words: those an index serves, then those
+    that sift."""
+    fields = FIELDS[plural]
+    indexed = ", ".join(name for name, selector in fields.items() if selector.indexed)
+    sifted = ", ".join(name for name, selector in fields.items() if not selector.indexed)
+    return f"{indexed}, served by an index; {sifted}, which sift what those select"
 
 
 def _split(text: str, separator: str) -> list[str]:
@@ -72,7 +108,6 @@ def filters(plural: str, selector: str) -> list[tuple[str, str]]:
     """The list filters (name, value) a field selector of ``plural`` asks; BadQuery for
     a field not supported, an operator other than ``=`` or ``==``, or a field twice."""
     known = FIELDS[plural]
-    supported = ", ".join(known)
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
     for requirement in _split(selector, ","):
@@ -82,7 +117,7 @@ def filters(plural: str, selector: str) -> list[tuple[str, str]]:
         if field.endswith("!") and not field.endswith("\\!"):
             raise BadQuery(
                 f"fieldSelector: {quoted(requirement)}: only = and == are supported "
-                f"(fields of {plural}: {supported})"
+                f"({supported(plural)})"
             )
         if len(rest) == 2 and rest[0] == "":
             value = rest[1]
@@ -92,12 +127,20 @@ def filters(plural: str, selector: str) -> list[tuple[str, str]]:
             raise BadQuery(f"fieldSelector: {quoted(requirement)} is not FIELD=VALUE")
         field = _unescape(field.strip())
         if field not in known:
-            raise BadQuery(
-                f"fieldSelector: {quoted(field)} is not a field selector of {plural} "
-                f"(supported: {supported})"
-            )
+            raise BadQuery(f"fieldSelector: {_why_not(plural, field)}")
         if field in seen:
             raise BadQuery(f"fieldSelector: {quoted(field)} given twice; give it once")
         seen.add(field)
-        found.append((known[field], _unescape(value)))
+        found.append((known[field].filter, _unescape(value)))
     return found
+
+
+def _why_not(plural: str, field: str) -> str:
+    """Why a field is no selector: a field of the object no index serves, or none."""
+    fields = {".".join(each.path) for each in OBJECT_FIELDS[plural]}
+    said = (
+        f"{quoted(field)}: no index serves this field"
+        if field in fields
+        else (f"{quoted(field)} is not a field selector")
+    )
+    return f"{said} of {plural} (supported: {supported(plural)})"

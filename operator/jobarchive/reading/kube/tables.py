@@ -97,6 +97,7 @@ def _job_cells(job: Object, now: datetime.datetime) -> list[Any]:
         spec["owner"],
         spec["tenant"],
         spec["region"],
+        spec["queue"],
         _gpus(requested_gpus(spec["resources"])),
         meta["uid"],
     ]
@@ -150,6 +151,7 @@ COLUMNS: dict[str, tuple[tuple[Column, ...], Callable[[Object, datetime.datetime
             Column("Owner", "The tenancy's user.", wide=True),
             Column("Tenant", "The tenancy's tenant.", wide=True),
             Column("Region", "The region it ran in.", wide=True),
+            Column("Queue", "The queue it was submitted to (Kueue's, Volcano's).", wide=True),
             Column("GPUs", "GPUs its replicas request.", wide=True),
             Column("UID", "The job's uid: what names one incarnation.", wide=True),
         ),

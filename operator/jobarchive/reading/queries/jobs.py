@@ -103,6 +103,7 @@ def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -
         "deploy_region": fits("region", query.region, SHORT_TEXT_LENGTH),
         "tenant": fits("tenant", query.tenant, SHORT_TEXT_LENGTH),
         "owner": fits("owner", query.owner, SHORT_TEXT_LENGTH),
+        "queue": fits("queue", query.queue, NAME_LENGTH),
         "is_in_etcd": query.in_cluster,
     }
     prefix = fits("name", query.name_prefix, NAME_LENGTH)
@@ -142,7 +143,7 @@ async def _hinted(found: "QuerySet[Job]", query: JobQuery) -> "QuerySet[Job]":
     with no equality filter beside it, that reads every job. Reading the range's own
     index and sorting what it holds reads only the matches.
     """
-    equalities = (query.namespace, query.kind, query.status, query.owner, query.tenant)
+    equalities = (query.namespace, query.kind, query.status, query.owner, query.tenant, query.queue)
     if any(value is not None for value in equalities):
         return found
     if query.name_prefix is not None:
