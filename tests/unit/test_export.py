@@ -50,6 +50,7 @@ def usage(uid: str, created: datetime.datetime, gpu_hours: float = 2.0, **change
         "all_gpu_hours": gpu_hours,
         "all_cpu_hours": 16.0,
         "replicas": 2,
+        "gpus": 2,
         "gpu_hours_by_type": (("Master", gpu_hours / 4), ("Worker", gpu_hours * 3 / 4)),
     }
     return JobUsage(**{**fields, **changed})

@@ -33,20 +33,23 @@ _SCHEMES = ("mysql", "sqlite")
 
 def redact_url(url: str) -> str:
     """Replace the password of a URL with ``***``, in its user information and in its
-    query (``?password=``, and any parameter named as a secret). An ``@`` that urllib
-    does not read as the end of user information (a URL it parses otherwise) masks
-    all before it: what precedes it may be a password all the same."""
+    query (``?password=``, and any parameter named as a secret). Where urllib reads no
+    password but the text holds one (``has_password``: a URL it parses otherwise), all
+    before the last ``@`` is masked."""
     parts = urllib.parse.urlsplit(url)
     parts = parts._replace(query=redact_query(parts.query))
-    before = url.partition("?")[0]
-    if "@" in before and "@" not in parts.netloc:
-        scheme, separator, _ = before.partition("://")
-        shown = (scheme + separator if separator else "") + "***@" + before.rpartition("@")[2]
-        return shown + ("?" + parts.query if parts.query else "")
     if parts.password is not None:
         host = parts.netloc.rpartition("@")[2]
-        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
-    return urllib.parse.urlunsplit(parts)
+        return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    before = url.partition("?")[0]
+    if has_password(before):
+        scheme, separator, _ = before.partition("://")
+        shown = scheme + separator + "***@" + before.rpartition("@")[2]
+        return shown + ("?" + parts.query if parts.query else "")
+    # Nothing in the user information: the URL as written, only its query's secrets masked
+    # (urlunsplit would also rewrite what it holds, mysql:///db as mysql:/db).
+    query = url.partition("?")[2].partition("#")[0]
+    return url if query == parts.query else url.replace("?" + query, "?" + parts.query, 1)
 
 
 def url_secrets(url: str) -> frozenset[str]:

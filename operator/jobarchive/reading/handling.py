@@ -331,44 +331,44 @@ class Reads:
 
     def refusal(self, request: web.Request, exc: Exception) -> Refusal:
         """What a request that raised ``exc`` is answered; a bug is logged, in one line."""
-        if isinstance(exc, auth.Unauthenticated):
-            return Refusal(401, str(exc), {"WWW-Authenticate": "Bearer"})
-        if isinstance(exc, Forbidden):
-            return Refusal(403, str(exc))
-        if isinstance(exc, NotFound):
-            return Refusal(404, str(exc))
-        if isinstance(exc, DuplicateAuthorization):
-            return Refusal(400, str(exc))
-        if isinstance(exc, OverBudget):
-            return Refusal(429, str(exc), {"Retry-After": str(exc.retry_after)})
-        if isinstance(exc, auth.TooManyCallers):
-            return Refusal(503, str(exc), RETRY)
-        if isinstance(exc, auth.ReviewFailed):
-            return Refusal(503, str(exc))
-        if isinstance(exc, gate.Busy):
-            wait = math.ceil(self.gate.limits.wait)
-            return Refusal(503, f"{exc}; retry in {wait} s", {"Retry-After": f"{wait}"})
-        if isinstance(exc, queries.BadQuery):
-            return Refusal(400, str(exc))
-        if isinstance(exc, reads.QueryTimeout | TimeoutError):
-            message = f"the query took longer than {self.timeout:g} s and was stopped; narrow it"
-            return Refusal(504, message)
-        if isinstance(exc, failures.ERRORS) and failures.is_unavailable(exc):
-            logger.warning("The API's database cannot be reached: %s", failures.describe(exc))
-            return Refusal(503, "the archive's database cannot be reached; retry later", RETRY)
-        return self._failed(request, exc)
+        return refusal_of(request, exc, self.timeout, math.ceil(self.gate.limits.wait))
 
-    @staticmethod
-    def _failed(request: web.Request, exc: BaseException) -> Refusal:
-        """A bug's or a refused statement's answer: the caller learns that much, the log
-        the kind of error (its text may echo the request, so it is not logged)."""
-        logger.error(
-            "%s %s failed: %s",
-            request.method,
-            shown(request.path_qs),
-            type(exc).__name__,
-        )
-        return Refusal(500, "the archive could not answer; the error is logged")
+
+def refusal_of(request: web.Request, exc: Exception, timeout: float, wait: int) -> Refusal:
+    """What a request that raised ``exc`` is answered, its query's time limit ``timeout``
+    and a turn's wait ``wait`` s said; a bug is logged, in one line."""
+    if isinstance(exc, auth.Unauthenticated):
+        return Refusal(401, str(exc), {"WWW-Authenticate": "Bearer"})
+    if isinstance(exc, Forbidden):
+        return Refusal(403, str(exc))
+    if isinstance(exc, NotFound):
+        return Refusal(404, str(exc))
+    if isinstance(exc, DuplicateAuthorization):
+        return Refusal(400, str(exc))
+    if isinstance(exc, OverBudget):
+        return Refusal(429, str(exc), {"Retry-After": str(exc.retry_after)})
+    if isinstance(exc, auth.TooManyCallers):
+        return Refusal(503, str(exc), RETRY)
+    if isinstance(exc, auth.ReviewFailed):
+        return Refusal(503, str(exc))
+    if isinstance(exc, gate.Busy):
+        return Refusal(503, f"{exc}; retry in {wait} s", {"Retry-After": f"{wait}"})
+    if isinstance(exc, queries.BadQuery):
+        return Refusal(400, str(exc))
+    if isinstance(exc, reads.QueryTimeout | TimeoutError):
+        message = f"the query took longer than {timeout:g} s and was stopped; narrow it"
+        return Refusal(504, message)
+    if isinstance(exc, failures.ERRORS) and failures.is_unavailable(exc):
+        logger.warning("The API's database cannot be reached: %s", failures.describe(exc))
+        return Refusal(503, "the archive's database cannot be reached; retry later", RETRY)
+    return _failed(request, exc)
+
+
+def _failed(request: web.Request, exc: BaseException) -> Refusal:
+    """A bug's or a refused statement's answer: the caller learns that much, the log
+    the kind of error (its text may echo the request, so it is not logged)."""
+    logger.error("%s %s failed: %s", request.method, shown(request.path_qs), type(exc).__name__)
+    return Refusal(500, "the archive could not answer; the error is logged")
 
 
 async def _timed(query: Callable[[], Awaitable[T]], seconds: float) -> T:
