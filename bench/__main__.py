@@ -16,6 +16,7 @@ from bench import (
     e2e_bench,
     export_bench,
     kubectl_bench,
+    logtails_bench,
     memory_bench,
     query_bench,
     reads_bench,
@@ -34,6 +35,7 @@ BENCHES = [
     "usage",
     "reads",
     "reviews",
+    "logtails",
     "console",
     "kubectl",
     "cli",
@@ -99,6 +101,8 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
         if "reviews" in args.only:
             results.extend(await reviews_bench.run(databases, line, ratio, args))
+        if "logtails" in args.only:
+            results.extend(await logtails_bench.run(databases, line, ratio, args))
         if "console" in args.only:
             url = databases.create("jobarchive_bench_console")
             print(f"Console: the page of a {args.console_pods:,}-pod job; p50 / p99 ms, size")
@@ -192,6 +196,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--reviews-clients", type=int, default=30, help="the flood's in flight")
     parser.add_argument("--reviews-seconds", type=int, default=10, help="each figure's window")
+    parser.add_argument("--logtails-failing", type=int, default=2000, help="failed workers")
+    parser.add_argument("--logtails-pods", type=int, default=300, help="other pods per turn")
+    parser.add_argument("--logtails-rounds", type=int, default=9, help="turns of each")
     parser.add_argument(
         "--memory-sizes",
         type=int,
