@@ -15,6 +15,7 @@ from bench import (
     console_bench,
     e2e_bench,
     export_bench,
+    first_run_bench,
     kubectl_bench,
     logtails_bench,
     memory_bench,
@@ -39,6 +40,7 @@ BENCHES = [
     "console",
     "kubectl",
     "cli",
+    "firstrun",
     "export",
     "scale",
     "memory",
@@ -132,6 +134,14 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
                 line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}")
             help_p50 = started["jobarchive --help"][0]
             results.append(ratio("jobarchive --help p50, s", help_p50, 0.5, False))
+        if "firstrun" in args.only:
+            print("First run: make run without a cluster, make demo, discovery; seconds")
+            url = databases.create("jobarchive_bench_first_run")
+            for name, (took, target) in (await first_run_bench.run(url)).items():
+                if target:
+                    results.append(ratio(name, took, target, higher_is_better=False))
+                else:
+                    line(name, f"{took:.2f}")
         if "export" in args.only:
             url = databases.create("jobarchive_bench_export")
             pods = args.usage_jobs * args.usage_pods

@@ -84,7 +84,9 @@ async def _fill(url: str, jobs: int) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _serving(url: str, workdir: pathlib.Path) -> AsyncIterator[str]:
+async def serving(url: str, workdir: pathlib.Path) -> AsyncIterator[str]:
+    """A real ``jobarchive serve --auth none`` on the database at ``url``, over HTTP;
+    its origin, once its discovery answers."""
     port = free_port()
     inherited = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
     with (workdir / "serve.log").open("ab") as log:
@@ -176,7 +178,7 @@ async def run(url: str, jobs: int) -> tuple[dict[str, tuple[float, float, int]],
     await _fill(url, jobs)
     with tempfile.TemporaryDirectory() as scratch:
         workdir = pathlib.Path(scratch)
-        async with _serving(url, workdir) as origin, aiohttp.ClientSession() as session:
+        async with serving(url, workdir) as origin, aiohttp.ClientSession() as session:
             json_api = f"{origin}/api/v1/jobs?namespace={NAMESPACE}&limit={PAGE}"
             aggregated = f"{origin}{PREFIX}/namespaces/{NAMESPACE}/archivedjobs?limit={PAGE}"
             figures: dict[str, tuple[float, float, int]] = {}
