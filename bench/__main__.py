@@ -16,7 +16,9 @@ from bench import (
     e2e_bench,
     export_bench,
     fair_bench,
+    first_run_bench,
     kubectl_bench,
+    logtails_bench,
     memory_bench,
     query_bench,
     reads_bench,
@@ -36,9 +38,11 @@ BENCHES = [
     "reads",
     "reviews",
     "fair",
+    "logtails",
     "console",
     "kubectl",
     "cli",
+    "firstrun",
     "export",
     "scale",
     "memory",
@@ -115,6 +119,8 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
                 line(label, shown)
             slower = fair_bench.p50(attacked) / fair_bench.p50(alone)
             results.append(ratio("victim p50 beside the attacker / alone", slower, 3.0, False))
+        if "logtails" in args.only:
+            results.extend(await logtails_bench.run(databases, line, ratio, args))
         if "console" in args.only:
             url = databases.create("jobarchive_bench_console")
             print(f"Console: the page of a {args.console_pods:,}-pod job; p50 / p99 ms, size")
@@ -144,6 +150,14 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
                 line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}")
             help_p50 = started["jobarchive --help"][0]
             results.append(ratio("jobarchive --help p50, s", help_p50, 0.5, False))
+        if "firstrun" in args.only:
+            print("First run: make run without a cluster, make demo, discovery; seconds")
+            url = databases.create("jobarchive_bench_first_run")
+            for name, (took, target) in (await first_run_bench.run(url)).items():
+                if target:
+                    results.append(ratio(name, took, target, higher_is_better=False))
+                else:
+                    line(name, f"{took:.2f}")
         if "export" in args.only:
             url = databases.create("jobarchive_bench_export")
             pods = args.usage_jobs * args.usage_pods
@@ -212,6 +226,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--reviews-clients", type=int, default=30, help="the flood's in flight")
     parser.add_argument("--reviews-seconds", type=int, default=10, help="each figure's window")
+    parser.add_argument("--logtails-failing", type=int, default=2000, help="failed workers")
+    parser.add_argument("--logtails-pods", type=int, default=300, help="other pods per turn")
+    parser.add_argument("--logtails-rounds", type=int, default=9, help="turns of each")
     parser.add_argument(
         "--memory-sizes",
         type=int,

@@ -34,15 +34,18 @@ MAKE = ["make", "--no-print-directory", "demo", f"PY={sys.executable}"]
 # As from a pipe or a terminal of unknown width: the demo prints at 80 columns.
 UNSIZED = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
 # What the test extra brings beyond the operator's dependencies and the demo extra.
+# Seconds after which a run is hung, not slow.
+HUNG = 300
 TEST_ONLY = ("pytest", "_pytest", "hypothesis", "kubernetes_validate", "selenium", "tests")
 
 
 def test_the_demo_tells_its_story_in_under_a_minute() -> None:
-    started = time.monotonic()
-    result = subprocess.run(MAKE, cwd=REPO, capture_output=True, text=True, timeout=60, env=UNSIZED)
-    took = time.monotonic() - started
+    # It ends by itself (HUNG only tells an end from a hang); how soon, under a minute,
+    # is `make bench --only firstrun`'s figure.
+    result = subprocess.run(
+        MAKE, cwd=REPO, capture_output=True, text=True, timeout=HUNG, env=UNSIZED
+    )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert took < 60
     shown = printed(result.stdout)
     assert max(map(len, shown.splitlines())) <= 80, shown
     # Each command as it runs from the repository's root, the console script's path.
@@ -139,13 +142,13 @@ def kept_demo(*args: str) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGINT)
-        process.wait(timeout=30)
+        process.wait(timeout=HUNG)
 
 
 def read_until(process: subprocess.Popen[str], lines: list[str], pattern: str) -> re.Match[str]:
-    """Read the demo's output until a line matches (the demo ends well within a minute)."""
+    """Read the demo's output until a line matches (failing past HUNG seconds)."""
     assert process.stdout is not None
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HUNG
     for line in process.stdout:
         lines.append(line)
         found = re.search(pattern, line)
@@ -183,7 +186,7 @@ def test_the_kept_demo_serves_the_console_on_a_free_port_and_keeps_its_archive()
             jobs, tails, pods = archived(archive)
         finally:
             os.killpg(process.pid, signal.SIGINT)
-            process.wait(timeout=30)
+            process.wait(timeout=HUNG)
     try:
         assert set(jobs) == set(RECORDED)
         assert all(owner and tenant and gpus > 0 for owner, tenant, gpus in jobs.values())
@@ -237,21 +240,20 @@ def test_a_chosen_port_that_is_taken_is_said_in_one_line() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port))
         taken.listen()
-        started = time.monotonic()
         result = subprocess.run(
             [*MAKE, "KEEP=1", f"DEMO_PORT={port}"],
             cwd=REPO,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HUNG,
         )
     assert result.returncode == 2, result.stdout + result.stderr
     [line] = [line for line in result.stderr.splitlines() if line.startswith("make demo:")]
     assert line == (
         f"make demo: port {port} is taken; set another DEMO_PORT, or none for a free one"
     )
+    # Said before the operator started; how soon (within 30 s) is `make bench`'s figure.
     assert "kopf run" not in result.stdout
-    assert time.monotonic() - started < 30
 
 
 def test_a_chosen_emulator_or_metrics_port_that_is_taken_is_said_in_one_line() -> None:

@@ -9,6 +9,7 @@ import aiohttp
 import pytest
 
 from jobarchive.reading.kube import discovery
+from jobarchive.storage import database
 from testbed.cluster import Cluster, Reviews
 from testbed.ports import free_port
 from tests.support.kube import serving
@@ -39,7 +40,9 @@ async def test_discovery_answers_at_once_with_the_database_away_and_reads_503(
             async with session.get(server.url + path, headers={"Accept": accept}) as response:
                 body = await response.json(content_type=None)
             assert (response.status, body["kind"]) == (200, kind)
-            assert time.monotonic() - started < 1.0
+            # Not after a try of the database, which waits up to its connect timeout;
+            # how soon (within 1 s) is `make bench --only firstrun`'s figure.
+            assert time.monotonic() - started < database.CONNECT_TIMEOUT
         headers = {"Authorization": f"Bearer {TOKEN}"}
         listed = f"{server.url}{discovery.PREFIX}/namespaces/team-a/archivedjobs"
         async with session.get(listed, headers=headers) as response:

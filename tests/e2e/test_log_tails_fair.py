@@ -109,8 +109,11 @@ async def test_a_pod_of_10000_failed_containers_does_not_hold_back_another_names
         f"{queued(before):.0f} queued attacker reads ({queued(after):.0f} still queued)"
     )
     assert tail.log_tail == "NCCL error: unhandled system error\n"
-    assert latency < VICTIM_WITHIN
-    # First in, first out, the victim would have waited for all of them: tens of seconds.
+    # First in, first out, the victim would have waited for every read queued before it,
+    # PER_NAMESPACE / RATE = 50 s at the rate's wall clock, however fast the machine: half
+    # of that tells the two apart and leaves a busy machine room (how soon is printed).
+    assert latency < PER_NAMESPACE / RATE / 2
+    # And most of them still waited when it was stored.
     assert queued(after) > VICTIM_WITHIN * RATE
     assert queued(after) <= PER_NAMESPACE + RATE
 

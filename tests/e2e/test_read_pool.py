@@ -7,7 +7,6 @@ API its answers (503), never the operator its start, even when it must prove its
 import asyncio
 import json
 import pathlib
-import time
 import urllib.parse
 from typing import Any
 
@@ -49,7 +48,7 @@ async def test_the_writer_commits_while_every_read_connection_is_busy(
 ) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}/api/v1"
-    env = api_env(port, JOBARCHIVE_API_CONCURRENCY="2", JOBARCHIVE_API_TIMEOUT="6")
+    env = api_env(port, JOBARCHIVE_API_CONCURRENCY="2", JOBARCHIVE_API_TIMEOUT="15")
     await start_operator(**env)
     await cluster.wait_watching([PODS, EVENTS, TFJOBS])
 
@@ -72,21 +71,22 @@ async def test_the_writer_commits_while_every_read_connection_is_busy(
             async def pool_held() -> bool:
                 return await asyncio.to_thread(running, archive, "event_info") == 2
 
-            await eventually(pool_held, within=5.0, interval=0.05)
+            await eventually(pool_held, interval=0.05)
             job = o.with_meta(o.example("tfjob-simple.yaml"), name="meanwhile", namespace="x")
             created = await cluster.create(TFJOBS, job)
-            started = time.monotonic()
 
             async def recorded() -> Job | None:
                 return await Job.filter(job_id=created["metadata"]["uid"]).first()
 
-            await eventually(recorded, within=5.0, interval=0.05)
-            took = time.monotonic() - started
-            # Committed while both read connections still waited, as they did throughout.
+            # How soon is `make bench`'s (reads: recording beside a flooded API); here the
+            # outcome: committed while the reads holding both connections were unanswered
+            # (they end at their 15 s deadline), and both connections still waited, as
+            # they did throughout.
+            await eventually(recorded, interval=0.05)
+            assert sum(not read.done() for read in reads) >= 2
             assert await asyncio.to_thread(running, archive, "event_info") == 2
             answers = await asyncio.gather(*reads)
 
-    assert took < 3.0
     statuses = sorted(status for status, _ in answers)
     assert statuses == [503] * 8 + [504] * 2
 

@@ -25,6 +25,10 @@ from tests.support.sessions import locked, running
 from tests.support.waiting import eventually
 
 Client = TestClient[web.Request, web.Application]
+# Seconds a loaded machine may add to an answer due at a deadline. The deadlines' lower
+# bounds are exact; the upper ones only tell an answer at its deadline from one that
+# never came, and are generous, so that a busy machine never fails them.
+LOADED = 10.0
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +61,14 @@ async def test_a_query_past_the_timeout_is_stopped_by_the_database_and_answered_
 
             assert status == 504, body
             assert "took longer than 1 s and was stopped" in body["error"]["message"]
-            # Stopped by the database at the deadline, not abandoned by the API's backstop.
-            assert 1.0 <= took < 1.0 + api.BACKSTOP
+            assert 1.0 <= took < 1.0 + api.BACKSTOP + LOADED
 
             async def gone() -> bool:
                 return running(reading, "job_info") == 0
 
-            # Still locked, yet nothing of the request's waits for it on the server.
-            await eventually(gone, within=1.0, interval=0.05)
+            # Stopped by the database at the deadline, not abandoned by the API's backstop:
+            # still locked, yet nothing of the request's waits for it on the server.
+            await eventually(gone, within=LOADED, interval=0.05)
 
 
 async def test_requests_beyond_the_read_pool_wait_a_second_then_get_503_with_retry_after(
@@ -92,9 +96,9 @@ async def test_requests_beyond_the_read_pool_wait_a_second_then_get_503_with_ret
     for _, body, retry_after, took in by_status[:3]:
         assert retry_after == "1"
         assert body["error"]["status"] == 503 and "busy" in body["error"]["message"]
-        assert 1.0 <= took < 2.0
+        assert 1.0 <= took < 1.0 + LOADED
     # The two that got a connection ran until their deadline; no more ever ran at once.
-    assert all(3.0 <= took < 3.0 + api.BACKSTOP for *_, took in by_status[3:])
+    assert all(3.0 <= took < 3.0 + api.BACKSTOP + LOADED for *_, took in by_status[3:])
     assert peak == 2
 
 
@@ -115,11 +119,13 @@ async def test_a_statement_is_stopped_at_its_deadline_and_its_connection_answers
         started = time.monotonic()
         with deadline(0.5), pytest.raises(QueryTimeout):
             await reader.execute_query(SLOW[reader.capabilities.dialect])
-        assert time.monotonic() - started < 1.5
+        # At its deadline, not when it would end by itself (in 30 s, or never).
+        assert 0.5 <= time.monotonic() - started < 0.5 + LOADED
 
+        # The connection answers next, not after the stopped statement would have run.
         started = time.monotonic()
         _, rows = await reader.execute_query("SELECT 1 AS one")
-        assert rows[0]["one"] == 1 and time.monotonic() - started < 0.5
+        assert rows[0]["one"] == 1 and time.monotonic() - started < LOADED
     finally:
         await db.close_database()
 

@@ -9,6 +9,7 @@ closed once the send timeout has passed, in one log line."""
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -23,8 +24,10 @@ from testbed.ports import free_port
 from tests.support.waiting import eventually
 
 TIMEOUT = 1.0
-# How much later than the timeout a disconnection may come on a loaded machine.
-SLACK = 2.0
+# How much later than the timeout a disconnection may come on a loaded machine: the
+# bound only tells a cut connection from one kept (the trickle below outlasts it), and
+# is generous, so that a busy machine never fails it; the lower bound is the timeout.
+SLACK = 10.0
 OPENAPI = f"{api.PREFIX}/openapi.json"
 Serve = Callable[[web.Application], Awaitable[tuple[int, web.AppRunner]]]
 
@@ -52,12 +55,23 @@ async def served_api(serve: Serve) -> tuple[int, web.AppRunner]:
     return await serve(api.Api(auth.NoAuth()).app())
 
 
-async def cut_off(port: int, head: bytes, trickle: bytes = b"") -> tuple[float, bytes]:
-    """Send ``head``, then ``trickle`` one byte every 50 ms; how many seconds after
-    connecting the server closed the connection, and what it sent before."""
+@dataclasses.dataclass
+class Cut:
+    """How a connection ended: seconds after connecting, what the server sent before,
+    and how many bytes of the trickle had been sent."""
+
+    elapsed: float
+    received: bytes
+    trickled: int = 0
+
+
+async def cut_off(port: int, head: bytes, trickle: bytes = b"") -> Cut:
+    """Send ``head``, then ``trickle`` one byte every 50 ms, until the server closes the
+    connection."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    cut = Cut(0.0, b"")
 
     async def drip() -> None:
         # The server closing the connection ends the writes with an error.
@@ -68,16 +82,17 @@ async def cut_off(port: int, head: bytes, trickle: bytes = b"") -> tuple[float, 
                 await asyncio.sleep(0.05)
                 writer.write(bytes([byte]))
                 await writer.drain()
+                cut.trickled += 1
 
     dripping = asyncio.create_task(drip())
-    received = b""
     try:
         async with asyncio.timeout(TIMEOUT + SLACK + 5):
             with contextlib.suppress(ConnectionResetError):
                 # Until the end of the stream: the server's close.
                 while chunk := await reader.read(65536):
-                    received += chunk
-        return loop.time() - started, received
+                    cut.received += chunk
+        cut.elapsed = loop.time() - started
+        return cut
     finally:
         dripping.cancel()
         writer.close()
@@ -109,9 +124,9 @@ async def test_a_request_head_never_finished_is_cut_off_at_the_timeout(
     served_api: tuple[int, web.AppRunner], head: bytes
 ) -> None:
     port, runner = served_api
-    elapsed, received = await cut_off(port, head)
-    assert received == b""
-    assert TIMEOUT * 0.9 <= elapsed <= TIMEOUT + SLACK, elapsed
+    cut = await cut_off(port, head)
+    assert cut.received == b""
+    assert TIMEOUT * 0.9 <= cut.elapsed <= TIMEOUT + SLACK, cut.elapsed
     await no_connections(runner)
 
 
@@ -122,9 +137,13 @@ async def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off_at_the_t
     # Bytes keep coming for ten times the timeout, each well within it of the last,
     # and within the header size bound, so only the timeout can end it.
     head = b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: x\r\nX-Slow: "
-    elapsed, received = await cut_off(port, head, b"a" * int(TIMEOUT * 10 / 0.05))
-    assert received == b""
-    assert TIMEOUT * 0.9 <= elapsed <= TIMEOUT + SLACK, elapsed
+    trickle = b"a" * int(TIMEOUT * 10 / 0.05)
+    cut = await cut_off(port, head, trickle)
+    assert cut.received == b""
+    assert TIMEOUT * 0.9 <= cut.elapsed <= TIMEOUT + SLACK, cut.elapsed
+    # Cut while bytes still came, however slowly the machine sent them: the timeout
+    # runs from the connection, not from the last byte.
+    assert cut.trickled < len(trickle), cut
     await no_connections(runner)
 
 
@@ -133,10 +152,10 @@ async def test_after_an_answer_a_half_sent_next_request_is_cut_off(
 ) -> None:
     port, runner = served_api
     whole = f"GET {OPENAPI} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
-    elapsed, received = await cut_off(port, whole + b"GET /api/v1/jobs HTTP/1.1\r\nHo")
-    assert received.startswith(b"HTTP/1.1 200 OK\r\n")
-    assert b'"openapi": "3.1.0"' in received
-    assert TIMEOUT * 0.9 <= elapsed <= TIMEOUT + SLACK, elapsed
+    cut = await cut_off(port, whole + b"GET /api/v1/jobs HTTP/1.1\r\nHo")
+    assert cut.received.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b'"openapi": "3.1.0"' in cut.received
+    assert TIMEOUT * 0.9 <= cut.elapsed <= TIMEOUT + SLACK, cut.elapsed
     await no_connections(runner)
 
 
@@ -185,9 +204,10 @@ async def test_a_request_head_over_the_size_bounds_is_refused_at_once(
     served_api: tuple[int, web.AppRunner], head: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     port, runner = served_api
-    elapsed, received = await cut_off(port, head.encode())
-    assert received.split(b"\r\n")[0].endswith(b" 400 Bad Request"), received[:200]
-    assert elapsed < TIMEOUT * 0.9
+    cut = await cut_off(port, head.encode())
+    # Refused at once, not cut at the timeout: a head cut off gets no answer at all
+    # (above), this one its 400.
+    assert cut.received.split(b"\r\n")[0].endswith(b" 400 Bad Request"), cut.received[:200]
     await no_connections(runner)
     # The refusal is logged in one line, quoting nothing of the request.
     refusals = [r for r in caplog.records if r.name == "aiohttp.server"]

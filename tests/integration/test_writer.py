@@ -192,10 +192,12 @@ async def test_stopping_during_an_outage_keeps_its_deadline_and_releases_every_w
 
     await eventually(full, within=5)
     started = time.monotonic()
-    await asyncio.wait_for(writer.stop(), 10)
+    await asyncio.wait_for(writer.stop(), 60)
     took = time.monotonic() - started
-    # The deadline, the flushers' grace, and a second for a loaded machine.
-    assert took < 1 + writing.STOP_GRACE + 1, took
+    # It waited its deadline for the database (exactly: nothing could be written), then
+    # the flushers' grace at most; the ten seconds beyond only tell a deadline kept from
+    # one that is not, and are generous, so that a busy machine never fails them.
+    assert 1 <= took < 1 + writing.STOP_GRACE + 10, took
     assert all(task.done() for task in writes)
     results = [error for task in writes for error in task.result()]
     assert len(results) == 23
@@ -205,7 +207,7 @@ async def test_stopping_during_an_outage_keeps_its_deadline_and_releases_every_w
     assert len(gave_up) == 1, lines
     assert "next start" in gave_up[0]
     # Later writes fail at once instead of waiting for flushers that are gone.
-    late = await asyncio.wait_for(writer.write(Pod, [pod(uid="late")]), 1)
+    late = await asyncio.wait_for(writer.write(Pod, [pod(uid="late")]), 10)
     assert isinstance(late[0], WriterStopped)
 
 

@@ -41,8 +41,8 @@ async def test_a_burst_then_the_rate_within_the_wait_and_the_rest_at_once(
     # 5 at once, then one every 0.05 s up to 0.52 s ahead: 15, however slow the machine.
     assert 5 + 10 <= len(given) <= 5 + 20 * elapsed + 1
     # The rest are answered at once (no await between arrival and refusal), not after
-    # waiting in vain.
-    assert max(refused) < 0.1
+    # waiting in vain: sooner than the wait, which no busy machine shortens.
+    assert max(refused) < turns.wait
     warnings = [record.getMessage() for record in caplog.records]
     assert len(warnings) == 1
     assert "(20 a second, 100 at once): answering 503; 1 turned away" in warnings[0]
