@@ -8,7 +8,7 @@ KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
 LINTED := operator tests testbed bench demo soak
 
-.PHONY: install install-demo install-test run test check lint unit bench demo soak mariadb chromium screenshots clean
+.PHONY: install install-demo install-test run test check docs lint unit bench demo soak mariadb chromium screenshots clean
 
 ## The operator and its CLI, nothing else.
 install: $(VENV)/.installed
@@ -52,13 +52,18 @@ mariadb:
 chromium:
 	tests/install-chromium.sh
 
-## Lint, then every test. pytest's exit code 5 (nothing collected) is a failure here.
-test: install-test lint mariadb chromium
+## The documentation site, built from docs/ into site/: a broken link or anchor fails it.
+docs: install-test
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+## Lint and the documentation, then every test. pytest's exit code 5 (nothing collected)
+## is a failure here.
+test: install-test docs lint mariadb chromium
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
-## The benchmarks of README.md, each figure beside its baseline (a private MariaDB; a few minutes).
+## The benchmarks of docs/benchmarks.md, each figure beside its baseline (a private MariaDB; a few minutes).
 bench: install-test mariadb
 	$(PY) -m bench $(BENCH_ARGS)
 
@@ -78,7 +83,7 @@ DEMO_FLAGS = $(if $(KEEP),--keep) $(if $(DEMO_PORT),--port $(DEMO_PORT)) \
 demo: install-demo
 	$(PY) -m demo $(DEMO_FLAGS)
 
-## The README's console screenshots, taken by the browser tests from the demo's data.
+## The console's screenshots (docs/reading.md), taken by the browser tests from the demo's data.
 screenshots: install-test mariadb chromium
 	JOBARCHIVE_SCREENSHOTS=docs $(PY) -m pytest -q tests/browser -k demo
 
@@ -91,4 +96,4 @@ check: install-test lint
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info operator/*.egg-info
+	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info operator/*.egg-info

@@ -121,7 +121,7 @@ class EndedWatches(logging.Handler):
             "liveness probe fails (it stops answering; should Kopf run on without the "
             "watch, it answers 500), so the kubelet restarts the pod, which lists again. "
             "A 410 is a paged list that outlived the API server's compaction window (5 "
-            "minutes by default): shard to shorten each catch-up (README, Sizing)",
+            "minutes by default): shard to shorten each catch-up (docs/operations.md, Sizing)",
             resource,
             where,
             _cause(record),

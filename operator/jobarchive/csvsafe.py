@@ -9,8 +9,8 @@ empty cell with no quotes. Quoting every text cell, rather than the ones that ne
 keeps every line or record separator a reader or a spreadsheet knows (CR, LF, VT, FF,
 FS, GS, RS, NEL, U+2028, U+2029), the ``;`` of a spreadsheet's locale and NUL inside
 their cell, and tells an empty text (``""``) from a missing one, and ``NULL`` or ``NA``
-text from a missing value, for every reader that is told so (README: Python's csv,
-pyarrow, DuckDB read it back cell for cell)."""
+text from a missing value, for every reader that is told so (docs/usage-and-exports.md:
+Python's csv, pyarrow, DuckDB read it back cell for cell)."""
 
 import math
 import unicodedata

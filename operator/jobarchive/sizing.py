@@ -107,7 +107,7 @@ def warning(counts: Counts, served: Scope, namespaces: int | None, limit: int | 
         return None
     shards = shards_needed(predicted, limit)
     split = (
-        f"split the namespaces into {shards} or more shards (README, Shards) or raise"
+        f"split the namespaces into {shards} or more shards (docs/deploy.md, Shards) or raise"
         if shards
         else "raise"
     )

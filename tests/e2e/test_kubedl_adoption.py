@@ -34,7 +34,7 @@ async def test_the_operator_refuses_kubedls_tables_in_one_line_until_migrated(
     assert operator.log().splitlines() == [
         f"jobarchive: the database {redact_url(kubedl_url)} cannot be recorded into: "
         "job_info.job_id, replica_info.pod_id has no unique key, as in the tables KubeDL "
-        "creates: run `jobarchive migrate` once (README: Coming from KubeDL)"
+        "creates: run `jobarchive migrate` once (docs/schema.md: Coming from KubeDL)"
     ]
     assert query(kubedl_url, "SHOW TABLES") == [("job_info",), ("replica_info",)]
 

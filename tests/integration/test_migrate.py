@@ -68,7 +68,7 @@ def test_reading_an_unmigrated_database_says_to_migrate_it(
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         "Error: job_info.job_id, replica_info.pod_id has no unique key, as in the tables "
-        "KubeDL creates: run `jobarchive migrate` once (README: Coming from KubeDL)"
+        "KubeDL creates: run `jobarchive migrate` once (docs/schema.md: Coming from KubeDL)"
     ]
 
 

@@ -1,7 +1,8 @@
 """A CSV file the project wrote (``csvsafe``) read back as its users read it: Python's
-csv module, pyarrow's CSV reader and DuckDB's, each told the dialect as README says
-(quotes, a missing value an unquoted empty cell, line breaks inside quoted cells) and
-each column's type. And the rule a read cell is held to: nothing a spreadsheet runs."""
+csv module, pyarrow's CSV reader and DuckDB's, each told the dialect as
+docs/usage-and-exports.md says (quotes, a missing value an unquoted empty cell, line
+breaks inside quoted cells) and each column's type. And the rule a read cell is held
+to: nothing a spreadsheet runs."""
 
 import csv
 import pathlib
@@ -40,7 +41,7 @@ def usage_types(names: Sequence[str]) -> dict[str, str]:
     }
 
 
-# README's reader options (pyarrow's ``newlines_in_values`` too, below): the dialect, and
+# The page's reader options (pyarrow's ``newlines_in_values`` too, below): the dialect, and
 # an unquoted empty cell a missing value, a quoted one an empty text.
 PYARROW_OPTIONS = {"strings_can_be_null": True, "quoted_strings_can_be_null": False}
 DUCKDB_OPTIONS = (
@@ -58,7 +59,7 @@ def python_rows(path: pathlib.Path) -> tuple[list[str], list[list[str]]]:
 
 def pyarrow_rows(path: pathlib.Path, types: Mapping[str, str]) -> list[dict[str, Any]]:
     """The rows as pyarrow reads them, in small blocks so that a row's line breaks
-    may fall across one, told each column's type and README's options."""
+    may fall across one, told each column's type and the page's options."""
     table = pa_csv.read_csv(
         path,
         read_options=pa_csv.ReadOptions(block_size=4096),
@@ -73,7 +74,7 @@ def pyarrow_rows(path: pathlib.Path, types: Mapping[str, str]) -> list[dict[str,
 
 
 def duckdb_rows(path: pathlib.Path, types: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The rows as DuckDB reads them, told each column's type and README's options."""
+    """The rows as DuckDB reads them, told each column's type and the page's options."""
     columns = ", ".join(f"'{name}': '{TYPES[kind][1]}'" for name, kind in types.items())
     with duckdb.connect() as connection:
         connection.execute("SET TimeZone = 'UTC'")

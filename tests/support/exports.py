@@ -12,8 +12,8 @@ from tests.support.csv_readers import PYARROW_OPTIONS
 
 def read_export(root: pathlib.Path, format: str = "parquet") -> dict[str, dict[str, Any]]:
     """Every row of the folder by job uid, ``date`` from its folder's name; a CSV file
-    has no types, so its reader is given the schema, as a BI tool's load is, and README's
-    options (``csv_readers``)."""
+    has no types, so its reader is given the schema, as a BI tool's load is, and the
+    options docs/usage-and-exports.md gives (``csv_readers``)."""
     typed = pa_csv.ConvertOptions(
         column_types={field.name: field.type for field in SCHEMA}, **PYARROW_OPTIONS
     )

@@ -136,10 +136,12 @@ CREATED_SECRET = re.compile(
 )
 
 
-def readme_secrets() -> list[tuple[str, str, str, str]]:
-    """Each `kubectl create secret generic NAME --from-literal=KEY=VALUE` README.md
-    gives (continued lines joined): namespace, name, key, value (quotes taken off)."""
-    text = (REPO / "README.md").read_text().replace("\\\n", " ")
+def documented_secrets() -> list[tuple[str, str, str, str]]:
+    """Each `kubectl create secret generic NAME --from-literal=KEY=VALUE` README.md and
+    the pages of docs/ give (continued lines joined): namespace, name, key, value (quotes
+    taken off)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    text = "".join(page.read_text() for page in pages).replace("\\\n", " ")
     return [
         (found["namespace"] or "", found["name"], found["key"], found["value"].strip("'\""))
         for found in CREATED_SECRET.finditer(text)

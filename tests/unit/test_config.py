@@ -6,6 +6,9 @@ import pytest
 from jobarchive.config import BOUNDED, DEFAULT_DB_URL, ConfigError, load, matches, redact_url
 from testbed.operator import REPO
 
+# The one configuration table, held to the code by the two tests below.
+CONFIGURATION_PAGE = REPO / "docs" / "configuration.md"
+
 
 def test_without_configuration_the_embedded_sqlite_file_is_used() -> None:
     settings = load({})
@@ -160,22 +163,21 @@ def test_the_batch_job_selector_is_off_by_default_and_parsed_like_kubectls() -> 
             load({"JOBARCHIVE_BATCH_JOB_SELECTOR": bad})
 
 
-def test_the_readme_table_documents_every_variable_the_code_reads() -> None:
+def test_the_configuration_table_documents_every_variable_the_code_reads() -> None:
     source = "".join(
         p.read_text() for p in (REPO / "operator" / "jobarchive" / "config").glob("*.py")
     )
-    readme = (REPO / "README.md").read_text()
-    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    table = CONFIGURATION_PAGE.read_text()
     read = set(re.findall(r'"((?:JOBARCHIVE|MYSQL)_[A-Z_]+|REGION)"', source))
     documented = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE))
     assert read == documented
 
 
-def test_the_readme_table_gives_each_numeric_setting_its_default_and_range() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_configuration_table_gives_each_numeric_setting_its_default_and_range() -> None:
+    table = CONFIGURATION_PAGE.read_text()
     for bounded in BOUNDED.values():
         rows = re.findall(
-            rf"^\| `{bounded.variable}` \| `(\d+)`[^|]* \| ([\d,]+)\.\.([\d,]+) \|", readme, re.M
+            rf"^\| `{bounded.variable}` \| `(\d+)`[^|]* \| ([\d,]+)\.\.([\d,]+) \|", table, re.M
         )
         numbers = [[int(group.replace(",", "")) for group in row] for row in rows]
         # One row, with the default and range: none, or two, would be a fault of the table.

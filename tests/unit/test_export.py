@@ -219,9 +219,9 @@ def test_one_export_at_a_time_writes_a_folder(tmp_path):
     assert not list(tmp_path.glob("date=*"))
 
 
-def test_readme_states_the_schema_written():
-    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("### Exports for BI", 1)[1].split("\n### ", 1)[0]
+def test_the_docs_state_the_schema_written():
+    page = (pathlib.Path(__file__).parents[2] / "docs" / "usage-and-exports.md").read_text()
+    section = page.split("## Exports for BI", 1)[1].split("\n## ", 1)[0]
     table = [line for line in section.splitlines() if line.startswith("| `")]
     stated = [
         tuple(cell.strip().strip("`") for cell in line.strip("|").split(" | ")) for line in table

@@ -16,8 +16,8 @@ from jobarchive.reading import auth
 from testbed.operator import REPO
 from tests.support.manifests import (
     depending_on_own_crds,
+    documented_secrets,
     documents,
-    readme_secrets,
     secrets_with_data,
     validation_failures,
 )
@@ -26,7 +26,7 @@ MANIFESTS = sorted((REPO / "manifests").glob("*.yaml"))
 TRY_OUT = sorted((REPO / "manifests" / "try-mariadb").glob("*.yaml"))
 EXAMPLES = sorted((REPO / "manifests" / "examples").glob("*.yaml"))
 READER = sorted((REPO / "manifests" / "reader").glob("*.yaml"))
-# Each `kubectl apply -f DIR` the README tells of.
+# Each `kubectl apply -f DIR` the README and docs/deploy.md tell of.
 APPLIES = {
     "manifests": MANIFESTS,
     "try-mariadb": TRY_OUT,
@@ -222,7 +222,7 @@ def container() -> dict[str, Any]:
     return only
 
 
-def test_the_deployment_runs_the_operator_as_the_readme_says_with_peering() -> None:
+def test_the_deployment_runs_the_operator_as_the_docs_say_with_peering() -> None:
     command = container()["command"]
     assert command[:2] == ["kopf", "run"] and command[-1] == "operator/main.py"
     assert (REPO / command[-1]).exists()
@@ -258,8 +258,8 @@ def test_the_database_url_is_a_secret_created_apart_and_no_manifest_holds_one() 
         if "valueFrom" in v and "secretKeyRef" in v["valueFrom"]
     ]
     namespace = one("Deployment")["metadata"]["namespace"]
-    created = [secret for secret in readme_secrets() if secret[1] == secret_ref["name"]]
-    # Every README command that creates it: in the operator's namespace, the key it reads,
+    created = [secret for secret in documented_secrets() if secret[1] == secret_ref["name"]]
+    # Every documented command that creates it: in the operator's namespace, the key it reads,
     # a URL jobarchive accepts; and a re-apply of manifests/ has no Secret to reset it.
     assert created and not any(doc["kind"] == "Secret" for doc in DOCS)
     for secret_namespace, _, key, url in created:
@@ -348,8 +348,8 @@ def test_the_network_policy_admits_the_metrics_from_the_cluster_and_the_api() ->
     assert set(admitted) <= named_ports
 
 
-def test_the_try_out_database_is_where_readmes_url_points() -> None:
+def test_the_try_out_database_is_where_the_documented_url_points() -> None:
     service = next(doc for doc in documents(TRY_OUT) if doc["kind"] == "Service")
     name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
     at = f"@{name}.{namespace}.svc:{service['spec']['ports'][0]['port']}/"
-    assert any(at in url for _, secret, _, url in readme_secrets() if secret == "jobarchive-db")
+    assert any(at in url for _, secret, _, url in documented_secrets() if secret == "jobarchive-db")

@@ -11,7 +11,7 @@ import yaml
 
 from jobarchive import cli, config
 from testbed.operator import REPO
-from tests.support.manifests import readme_secrets
+from tests.support.manifests import documented_secrets
 
 MANIFESTS = REPO / "manifests"
 STATIC = REPO / "operator" / "jobarchive" / "reading" / "console" / "static"
@@ -90,9 +90,9 @@ def test_the_reader_reads_its_database_url_from_a_file_only_its_own_group_may_re
     directory, _, key = own["db_url_file"].rpartition("/")
     [mount] = [m for m in serving()["volumeMounts"] if m["mountPath"] == directory]
     [volume] = [v["secret"] for v in pod()["volumes"] if v["name"] == mount["name"]]
-    # The Secret is created apart (README's command), in the reader's namespace.
+    # The Secret is created apart (docs/deploy.md's command), in the reader's namespace.
     namespace = reader("Deployment")["metadata"]["namespace"]
-    created = [s for s in readme_secrets() if s[1] == volume["secretName"]]
+    created = [s for s in documented_secrets() if s[1] == volume["secretName"]]
     assert created and mount["readOnly"] is True
     for secret_namespace, _, secret_key, url in created:
         assert (secret_namespace, secret_key) == (namespace, key)

@@ -1,7 +1,8 @@
 """Settings from the environment, validated once at start.
 
-Every setting is read in this package and nowhere else, so README's configuration
-table and the package can be checked against each other; importing it reads nothing.
+Every setting is read in this package and nowhere else, so the configuration table
+(docs/configuration.md) and the package can be checked against each other; importing
+it reads nothing.
 A bad value raises ConfigError naming the variable; the database password is never
 part of a message: use ``Settings.db_url_redacted`` wherever the URL is shown.
 

@@ -1,5 +1,5 @@
 """The numeric settings: each one's variable, default and range, written once in
-``BOUNDED`` (README's configuration table is checked against it), and their values
+``BOUNDED`` (docs/configuration.md's table is checked against it), and their values
 when nothing is set (``DEFAULTS``), which other modules' keyword arguments take.
 """
 

@@ -1,5 +1,5 @@
-"""The export's columns, declared once: name, type and meaning (README's table is
-checked against them), and a job's usage as one row of them (pure)."""
+"""The export's columns, declared once: name, type and meaning (docs/usage-and-exports.md's
+table is checked against them), and a job's usage as one row of them (pure)."""
 
 import dataclasses
 import datetime

@@ -87,7 +87,7 @@ async def require_adopted(conn: BaseDBAsyncClient) -> None:
     if unadopted:
         raise NotAdopted(
             f"{', '.join(unadopted)} has no unique key, as in the tables KubeDL creates: "
-            "run `jobarchive migrate` once (README: Coming from KubeDL)"
+            "run `jobarchive migrate` once (docs/schema.md: Coming from KubeDL)"
         )
 
 

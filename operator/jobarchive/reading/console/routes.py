@@ -38,8 +38,8 @@ PAGES: dict[str, tuple[View, Reviewed]] = {
     "usage": (reports.usage_page, lambda mount: mount.jobs),
     "usage.csv": (reports.usage_csv, lambda mount: mount.jobs),
 }
-# The paths of a job's pages before decision 31, which README and bookmarks hold, and
-# where each now is, relative to it.
+# The paths of a job's pages before decision 31, which old links and bookmarks hold,
+# and where each now is, relative to it.
 MOVED = {
     "/jobs/{uid}": "../job",
     "/jobs/{uid}/logs": "../../logs",
