@@ -1,11 +1,14 @@
 """One definition of GPU-hours, the pods' GPUs times their run time as ``usage`` counts
 it, read the same on every face: the demo's jobs, recorded by the real operator, ranked
-by owner on the console's statistics page, answered by the JSON API's ``/usage``,
-printed by ``jobarchive usage -o json`` and summed from ``jobarchive export``'s files."""
+by owner on the console's statistics page, downloaded by its usage page's CSV link,
+answered by the JSON API's ``/usage``, printed by ``jobarchive usage -o json`` and summed
+from ``jobarchive export``'s files."""
 
 import asyncio
+import csv
 import datetime
 import html
+import io
 import json
 import pathlib
 import re
@@ -15,6 +18,7 @@ import pytest
 
 from demo.stories import RECORDED, play
 from jobarchive.reading import queries
+from jobarchive.reading.console.formats import number
 from testbed.cluster import Cluster
 from testbed.logs import Logs
 from testbed.operator import OperatorProcess
@@ -56,6 +60,8 @@ async def test_the_demos_gpu_hours_are_the_same_on_every_face(
             await asyncio.to_thread(fetched, f"{origin}/api/v1/usage?by=owner&{window}")
         )
         page = html.unescape(await asyncio.to_thread(fetched, f"{origin}/stats?{window}"))
+        # The usage page's table, as its CSV link downloads it.
+        table = await asyncio.to_thread(fetched, f"{origin}/usage.csv?by=owner&{window}")
     api = {row["owner"]: row["gpu_hours"] for row in answered["items"] if row["gpu_hours"]}
     assert api["carol"] > 0 and len(api) >= 3
 
@@ -67,12 +73,17 @@ async def test_the_demos_gpu_hours_are_the_same_on_every_face(
     cli = {row["owner"]: row["gpu_hours"] for row in json.loads(printed.stdout)["items"]}
     assert {owner: hours for owner, hours in cli.items() if hours} == api
 
+    downloaded = {
+        row["owner"].removeprefix("'"): float(row["gpu_hours"])
+        for row in csv.DictReader(io.StringIO(table))
+    }
+    assert {owner: hours for owner, hours in downloaded.items() if hours} == api
+
     # The statistics page ranks the same owners by the same figures.
     ranked = dict(re.findall(r'class="label"[^>]*>([^<]+)</text>\s*<rect[^>]*/>\s*'
                              r'<text class="value"[^>]*>([\d.]+) GPU-h</text>', page))  # fmt: skip
-    assert {owner: float(hours) for owner, hours in ranked.items()} == {
-        owner: float(f"{hours:g}") for owner, hours in api.items()
-    }
+    # Each written as the console writes numbers (10.007 as 10, 2.567 as 2.57).
+    assert ranked == {owner: number(hours) for owner, hours in api.items()}
 
     # The export's rows are whole lives: equal for owners whose jobs all ended.
     folder = tmp_path / "export"
