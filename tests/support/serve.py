@@ -62,12 +62,12 @@ async def serve_process(
 
 @contextlib.asynccontextmanager
 async def jobarchive_serve(
-    db_url: str, log_path: pathlib.Path, concurrency: int
+    db_url: str, log_path: pathlib.Path, concurrency: int, **env: str
 ) -> AsyncIterator[tuple[str, int]]:
     """A real ``jobarchive serve --auth none`` on the archive, ``concurrency`` queries at
-    once: its API's base URL and pid, once it answers."""
+    once, ``env`` added to its settings: its API's base URL and pid, once it answers."""
     serving = serve_process(
-        db_url, log_path, "--auth", "none", JOBARCHIVE_API_CONCURRENCY=str(concurrency)
+        db_url, log_path, "--auth", "none", JOBARCHIVE_API_CONCURRENCY=str(concurrency), **env
     )
     async with serving as running:
         base = f"http://127.0.0.1:{running.port}{PREFIX}"
