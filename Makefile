@@ -42,6 +42,7 @@ lint: install-test
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/vulture operator/jobarchive vulture_whitelist.py --min-confidence 60
 
 ## MariaDB's server binaries for the private server the tests start, and galera-4 and rsync
 ## for their three-node Galera cluster (apt-get, as root).

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 VARIABLE = "JOBARCHIVE_CLUSTER"
 NAMESPACE = "kube-system"
-# Said in the start's line and in the refusals: how to read the same uid by hand.
-BY_HAND = "kubectl get namespace kube-system -o jsonpath='{.metadata.uid}'"
 
 
 class Unknown(Exception):

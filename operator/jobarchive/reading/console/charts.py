@@ -26,7 +26,6 @@ BAR_LABELS = 300
 # What of a bar's label fits left of it; its title says it whole.
 LABEL_CHARACTERS = 44
 BAR_ROW = 22
-BAR_HEIGHT = 14
 # Room right of the longest bar for its value as written.
 VALUE_TEXT = 180
 # Order of the stacks: the finished outcomes at the foot, what still runs on top.

@@ -29,7 +29,6 @@ RIGHT = 16
 AXIS = 22
 LANE = 30
 ROW = 16
-BAR = 10
 BOTTOM = 8
 BARS_PER_ROLE = 40
 # Marks closer than this (in the drawing's units) with the same type and reason are one.
