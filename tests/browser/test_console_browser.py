@@ -18,19 +18,17 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from demo.stories import RECORDED, play
+from demo.stories import RECORDED
 from jobarchive.config import DbTls
 from jobarchive.reading import queries
 from jobarchive.reading.console import mounts
 from jobarchive.storage import database as db
 from jobarchive.storage.reads import ReadPool
 from testbed.cluster import Cluster
-from testbed.logs import Logs
 from testbed.operator import OperatorProcess
 from tests.support import browser
-from tests.support.console import large_job, serving_console
+from tests.support.console import demo_recorded, large_job, serving_console
 from tests.support.history import History
-from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -161,13 +159,7 @@ async def test_the_demos_jobs_in_a_browser(
     tmp_path: pathlib.Path,
     driver: WebDriver,
 ) -> None:
-    await play(cluster, Logs(cluster))
-
-    async def recorded() -> bool:
-        jobs = (await queries.list_jobs(queries.JobQuery())).items
-        return {job["name"]: job["status"] for job in jobs} == RECORDED
-
-    await eventually(recorded, within=30)
+    await demo_recorded(cluster)
     async with serving_console(e2e_db_url, tmp_path) as origin:
         await asyncio.to_thread(tour_of_the_demo, driver, origin, tmp_path)
 

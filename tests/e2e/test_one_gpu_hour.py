@@ -16,16 +16,12 @@ import urllib.request
 
 import pytest
 
-from demo.stories import RECORDED, play
-from jobarchive.reading import queries
 from jobarchive.reading.console.formats import number
 from testbed.cluster import Cluster
-from testbed.logs import Logs
 from testbed.operator import OperatorProcess
-from tests.support.console import serving_console
+from tests.support.console import demo_recorded, serving_console
 from tests.support.exports import read_export
 from tests.support.small_archive import run
-from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -43,13 +39,7 @@ async def test_the_demos_gpu_hours_are_the_same_on_every_face(
     e2e_db_url: str,
     tmp_path: pathlib.Path,
 ) -> None:
-    await play(cluster, Logs(cluster))
-
-    async def recorded() -> bool:
-        jobs = (await queries.list_jobs(queries.JobQuery())).items
-        return {job["name"]: job["status"] for job in jobs} == RECORDED
-
-    await eventually(recorded, within=30)
+    await demo_recorded(cluster)
     # Up to a second already past: a running pod's hours end there, on every face alike.
     until = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     since = until - datetime.timedelta(days=1)

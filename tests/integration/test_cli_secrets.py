@@ -82,6 +82,21 @@ def given(way: str, url: str, folder: pathlib.Path) -> tuple[list[str], dict[str
     }[way]
 
 
+def refused_unshown(args: list[str], env: dict[str, str], cwd: pathlib.Path, shown: str) -> str:
+    """Run ``jobarchive jobs`` at DEBUG on a URL whose password the server refuses: its
+    last line names the URL as ``shown``, and no piece of the password shows anywhere;
+    the whole output, for what else the caller asserts."""
+    result = jobarchive(*args, "jobs", cwd=cwd, env=env, debug=True)
+    output = result.stdout + result.stderr
+    assert "Tortoise-ORM startup" in output
+    assert result.stderr.splitlines()[-1].startswith(
+        f"Error: cannot use the archive at {shown}: Access denied for user 'root'@"
+    )
+    assert result.returncode == 1
+    assert_hidden(PASSWORD, output)
+    return output
+
+
 @pytest.mark.parametrize("way", WAYS)
 def test_a_refused_password_shows_nowhere_even_at_debug_level(
     way: str, empty: pathlib.Path, tmp_path: pathlib.Path, mysql_url: str
@@ -90,18 +105,10 @@ def test_a_refused_password_shows_nowhere_even_at_debug_level(
     address, name = f"{server.hostname}:{server.port}", server.path[1:]
     args, env = given(way, f"mysql://root:{ENCODED}@{address}/{name}", tmp_path)
 
-    result = jobarchive(*args, "jobs", cwd=empty, env=env, debug=True)
+    output = refused_unshown(args, env, empty, f"mysql://root:***@{address}/{name}")
 
-    output = result.stdout + result.stderr
     # The line that kept a third of the password, and aiomysql's own records.
-    assert "Tortoise-ORM startup" in output
     assert "'password': '***'" in output
-    assert result.stderr.splitlines()[-1].startswith(
-        f"Error: cannot use the archive at mysql://root:***@{address}/{name}: "
-        "Access denied for user 'root'@"
-    )
-    assert result.returncode == 1
-    assert_hidden(PASSWORD, output)
 
 
 @pytest.mark.parametrize("way", ["JOBARCHIVE_DB_URL", "--db-url", "JOBARCHIVE_DB_URL_FILE"])
@@ -112,16 +119,7 @@ def test_a_password_in_the_urls_query_shows_nowhere_even_at_debug_level(
     address, name = f"{server.hostname}:{server.port}", server.path[1:]
     args, env = given(way, f"mysql://root@{address}/{name}?password={ENCODED}", tmp_path)
 
-    result = jobarchive(*args, "jobs", cwd=empty, env=env, debug=True)
-
-    output = result.stdout + result.stderr
-    assert "Tortoise-ORM startup" in output
-    assert result.stderr.splitlines()[-1].startswith(
-        f"Error: cannot use the archive at mysql://root@{address}/{name}?password=***: "
-        "Access denied for user 'root'@"
-    )
-    assert result.returncode == 1
-    assert_hidden(PASSWORD, output)
+    refused_unshown(args, env, empty, f"mysql://root@{address}/{name}?password=***")
 
 
 @pytest.mark.parametrize("char", ["#", "/", "?", "@"])

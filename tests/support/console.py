@@ -14,14 +14,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from html import unescape
 from typing import Any
 
+from demo.stories import RECORDED, play
 from jobarchive.logtails import store as tails
 from jobarchive.logtails.text import tail
 from jobarchive.logtails.triggers import Failure
+from jobarchive.reading import queries
 from testbed import objects as o
+from testbed.cluster import Cluster
+from testbed.logs import Logs
 from testbed.objects import Body
 from tests.support.history import SPECS, History
 from tests.support.serve import serve_process
-from tests.support.waiting import answering
+from tests.support.waiting import answering, eventually
 
 IMAGE = "gcr.io/kubeflow-ci/tf-mnist-with-summaries:1.0"
 
@@ -140,6 +144,18 @@ async def large_job(history: History, pods: int, name: str = "llama-pretrain") -
     for first in range(0, pods, 250):
         await asyncio.gather(*(one(index) for index in range(first, min(first + 250, pods))))
     return job
+
+
+async def demo_recorded(cluster: Cluster) -> None:
+    """The demo's five jobs' lives played on ``cluster`` (``demo.stories``), once the
+    operator watching it has recorded each job in its last status."""
+    await play(cluster, Logs(cluster))
+
+    async def recorded() -> bool:
+        jobs = (await queries.list_jobs(queries.JobQuery())).items
+        return {job["name"]: job["status"] for job in jobs} == RECORDED
+
+    await eventually(recorded, within=30)
 
 
 @contextlib.asynccontextmanager
