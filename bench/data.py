@@ -6,8 +6,8 @@ import uuid
 from collections.abc import Sequence
 
 from jobarchive.config import load
+from jobarchive.core.rows import EventRow, JobRow, PodRow, Row
 from jobarchive.recording.convert import event_row, job_row, pod_row
-from jobarchive.rows import EventRow, JobRow, PodRow, Row
 from jobarchive.storage.models import Event, Job, Pod, Stamped
 from testbed import kubelet
 from testbed import objects as o

@@ -28,8 +28,8 @@ import aiohttp
 
 from bench.e2e_bench import percentiles
 from jobarchive.config import DbTls
+from jobarchive.core.rows import JobRow
 from jobarchive.reading.kube.discovery import PREFIX
-from jobarchive.rows import JobRow
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job
 from jobarchive.storage.reads import ReadPool

@@ -32,8 +32,8 @@ from aiohttp import web
 
 from bench.kubectl_bench import BIN, DATABASE_VARIABLES
 from jobarchive.config import DEFAULTS, DbTls
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.reading.api import PREFIX
-from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage import database as db
 from testbed.mariadb import Databases
 from testbed.operator import REPO, write_kubeconfig

@@ -36,7 +36,7 @@ from tortoise.functions import Count
 from bench import data
 from bench.e2e_bench import MIB, cpu_seconds, total
 from jobarchive.config import DbTls
-from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
 from testbed.cluster import EVENTS, NAMESPACES, PODS, Cluster, job_resource, resource_of

@@ -18,9 +18,9 @@ from pymysql.constants import ER
 
 from bench import data
 from bench.data import Rows
-from jobarchive.bounded import chunks
 from jobarchive.config import DbTls
-from jobarchive.rows import DEFAULT_CLUSTER, Row
+from jobarchive.core.bounded import chunks
+from jobarchive.core.rows import DEFAULT_CLUSTER, Row
 from jobarchive.storage import database as db
 from jobarchive.storage.dialects import MYSQL
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped

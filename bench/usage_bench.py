@@ -14,9 +14,9 @@ from typing import Any
 
 from bench.query_bench import measure
 from jobarchive.config import DbTls
+from jobarchive.core.rows import Row
 from jobarchive.reading import queries
 from jobarchive.reading.queries import JobQuery
-from jobarchive.rows import Row
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod, Stamped
 from jobarchive.storage.reads import ReadPool

@@ -31,7 +31,7 @@ import tempfile
 import time
 
 from demo.stories import FAILED_CONTAINERS, RECORDED, play
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from testbed.cluster import EVENTS, PODS, emulated_cluster, job_resource
 from testbed.logs import Logs
 from testbed.operator import OperatorProcess, write_kubeconfig

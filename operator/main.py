@@ -12,7 +12,8 @@ the operator itself is built when Kopf starts it (``jobarchive.bindings``).
 import asyncio
 import sys
 
-from jobarchive import bindings, cluster, config
+from jobarchive import bindings, config
+from jobarchive.infra import cluster
 from jobarchive.storage import database, schema
 
 try:

@@ -15,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
 from soak import faults
 from soak.checker import Checker, read_tables
 from soak.operators import Supervisor

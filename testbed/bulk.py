@@ -8,9 +8,9 @@ import uuid
 from collections.abc import Iterator
 
 from jobarchive.config import load
+from jobarchive.core.rows import EventRow, JobRow, PodRow, Row
 from jobarchive.reading.queries import JOB_STATUSES
 from jobarchive.recording.convert import event_row, job_row, pod_row
-from jobarchive.rows import EventRow, JobRow, PodRow, Row
 from jobarchive.storage.models import Event, Job, Pod, Stamped
 from jobarchive.storage.store import Store
 from testbed import objects as o

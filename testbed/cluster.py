@@ -21,7 +21,7 @@ import aiohttp
 import kmock
 from kmock._internal.rendering import Response
 
-from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
+from jobarchive.core.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
 from testbed.objects import Body
 
 

@@ -54,7 +54,7 @@ import attrs
 import kmock
 from kmock._internal.k8s_views import ObjectsArray
 
-from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
 from testbed.cluster import (
     CRDS,
     EVENTS,

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from jobarchive.kinds import JobKind, KindRegistry
+from jobarchive.core.kinds import JobKind, KindRegistry
 
 # A Kubernetes object as the API serves it: JSON, any field possibly absent.
 Body = dict[str, Any]

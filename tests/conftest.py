@@ -18,7 +18,7 @@ import pytest
 from tortoise import Tortoise
 
 from jobarchive.config import DbTls
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.storage import database as db
 from jobarchive.storage.reads import ReadPool
 from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource

@@ -1,17 +1,18 @@
 """jobarchive: keeps the history of ML training jobs, their pods and Events in a database.
 
-The package is laid out along its one-directional data flows (ARCHITECTURE.md):
+The root holds the entry points and the wings; each layer imports only those below it
+(ARCHITECTURE.md; pyproject.toml's layers contract):
 
-- ``bindings`` and ``app``: the Kopf bindings and the composition root that wires the
-  parts; ``cli``: the command line ``jobarchive``.
-- ``recording``: the write path. Watch events -> recorder -> attribution and the pure
-  converters -> the storage's group-commit writer.
-- ``storage``: models, schema, SQL dialects, the store, the writer, error classes.
-- ``reading``: the read side: queries, the JSON API, the aggregated API, the console,
-  authorization; never the write path.
-- ``logtails``: the last lines of failed containers' logs.
-- ``exporting``: exports for BI, written from the read side's rows.
-- ``maintenance``: reconciliation with the cluster, retention, peering.
+1. ``bindings``: Kopf's handlers, the one module that imports Kopf.
+2. ``app``: the composition root that wires the parts; ``cli``: the command line.
+3. ``exporting``: exports for BI; ``maintenance``: reconciliation, retention, peering.
+4. ``recording``: the write path; ``reading``: queries, the JSON and aggregated APIs, the
+   console, authorization.
+5. ``logtails``: the last lines of failed containers' logs.
+6. ``storage``: models, schema, SQL dialects, the store, the group-commit writer.
+7. ``infra``: the Kubernetes client, serving, certificates, metrics, log hygiene.
+8. ``config``: the settings, read from the environment once.
+9. ``core``: pure helpers (times, quantities, rows' shapes, safe text, CSV).
 
 ``__version__`` is the installed distribution's version (setuptools-scm, from the git tag).
 """

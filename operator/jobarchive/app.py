@@ -17,10 +17,10 @@ import logging
 
 from aiohttp import web
 
-from jobarchive import identity, metrics, scope, sizing
-from jobarchive.certificates import CertificateError
 from jobarchive.config import Settings
-from jobarchive.kinds import BATCH_JOB
+from jobarchive.core.kinds import BATCH_JOB
+from jobarchive.infra import identity, metrics, scope, sizing
+from jobarchive.infra.certificates import CertificateError
 from jobarchive.logtails.capture import Capture
 from jobarchive.logtails.store import TailStore
 from jobarchive.maintenance import peering as peerings

@@ -32,9 +32,9 @@ import kopf
 
 from jobarchive import app
 from jobarchive.config import Settings
-from jobarchive.kinds import BATCH_JOB, INTERMEDIATE_KINDS, JobKind
+from jobarchive.core.kinds import BATCH_JOB, INTERMEDIATE_KINDS, JobKind
+from jobarchive.infra.scope import Scope
 from jobarchive.maintenance.peering import Peering
-from jobarchive.scope import Scope
 
 FINALIZER = "jobarchive.kubeflow.org/never-set"
 # Seconds before Kopf tries the start again after the database could not be opened.

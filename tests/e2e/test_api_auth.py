@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.reading.api import PREFIX
-from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage.models import Job
 from testbed import objects as o
 from testbed.cluster import (

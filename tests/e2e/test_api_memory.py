@@ -21,9 +21,9 @@ import aiohttp
 import pytest
 
 from jobarchive.config import load
+from jobarchive.core.rows import EventRow, JobRow, PodRow
 from jobarchive.reading.queries import MAX_PAGE
 from jobarchive.recording.convert import event_row, job_row, pod_row
-from jobarchive.rows import EventRow, JobRow, PodRow
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, job_resource, resource_of

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o

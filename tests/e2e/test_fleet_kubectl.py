@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from jobarchive.rows import DEFAULT_CLUSTER
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from testbed.cluster import Cluster
 from tests.support import fleet
 from tests.support.fleet import ALICE, DAVE, WEST

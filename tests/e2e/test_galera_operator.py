@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from soak.checker import Checker, read_tables
 from soak.timeline import Timeline
 from soak.truth import Truth

@@ -10,8 +10,8 @@ import time
 import kmock
 import pytest
 
-from jobarchive.cluster import METADATA_ONLY
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
+from jobarchive.infra.cluster import METADATA_ONLY
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o

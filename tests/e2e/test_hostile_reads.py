@@ -19,8 +19,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from jobarchive.core.rows import IMAGE_LENGTH, MESSAGE_LENGTH, REMARK_LENGTH, RESOURCES_LENGTH
 from jobarchive.reading.queries import PAGE_BYTES
-from jobarchive.rows import IMAGE_LENGTH, MESSAGE_LENGTH, REMARK_LENGTH, RESOURCES_LENGTH
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store

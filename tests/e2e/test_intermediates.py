@@ -4,7 +4,7 @@ batch Jobs, recorded when opted in by a label selector and only then."""
 
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
 from jobarchive.reading import queries
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from testbed.cluster import EVENTS, PODS, Cluster, Feed, job_resource
 from testbed.objects import Body
 from testbed.operator import OperatorProcess

@@ -6,8 +6,8 @@ import signal
 import kmock
 import pytest
 
-from jobarchive.cluster import METADATA_ONLY
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
+from jobarchive.infra.cluster import METADATA_ONLY
 from jobarchive.storage.models import Job, Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, job_resource, resource_of

@@ -8,7 +8,7 @@ import time
 import aiohttp
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Event, Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, job_resource, resource_of

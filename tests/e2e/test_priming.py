@@ -11,8 +11,8 @@ import kmock
 import pytest
 from kubernetes_asyncio import client
 
-from jobarchive.cluster import METADATA_ONLY
-from jobarchive.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, KindRegistry
+from jobarchive.core.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, KindRegistry
+from jobarchive.infra.cluster import METADATA_ONLY
 from jobarchive.recording.priming import list_live
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o

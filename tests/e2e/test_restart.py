@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Event, Pod
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, Feed, job_resource, resource_of

@@ -3,7 +3,7 @@
 import pytest
 from kubernetes_asyncio import client
 
-from jobarchive.cluster import METADATA_ONLY, PAGE_SIZE
+from jobarchive.infra.cluster import METADATA_ONLY, PAGE_SIZE
 from jobarchive.maintenance.reconcile import list_uids
 from testbed import objects as o
 from testbed.cluster import PODS, Cluster, Feed

@@ -7,8 +7,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from jobarchive.cutting import clip
-from jobarchive.rows import MESSAGE_LENGTH
+from jobarchive.core.cutting import clip
+from jobarchive.core.rows import MESSAGE_LENGTH
 from jobarchive.storage.models import Event, Job, Pod
 from testbed import objects as o
 from testbed.cluster import CRDS, EVENTS, PODS, Cluster, Feed, Resource, resource_of

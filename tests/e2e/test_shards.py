@@ -19,7 +19,7 @@ import aiohttp.web
 import pytest
 import yaml
 
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o

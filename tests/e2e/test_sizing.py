@@ -12,11 +12,11 @@ import uuid
 import pytest
 from kubernetes_asyncio import client
 
-from jobarchive import sizing
 from jobarchive.bindings import LIST_CHUNK_SIZE
-from jobarchive.cluster import METADATA_ONLY, get_json
-from jobarchive.kinds import BUILTIN_KINDS
-from jobarchive.sizing import MIB, Counts
+from jobarchive.core.kinds import BUILTIN_KINDS
+from jobarchive.infra import sizing
+from jobarchive.infra.cluster import METADATA_ONLY, get_json
+from jobarchive.infra.sizing import MIB, Counts
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster, resource_of
 from testbed.fast_emulator import FastEmulator, fast_cluster

@@ -9,7 +9,7 @@ import aiohttp
 import kmock
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.kinds import BUILTIN_KINDS
 from testbed.cluster import EVENTS, PODS, Cluster, Resource, job_resource
 from testbed.ports import free_port
 from tests.support.operators import OperatorFactory

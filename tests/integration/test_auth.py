@@ -19,9 +19,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from kubernetes_asyncio import client
 
-from jobarchive import cluster as kube
-from jobarchive.bounded import Expiring
 from jobarchive.config import DbTls
+from jobarchive.core.bounded import Expiring
+from jobarchive.infra import cluster as kube
 from jobarchive.reading import api, auth
 from jobarchive.storage import database as db
 from jobarchive.storage.reads import ReadPool

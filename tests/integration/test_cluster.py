@@ -7,8 +7,8 @@ import pytest
 from kmock._internal.rendering import Response
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive import cluster as kube
-from jobarchive import identity
+from jobarchive.infra import cluster as kube
+from jobarchive.infra import identity
 from jobarchive.maintenance.peering import Peering, is_active
 from testbed.cluster import Cluster
 from testbed.operator import write_kubeconfig

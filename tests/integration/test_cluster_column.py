@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from jobarchive.config import DbTls
+from jobarchive.core.rows import JobRow
 from jobarchive.logtails import store as tails
 from jobarchive.maintenance import retention
-from jobarchive.rows import JobRow
 from jobarchive.storage import database as db
 from jobarchive.storage import introspection, schema
 from jobarchive.storage.models import Job

@@ -14,8 +14,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive import cluster as kube
 from jobarchive.config import DbTls
+from jobarchive.infra import cluster as kube
 from jobarchive.reading import api, auth, queries
 from jobarchive.reading.console import mounts
 from jobarchive.storage import database as db

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.reading.queries.usage import job_usage
-from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows

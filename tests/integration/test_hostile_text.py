@@ -18,9 +18,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive.config import DbTls
+from jobarchive.core.visible import HIDDEN
 from jobarchive.reading import api, auth
 from jobarchive.storage import database as db
-from jobarchive.visible import HIDDEN
 from testbed import objects as o
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.console import keep_log_tail

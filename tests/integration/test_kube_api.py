@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive import cluster as kube
+from jobarchive.infra import cluster as kube
 from jobarchive.reading import api, auth
 from jobarchive.reading.kube import discovery, objects
 from jobarchive.reading.kube.status import not_found

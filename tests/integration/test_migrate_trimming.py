@@ -6,8 +6,8 @@ import json
 import pathlib
 
 from jobarchive.config import DbTls
-from jobarchive.cutting import CUT_KEY
-from jobarchive.rows import IMAGE_LENGTH, MESSAGE_LENGTH, RESOURCES_LENGTH
+from jobarchive.core.cutting import CUT_KEY
+from jobarchive.core.rows import IMAGE_LENGTH, MESSAGE_LENGTH, RESOURCES_LENGTH
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects
 from jobarchive.storage.migration.trimming import Trimming

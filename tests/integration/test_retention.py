@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from jobarchive.core.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
-from jobarchive.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow
 from jobarchive.storage.models import Event, Job, Pod, utcnow
 from jobarchive.storage.store import Store
 from tests.support import rows

@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from jobarchive import serving
+from jobarchive.infra import serving
 from jobarchive.reading import api, auth
 from testbed.ports import free_port
 from tests.support.waiting import eventually

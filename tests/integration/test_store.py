@@ -3,8 +3,8 @@
 import datetime
 from typing import Any
 
+from jobarchive.core.rows import MESSAGE_LENGTH
 from jobarchive.recording.convert import mark_gone
-from jobarchive.rows import MESSAGE_LENGTH
 from jobarchive.storage import database as db
 from jobarchive.storage import schema
 from jobarchive.storage.models import Event, Job, Pod

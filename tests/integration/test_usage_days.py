@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from jobarchive.core.rows import JobRow, PodRow
 from jobarchive.maintenance import retention
 from jobarchive.reading.queries import rollup
-from jobarchive.rows import JobRow, PodRow
 from jobarchive.storage import database as db
 from jobarchive.storage import migration, schema, usage_days
 from jobarchive.storage.models import Job, Pod, UsageDay

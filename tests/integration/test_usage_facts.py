@@ -6,8 +6,8 @@ running times not before the finish cleared, node names and queues left NULL."""
 import datetime
 from typing import Any
 
-from jobarchive.accounting import ACCELERATORS
 from jobarchive.config import DbTls, load
+from jobarchive.core.accounting import ACCELERATORS
 from jobarchive.recording.convert import job_row, pod_row
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects, introspection, migration

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import BadQuery, rollup
 from jobarchive.reading.queries.usage import job_usage
-from jobarchive.rows import DEFAULT_CLUSTER
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 import pytest
 from prometheus_client import REGISTRY
 
-from jobarchive.rows import Row
+from jobarchive.core.rows import Row
 from jobarchive.storage import writer as writing
 from jobarchive.storage.batches import WriterStopped
 from jobarchive.storage.models import Job, Pod, Stamped

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from jobarchive import cluster as kube
 from jobarchive.config import DbTls
+from jobarchive.infra import cluster as kube
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
 from testbed.cluster import Cluster, Reviews

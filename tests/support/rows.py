@@ -7,8 +7,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
+from jobarchive.core.rows import EventRow, JobRow, PodRow
 from jobarchive.logtails.triggers import Failure
-from jobarchive.rows import EventRow, JobRow, PodRow
 
 T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
 R = TypeVar("R", JobRow, PodRow, EventRow)

@@ -11,9 +11,9 @@ from typing import Any
 
 import aiohttp
 
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.reading.api import PREFIX
 from jobarchive.reading.queries import MAX_PAGE
-from jobarchive.rows import DEFAULT_CLUSTER
 from testbed.ports import free_port
 from tests.support.commands import DATABASE_VARIABLES, JOBARCHIVE
 from tests.support.waiting import answering

@@ -1,4 +1,4 @@
-from jobarchive.bounded import Lru, chunks
+from jobarchive.core.bounded import Lru, chunks
 
 
 def test_chunks_cover_every_item_once_in_order_and_none_is_over_the_size() -> None:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobarchive import csvsafe
+from jobarchive.core import csvsafe
 from jobarchive.exporting.files import CSV_TIME, DayFile
 from jobarchive.reading import usage
 from jobarchive.reading.params import USAGE_GROUPS

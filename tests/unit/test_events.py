@@ -3,8 +3,8 @@ from typing import Any
 
 import pytest
 
+from jobarchive.core.rows import MESSAGE_LENGTH
 from jobarchive.recording.convert import InvalidObject, event_row, involved_object
-from jobarchive.rows import MESSAGE_LENGTH
 from testbed import objects as o
 from testbed.objects import Body
 

@@ -4,8 +4,7 @@ column, a label and a field selector can all carry, and nothing else."""
 import pytest
 
 from jobarchive.config import ConfigError, load
-from jobarchive.identity import validated
-from jobarchive.rows import CLUSTER_LENGTH
+from jobarchive.core.rows import CLUSTER_LENGTH, valid_cluster
 
 
 @pytest.mark.parametrize(
@@ -13,7 +12,7 @@ from jobarchive.rows import CLUSTER_LENGTH
     ["prod-eu-1", "gke_project_zone_name", "a", "A.b-c_d", "0b5e4a1c-7f6e-4d2b-9a1e-3c8d2f4b6a7e"],
 )
 def test_a_label_value_is_a_cluster_name(name: str) -> None:
-    assert validated(name) == name
+    assert valid_cluster(name) == name
     assert load({"JOBARCHIVE_CLUSTER": f" {name} "}).cluster == name
 
 
@@ -32,7 +31,7 @@ def test_a_label_value_is_a_cluster_name(name: str) -> None:
 )
 def test_anything_else_is_refused_naming_the_variable(name: str) -> None:
     with pytest.raises(ValueError, match="is not a cluster name"):
-        validated(name)
+        valid_cluster(name)
     with pytest.raises(ConfigError, match=r"^JOBARCHIVE_CLUSTER: .* is not a cluster name"):
         load({"JOBARCHIVE_CLUSTER": name})
 

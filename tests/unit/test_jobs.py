@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from jobarchive.kinds import BUILTIN_KINDS, JobKind
+from jobarchive.core.kinds import BUILTIN_KINDS, JobKind
 from jobarchive.recording.convert import InvalidObject, job_row, mark_gone
 from jobarchive.recording.convert.strategies import kubeflow_status
 from testbed import objects as o

@@ -7,7 +7,7 @@ import pytest
 from tortoise import Tortoise
 from tortoise.backends.base.config_generator import expand_db_url
 
-from jobarchive import logs
+from jobarchive.infra import logs
 
 PASSWORD = "Qz8#Vx/Kj?W@m"
 URL = "mysql://alice:Qz8%23Vx%2FKj%3FW%40m@db.example.com:3306/archive"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from jobarchive.config import load, validate_db_url
-from jobarchive.kinds import INTERMEDIATE_KINDS
+from jobarchive.core.kinds import INTERMEDIATE_KINDS
 from jobarchive.reading import auth
 from testbed.operator import REPO
 from tests.support.manifests import (

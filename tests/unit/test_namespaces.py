@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
+from jobarchive.infra.scope import CLUSTER, Scope, from_command_line, match
 from jobarchive.maintenance.peering import KOPF_DEFAULT_NAME, Peering, joined
-from jobarchive.scope import CLUSTER, Scope, from_command_line, match
 from testbed.operator import KOPF, REPO
 
 # Kopf's documentation of --namespace (docs/scopes.rst and match_namespace's docstring).
@@ -63,7 +63,7 @@ def kopf_run(tmp_path: pathlib.Path, *args: str, **env: str) -> dict[str, object
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import dataclasses, json, sys\n"
-        "from jobarchive.scope import from_command_line\n"
+        "from jobarchive.infra.scope import from_command_line\n"
         "print(json.dumps(dataclasses.asdict(from_command_line())))\n"
         "sys.exit(0)\n"
     )

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobarchive.config import load
-from jobarchive.kinds import BATCH_JOB
-from jobarchive.quantities import parse_quantity
+from jobarchive.core.kinds import BATCH_JOB
+from jobarchive.core.quantities import parse_quantity
+from jobarchive.core.rows import EventRow, JobRow, PodRow
 from jobarchive.recording.convert import (
     InvalidObject,
     event_row,
@@ -20,7 +21,6 @@ from jobarchive.recording.convert import (
     pod_job_link,
     pod_row,
 )
-from jobarchive.rows import EventRow, JobRow, PodRow
 from testbed import objects as o
 from tests.support.strategies import hostile_text
 

@@ -2,7 +2,7 @@ import decimal
 
 import pytest
 
-from jobarchive.quantities import Format, Quantity, parse_quantity
+from jobarchive.core.quantities import Format, Quantity, parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ bytes of the figure, 756 before.
 import gc
 import tracemalloc
 
-from jobarchive.accounting import ACCELERATORS
 from jobarchive.config import load
+from jobarchive.core.accounting import ACCELERATORS
 from jobarchive.recording import convert
 from jobarchive.recording.attribution import Attribution, Waiting
 from jobarchive.recording.recorder import pod_waiting

@@ -11,7 +11,8 @@ import tomllib
 from packaging.requirements import Requirement
 from prometheus_client import generate_latest
 
-from jobarchive import __version__, metrics
+from jobarchive import __version__
+from jobarchive.infra import metrics
 from testbed.operator import REPO
 from tests.support.commands import JOBARCHIVE
 

@@ -4,7 +4,7 @@ import typing
 
 import pytest
 
-from jobarchive.rows import EventRow, JobRow, PodRow
+from jobarchive.core.rows import EventRow, JobRow, PodRow
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
 
 

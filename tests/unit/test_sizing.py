@@ -6,9 +6,9 @@ import pathlib
 
 import pytest
 
-from jobarchive import sizing
-from jobarchive.scope import CLUSTER, Scope
-from jobarchive.sizing import MIB, Counts
+from jobarchive.infra import sizing
+from jobarchive.infra.scope import CLUSTER, Scope
+from jobarchive.infra.sizing import MIB, Counts
 
 GIB = 1024 * MIB
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from jobarchive.config import load
-from jobarchive.kinds import BATCH_JOB
+from jobarchive.core.kinds import BATCH_JOB
+from jobarchive.core.rows import JobRow
 from jobarchive.recording.convert import InvalidObject, job_row, pod_row
 from jobarchive.recording.convert.strategies import jobset_roles
-from jobarchive.rows import JobRow
 from testbed import objects as o
 from testbed.objects import Body
 

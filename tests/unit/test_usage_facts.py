@@ -9,8 +9,8 @@ import datetime
 
 import pytest
 
-from jobarchive.accounting import ACCELERATORS, Requested, requested_of_json
 from jobarchive.config import ConfigError, load
+from jobarchive.core.accounting import ACCELERATORS, Requested, requested_of_json
 from jobarchive.recording.convert import job_row, pod_row
 from jobarchive.storage.batches import Pending, newest_rows
 from jobarchive.storage.models import Job, earliest

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobarchive import visible as module
-from jobarchive.visible import HIDDEN, visible
+from jobarchive.core import visible as module
+from jobarchive.core.visible import HIDDEN, visible
 
 PROPERTIES = settings(max_examples=500, deadline=None)
 # What the probe of issue 24 stored, and the other invisible characters judged dangerous.

@@ -3,9 +3,9 @@ the oldest dropped first."""
 
 import tracemalloc
 
-from jobarchive.accounting import ACCELERATORS
-from jobarchive.bounded import Weighed
-from jobarchive.kinds import BUILTIN_KINDS
+from jobarchive.core.accounting import ACCELERATORS
+from jobarchive.core.bounded import Weighed
+from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.recording.attribution import Attribution, Waiting
 from jobarchive.recording.recorder import event_waiting, pod_waiting
 from testbed import objects as o

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from jobarchive.rows import Row
+from jobarchive.core.rows import Row
 from jobarchive.storage import waiting
 from jobarchive.storage.batches import WriterStopped
 from jobarchive.storage.models import Pod, Stamped

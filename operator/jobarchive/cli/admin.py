@@ -7,10 +7,11 @@ from typing import Any, TypeVar
 
 import click
 
-from jobarchive import identity
 from jobarchive.cli import rendering
 from jobarchive.cli.archive import Where
 from jobarchive.cli.options import outputs
+from jobarchive.core.rows import valid_cluster
+from jobarchive.infra import identity
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,7 +21,7 @@ def cluster_name(_: click.Context, __: click.Parameter, value: str | None) -> st
     if value is None:
         return None
     try:
-        return identity.validated(value)
+        return valid_cluster(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -82,7 +83,7 @@ def migrate(where: Where, dry_run: bool, cluster: str | None) -> None:
     """
     # Imported here, when it runs, as for prune.
     from jobarchive.cli import session
-    from jobarchive.rows import DEFAULT_CLUSTER
+    from jobarchive.core.rows import DEFAULT_CLUSTER
     from jobarchive.storage import database as db
     from jobarchive.storage import migration
 

@@ -24,7 +24,7 @@ from kubernetes_asyncio.config.kube_config import (
 
 from jobarchive.cli.archive import Kubeconfig
 from jobarchive.cli.options import BadSetting
-from jobarchive.visible import visible
+from jobarchive.core.visible import visible
 
 # The fields of a kubeconfig's user that put a credential in a request's headers
 # (a client certificate is presented only in a TLS handshake).

@@ -8,13 +8,13 @@ from typing import Any, TypeVar
 
 import click
 
-from jobarchive import times
 from jobarchive.cli import rendering
 from jobarchive.cli.archive import Archive, Found, Where
 from jobarchive.cli.options import OUTPUTS, options, output_option, outputs
+from jobarchive.core import times
+from jobarchive.core.visible import visible
 from jobarchive.reading import params
 from jobarchive.reading.params import Page, Param
-from jobarchive.visible import visible
 
 T = TypeVar("T")
 

@@ -22,12 +22,12 @@ from kubernetes_asyncio import config as kube_config
 from jobarchive.cli import kubeconfig
 from jobarchive.cli.archive import Found, Kubeconfig
 from jobarchive.cli.options import BadSetting
-from jobarchive.logs import silenced
+from jobarchive.core.visible import visible
+from jobarchive.infra.logs import silenced
 from jobarchive.reading import params
 from jobarchive.reading.kube import objects
 from jobarchive.reading.kube.discovery import PREFIX
 from jobarchive.reading.params import BadQuery, Named, Page, Param
-from jobarchive.visible import visible
 
 T = TypeVar("T")
 JSON = dict[str, Any]

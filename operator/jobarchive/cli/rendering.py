@@ -12,9 +12,9 @@ import click
 from jobarchive.cli.archive import Found
 from jobarchive.cli.options import again, elsewhere
 from jobarchive.cli.tables import Column, cluster, print_table, reason
+from jobarchive.core.times import duration, rfc3339, timestamp
+from jobarchive.core.visible import visible
 from jobarchive.reading.params import Page
-from jobarchive.times import duration, rfc3339, timestamp
-from jobarchive.visible import visible
 
 # As kubectl's: what names a row, then what is most asked of it; the rest with -o wide.
 # In a narrow terminal the columns are taken by rank while they fit (``tables.fit``),

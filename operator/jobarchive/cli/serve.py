@@ -111,9 +111,9 @@ async def _home(configured: str | None, access: "Access") -> str:
     """The cluster serve reads as its own (decision 36): ``JOBARCHIVE_CLUSTER``, else,
     with Kubernetes' access control, the kube-system uid its credentials read; with
     none every cluster is read alike, so any name does. One line when none is known."""
-    from jobarchive import identity
+    from jobarchive.core.rows import DEFAULT_CLUSTER
+    from jobarchive.infra import identity
     from jobarchive.reading import auth
-    from jobarchive.rows import DEFAULT_CLUSTER
 
     if configured is not None:
         return configured
@@ -138,8 +138,8 @@ def _serve(
     tls: config.ApiTls,
 ) -> None:
     """The API on ``read_pool`` until SIGTERM or SIGINT; every failure one line."""
-    from jobarchive.certificates import CertificateError
     from jobarchive.cli import session
+    from jobarchive.infra.certificates import CertificateError
     from jobarchive.reading import api, auth
     from jobarchive.reading.gate import Limits
     from jobarchive.reading.ledger import ReviewBudget

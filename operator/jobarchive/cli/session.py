@@ -16,11 +16,11 @@ import click
 
 from jobarchive import config
 from jobarchive.cli.options import BadSetting
+from jobarchive.core.visible import visible
 from jobarchive.reading import queries
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, schema
 from jobarchive.storage.reads import QueryTimeout, ReadPool
-from jobarchive.visible import visible
 
 T = TypeVar("T")
 

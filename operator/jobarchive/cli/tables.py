@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from jobarchive.visible import visible
+from jobarchive.core.visible import visible
 
 # What a column costs beside its values: a space, the rule, a space.
 SEPARATOR = 3

@@ -9,14 +9,14 @@ import pathlib
 import re
 from collections.abc import Mapping
 
-from jobarchive.accounting import ACCELERATORS
 from jobarchive.config.api_tls import ApiTls, api_tls
 from jobarchive.config.database_tls import DbTls, db_tls
 from jobarchive.config.database_url import db_url, read_db_url, redact_url
 from jobarchive.config.errors import ConfigError
 from jobarchive.config.numbers import Numbers, read_numbers
-from jobarchive.identity import validated as validated_cluster
-from jobarchive.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_kinds
+from jobarchive.core.accounting import ACCELERATORS
+from jobarchive.core.kinds import BUILTIN_KINDS, JobKind, KindRegistry, parse_extra_kinds
+from jobarchive.core.rows import valid_cluster
 
 # Who may read through the API: callers' tokens and access reviewed by Kubernetes
 # (the default), or anyone who reaches the port (for a laptop).
@@ -103,7 +103,7 @@ def _cluster(raw: str | None) -> str | None:
     if raw is None or not raw.strip():
         return None
     try:
-        return validated_cluster(raw)
+        return valid_cluster(raw)
     except ValueError as exc:
         raise ConfigError(f"JOBARCHIVE_CLUSTER: {exc}") from None
 

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobarchive import csvsafe
+from jobarchive.core import csvsafe
 from jobarchive.exporting.columns import COLUMNS, NAMES, NUMBERS, TIMES
 
 _TYPES = {

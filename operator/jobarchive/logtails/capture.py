@@ -26,10 +26,10 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from jobarchive import metrics
-from jobarchive.cluster import api_client
 from jobarchive.config import Settings
-from jobarchive.logs import shown
+from jobarchive.infra import metrics
+from jobarchive.infra.cluster import api_client
+from jobarchive.infra.logs import shown
 from jobarchive.logtails import store as tails
 from jobarchive.logtails import text
 from jobarchive.logtails.fetcher import Fetcher, Read

@@ -20,9 +20,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive import metrics
-from jobarchive.bounded import Lru
 from jobarchive.config import Settings
+from jobarchive.core.bounded import Lru
+from jobarchive.infra import metrics
 from jobarchive.logtails import store as tails
 from jobarchive.logtails.queue import PER_NAMESPACE, FairQueue
 from jobarchive.logtails.triggers import Failure, failures

@@ -11,10 +11,10 @@ import datetime
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from jobarchive.cutting import clip
+from jobarchive.core.cutting import clip
+from jobarchive.core.rows import SHORT_TEXT_LENGTH
 from jobarchive.logtails.text import Tail
 from jobarchive.logtails.triggers import Failure
-from jobarchive.rows import SHORT_TEXT_LENGTH
 from jobarchive.storage.models import LOG_TAIL_TABLE, NOTE_LENGTH, LogTail, utcnow
 from jobarchive.storage.store import Store
 

@@ -21,9 +21,9 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive.logs import shown
-from jobarchive.objects import integer, mapping, sequence, text
-from jobarchive.times import timestamp
+from jobarchive.core.objects import integer, mapping, sequence, text
+from jobarchive.core.times import timestamp
+from jobarchive.infra.logs import shown
 
 OOM_KILLED = "OOMKilled"
 # 128 + SIGKILL, 128 + SIGTERM: how a container the kubelet stopped exits.

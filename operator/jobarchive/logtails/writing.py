@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 
-from jobarchive.logs import shown
+from jobarchive.infra.logs import shown
 from jobarchive.logtails import store as tails
 from jobarchive.logtails.intake import count
 from jobarchive.storage.failures import describe

@@ -33,12 +33,12 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive import metrics
-from jobarchive.cluster import api_client, get_json, post_json
-from jobarchive.logs import shown
-from jobarchive.objects import integer, mapping
-from jobarchive.scope import CLUSTER, Scope
-from jobarchive.times import timestamp
+from jobarchive.core.objects import integer, mapping
+from jobarchive.core.times import timestamp
+from jobarchive.infra import metrics
+from jobarchive.infra.cluster import api_client, get_json, post_json
+from jobarchive.infra.logs import shown
+from jobarchive.infra.scope import CLUSTER, Scope
 
 logger = logging.getLogger(__name__)
 # Kopf assumes this lifetime for a peer that states none.

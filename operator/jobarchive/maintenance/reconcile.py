@@ -43,14 +43,14 @@ from collections.abc import Iterable
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive import metrics
-from jobarchive.bounded import chunks
-from jobarchive.cluster import api_client, list_path, listed
-from jobarchive.kinds import JobKind
-from jobarchive.logs import shown
+from jobarchive.core.bounded import chunks
+from jobarchive.core.kinds import JobKind
+from jobarchive.infra import metrics
+from jobarchive.infra.cluster import api_client, list_path, listed
+from jobarchive.infra.logs import shown
+from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.recording.convert import mark_gone
-from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
 from jobarchive.storage.models import Job, Pod, utcnow
 from jobarchive.storage.store import Store

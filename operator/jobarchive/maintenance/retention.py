@@ -41,9 +41,9 @@ from typing import Any
 from tortoise.expressions import Q, Subquery
 from tortoise.queryset import QuerySet
 
-from jobarchive.logs import shown
+from jobarchive.infra.logs import shown
+from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
-from jobarchive.scope import CLUSTER, Scope
 from jobarchive.storage import failures
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, UsageDay, utcnow
 

@@ -37,8 +37,9 @@ from typing import Any, Unpack
 
 from aiohttp import web
 
-from jobarchive import certificates
 from jobarchive.config import DEFAULTS, ApiTls
+from jobarchive.infra import certificates
+from jobarchive.infra.serving import is_loopback, listen
 from jobarchive.reading import auth, embedded, frontproxy, kube, queries
 from jobarchive.reading.console import Console
 from jobarchive.reading.console.mounts import PATH as CONSOLE
@@ -64,7 +65,6 @@ from jobarchive.reading.queries import (
     USAGE_PARAMS,
     Param,
 )
-from jobarchive.serving import is_loopback, listen
 
 logger = logging.getLogger(__name__)
 

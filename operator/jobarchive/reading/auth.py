@@ -38,8 +38,8 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive import cluster
-from jobarchive.bounded import Expiring, Lru
+from jobarchive.core.bounded import Expiring, Lru
+from jobarchive.infra import cluster
 from jobarchive.reading.ledger import Ledgers, ReviewBudget
 
 logger = logging.getLogger(__name__)

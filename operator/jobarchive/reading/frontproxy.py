@@ -17,10 +17,10 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive import cluster
-from jobarchive.bounded import Expiring
-from jobarchive.certificates import ServerTls
 from jobarchive.config import DEFAULTS, ApiTls
+from jobarchive.core.bounded import Expiring
+from jobarchive.infra import cluster
+from jobarchive.infra.certificates import ServerTls
 from jobarchive.reading import auth, requestheader
 from jobarchive.reading.requestheader import BadConfig, RequestHeader
 

@@ -24,7 +24,9 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from jobarchive.config import DEFAULTS
-from jobarchive.logs import shown
+from jobarchive.core.rows import DEFAULT_CLUSTER
+from jobarchive.infra.logs import shown
+from jobarchive.infra.serving import SEND_TIMEOUT, send
 from jobarchive.reading import accept, auth, gate, queries, requestheader, usage
 from jobarchive.reading.fleet import Fleet
 from jobarchive.reading.frontproxy import FrontProxy
@@ -33,8 +35,6 @@ from jobarchive.reading.ledger import OverBudget
 from jobarchive.reading.params import Clusters, check_cluster
 from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import KnownKinds, Listing, Page
-from jobarchive.rows import DEFAULT_CLUSTER
-from jobarchive.serving import SEND_TIMEOUT, send
 from jobarchive.storage import failures, reads
 
 logger = logging.getLogger(__name__)

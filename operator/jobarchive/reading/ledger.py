@@ -20,9 +20,9 @@ import time
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from jobarchive.bounded import Expiring, Lru
 from jobarchive.config import DEFAULTS
-from jobarchive.logs import shown
+from jobarchive.core.bounded import Expiring, Lru
+from jobarchive.infra.logs import shown
 
 logger = logging.getLogger(__name__)
 

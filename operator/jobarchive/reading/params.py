@@ -15,9 +15,9 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from jobarchive.cutting import clip
-from jobarchive.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
-from jobarchive.rows import CLUSTER_LENGTH, CLUSTER_PATTERN, NAMESPACE_LENGTH
+from jobarchive.core.cutting import clip
+from jobarchive.core.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
+from jobarchive.core.rows import CLUSTER_LENGTH, CLUSTER_PATTERN, NAMESPACE_LENGTH
 
 JOB_STATUSES = (
     "Created",

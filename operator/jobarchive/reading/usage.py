@@ -6,7 +6,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from jobarchive import csvsafe
+from jobarchive.core import csvsafe
 from jobarchive.reading.params import EARLIEST, LATEST, USAGE_GROUPS, BadQuery, Named, one_of
 
 EVERY = ("day", "week", "month")

@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from jobarchive.bounded import Lru, Weighed
 from jobarchive.config import DEFAULTS
-from jobarchive.rows import EventRow, PodRow
+from jobarchive.core.bounded import Lru, Weighed
+from jobarchive.core.rows import EventRow, PodRow
 
 
 class Unrelated(enum.Enum):

@@ -8,13 +8,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive import metrics
-from jobarchive.bounded import Lru
 from jobarchive.config import Settings
-from jobarchive.cutting import clip
-from jobarchive.kinds import is_intermediate
-from jobarchive.logs import shown
-from jobarchive.objects import controller_of, mapping, text
+from jobarchive.core.bounded import Lru
+from jobarchive.core.cutting import clip
+from jobarchive.core.kinds import is_intermediate
+from jobarchive.core.objects import controller_of, mapping, text
+from jobarchive.core.rows import UID_LENGTH, EventRow, PodRow
+from jobarchive.infra import metrics
+from jobarchive.infra.logs import shown
 from jobarchive.recording import convert
 from jobarchive.recording.attribution import (
     EVENT,
@@ -29,7 +30,6 @@ from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
 from jobarchive.recording.lookups import Lookups
 from jobarchive.recording.storing import RowWriter, given_up, named, reason
-from jobarchive.rows import UID_LENGTH, EventRow, PodRow
 from jobarchive.storage.models import Event, Job, Pod, utcnow
 
 logger = logging.getLogger(__name__)

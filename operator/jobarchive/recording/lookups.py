@@ -15,9 +15,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
+from jobarchive.core.rows import JobRow
 from jobarchive.recording.attribution import Attributed, Attribution, Subject
 from jobarchive.recording.convert import IntermediateLink, NameLink, OwnerLink
-from jobarchive.rows import JobRow
 from jobarchive.storage.models import Job
 from jobarchive.storage.store import Store
 from jobarchive.storage.waiting import ride_out

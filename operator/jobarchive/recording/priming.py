@@ -32,17 +32,17 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.cluster import api_client, list_path, listed
-from jobarchive.kinds import (
+from jobarchive.core.kinds import (
     INTERMEDIATE_KINDS,
     JobKind,
     KindRegistry,
     is_intermediate,
 )
-from jobarchive.logs import shown
-from jobarchive.objects import controller_of, text
+from jobarchive.core.objects import controller_of, text
+from jobarchive.infra.cluster import api_client, list_path, listed
+from jobarchive.infra.logs import shown
+from jobarchive.infra.scope import Scope
 from jobarchive.recording.attribution import Attribution
-from jobarchive.scope import Scope
 
 logger = logging.getLogger(__name__)
 

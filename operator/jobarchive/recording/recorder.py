@@ -23,11 +23,11 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from jobarchive import metrics
 from jobarchive.config import Settings, matches
-from jobarchive.kinds import BATCH_JOB, JobKind, is_intermediate
+from jobarchive.core.kinds import BATCH_JOB, JobKind, is_intermediate
+from jobarchive.core.objects import controller_of, mapping, text
+from jobarchive.infra import metrics
 from jobarchive.logtails.capture import Capture
-from jobarchive.objects import controller_of, mapping, text
 from jobarchive.recording import convert
 from jobarchive.recording.attribution import (
     EVENT,

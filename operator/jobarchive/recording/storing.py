@@ -8,13 +8,13 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from jobarchive import metrics
-from jobarchive.logs import shown
+from jobarchive.core.objects import mapping, text
+from jobarchive.core.rows import EventRow, JobRow, PodRow
+from jobarchive.infra import metrics
+from jobarchive.infra.logs import shown
 from jobarchive.logtails.capture import Capture
-from jobarchive.objects import mapping, text
 from jobarchive.recording import convert
 from jobarchive.recording.attribution import Waiting
-from jobarchive.rows import EventRow, JobRow, PodRow
 from jobarchive.storage.models import Pod, Stamped
 from jobarchive.storage.writer import Writer
 

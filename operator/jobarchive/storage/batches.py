@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from jobarchive.rows import Row
+from jobarchive.core.rows import Row
 from jobarchive.storage.models import TABLES, Job, Stamped, earliest
 from jobarchive.storage.store import is_older
 

@@ -26,10 +26,10 @@ from tortoise import Tortoise, connections
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.backends.base.config_generator import expand_db_url
 
-from jobarchive import logs
-from jobarchive.accounting import ACCELERATORS
 from jobarchive.config import DbTls, first_host_url, hosts, redact_url, url_secrets
-from jobarchive.rows import DEFAULT_CLUSTER
+from jobarchive.core.accounting import ACCELERATORS
+from jobarchive.core.rows import DEFAULT_CLUSTER
+from jobarchive.infra import logs
 from jobarchive.storage import dialects, failover, failures, migration, reads, schema, tls
 from jobarchive.storage.models import Job
 from jobarchive.storage.reads import ReadPool

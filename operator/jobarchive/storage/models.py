@@ -3,7 +3,7 @@
 usage roll-up.
 
 Column names are KubeDL's (its ``dmo`` package), so KubeDL's consumers keep
-working; widths (``jobarchive.rows``) follow what Kubernetes allows, not the
+working; widths (``jobarchive.core.rows``) follow what Kubernetes allows, not the
 seed's guesses: object names up to 253 characters, free text as LONGTEXT, so no
 valid object is refused or silently cut. Python attribute names equal column
 names on purpose: Tortoise's migrations misname fields that use ``source_field``.
@@ -23,8 +23,8 @@ from tortoise import fields
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.models import Model
 
-from jobarchive.cutting import clip, fit_json
-from jobarchive.rows import (
+from jobarchive.core.cutting import clip, fit_json
+from jobarchive.core.rows import (
     API_VERSION_LENGTH,
     CLUSTER_LENGTH,
     EVENT_NAME_LENGTH,

@@ -21,7 +21,7 @@ import warnings
 from tortoise import Tortoise
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.rows import CLUSTER_PATTERN, DEFAULT_CLUSTER
+from jobarchive.core.rows import CLUSTER_PATTERN, DEFAULT_CLUSTER
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped, UsageDay
 

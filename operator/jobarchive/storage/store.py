@@ -17,8 +17,8 @@ from typing import Any, TypeVar, cast, overload
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 
-from jobarchive.logs import shown
-from jobarchive.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row
+from jobarchive.core.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row
+from jobarchive.infra.logs import shown
 from jobarchive.storage import database as db
 from jobarchive.storage import dialects, usage_days
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow

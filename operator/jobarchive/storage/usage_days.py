@@ -10,9 +10,9 @@ from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.core.times import aware
 from jobarchive.storage import dialects
 from jobarchive.storage.models import USAGE_DAY_TABLE, UsageDay, utcnow
-from jobarchive.times import aware
 
 DAY = datetime.timedelta(days=1)
 # A failed pod's reason: the head of its remark (``OOMKilled (exit code 137)``).

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from prometheus_client import Counter
 
-from jobarchive.logs import shown
+from jobarchive.infra.logs import shown
 from jobarchive.storage.failures import describe, is_unavailable
 
 logger = logging.getLogger(__name__)

@@ -17,10 +17,10 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from jobarchive import metrics
 from jobarchive.config import DEFAULTS
-from jobarchive.logs import shown
-from jobarchive.rows import Row
+from jobarchive.core.rows import Row
+from jobarchive.infra import metrics
+from jobarchive.infra.logs import shown
 from jobarchive.storage.batches import Group, Intake, Pending, newest_rows, settle
 from jobarchive.storage.failures import is_retryable, is_too_large
 from jobarchive.storage.models import Stamped

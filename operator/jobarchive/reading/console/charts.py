@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jobarchive.cutting import clip
+from jobarchive.core.cutting import clip
+from jobarchive.core.times import duration
 from jobarchive.reading.console.formats import number
-from jobarchive.times import duration
 
 WIDTH = 1200
 DAY_CHART_HEIGHT = 220

@@ -7,8 +7,8 @@ import re
 
 from markupsafe import Markup
 
-from jobarchive.times import duration, timestamp
-from jobarchive.visible import visible
+from jobarchive.core.times import duration, timestamp
+from jobarchive.core.visible import visible
 
 __all__ = ["cluster", "duration", "iso", "number", "parse", "shown", "utc"]
 

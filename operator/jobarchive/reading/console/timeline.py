@@ -20,7 +20,7 @@ import datetime
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from jobarchive.cutting import clip
+from jobarchive.core.cutting import clip
 from jobarchive.reading.console.axis import Scale, Tick, axis, ticks
 
 WIDTH = 1200

@@ -5,6 +5,7 @@ from the roll-up's rows (``reading.queries.rollups``)."""
 from collections.abc import Sequence
 from typing import Any
 
+from jobarchive.core.times import duration
 from jobarchive.reading.console.charts import (
     BarChart,
     DayChart,
@@ -14,7 +15,6 @@ from jobarchive.reading.console.charts import (
     stack,
 )
 from jobarchive.reading.console.formats import number
-from jobarchive.times import duration
 
 # Groups drawn in their own colour (``series-N``), the costliest; the rest as one.
 SERIES = 8

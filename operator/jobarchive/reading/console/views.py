@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
-from jobarchive.objects import mapping
+from jobarchive.core.objects import mapping
 from jobarchive.reading import embedded, queries
 from jobarchive.reading.console import formats, timeline
 from jobarchive.reading.console.mounts import Mount

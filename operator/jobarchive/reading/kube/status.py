@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from jobarchive.cutting import clip
+from jobarchive.core.cutting import clip
 from jobarchive.reading.handling import Refusal
 from jobarchive.reading.kube.discovery import GROUP
 

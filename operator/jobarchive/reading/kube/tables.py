@@ -8,10 +8,10 @@ import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jobarchive.core.visible import visible
 from jobarchive.reading.accept import is_json, media_ranges
 from jobarchive.reading.gpus import requested_gpus
 from jobarchive.reading.kube.discovery import EVENTS, JOBS, PODS, Kind
-from jobarchive.visible import visible
 
 Object = Mapping[str, Any]
 TABLE_VERSIONS = ("v1", "v1beta1")

@@ -9,6 +9,12 @@ from typing import Any
 
 from tortoise.queryset import QuerySet
 
+from jobarchive.core.rows import (
+    EVENT_NAME_LENGTH,
+    NAME_LENGTH,
+    SHORT_TEXT_LENGTH,
+    UID_LENGTH,
+)
 from jobarchive.reading.params import (
     BUILTIN,
     EVENT_LEADING,
@@ -30,12 +36,6 @@ from jobarchive.reading.params import (
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json
 from jobarchive.reading.queries.source import bounded
-from jobarchive.rows import (
-    EVENT_NAME_LENGTH,
-    NAME_LENGTH,
-    SHORT_TEXT_LENGTH,
-    UID_LENGTH,
-)
 from jobarchive.storage.models import Event
 
 RECENT = Order("last_timestamp", "events")

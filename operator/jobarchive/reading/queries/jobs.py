@@ -12,6 +12,7 @@ from typing import Any
 from tortoise.functions import Count
 from tortoise.queryset import QuerySet, ValuesListQuery
 
+from jobarchive.core.rows import NAME_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
 from jobarchive.reading.params import (
     BUILTIN,
     IDENTITY_PARAMS,
@@ -36,7 +37,6 @@ from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.reading.queries.source import bounded, read, reader
 from jobarchive.reading.queries.tails import pods_with_log_tails
-from jobarchive.rows import NAME_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import Event, Job, Pod
 

@@ -16,8 +16,8 @@ from typing import Any
 from tortoise.expressions import Q
 from tortoise.queryset import QuerySet
 
+from jobarchive.core.times import aware
 from jobarchive.reading.params import BadQuery, Named, Page
-from jobarchive.times import aware
 
 # No page is longer than this as JSON, whatever its rows hold: past it the page ends
 # early and its cursor goes on from there (decision 15). A job's detail holds two.

@@ -10,6 +10,7 @@ from typing import Any
 
 from tortoise.queryset import QuerySet
 
+from jobarchive.core.rows import NAME_LENGTH, UID_LENGTH
 from jobarchive.reading.params import (
     BUILTIN,
     POD_PARAMS,
@@ -29,7 +30,6 @@ from jobarchive.reading.params import (
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import pod_json
 from jobarchive.reading.queries.source import bounded, read
-from jobarchive.rows import NAME_LENGTH, UID_LENGTH
 from jobarchive.storage.models import Job, Pod
 
 NEWEST_PODS = Order("gmt_created", "archived-pods")

@@ -5,14 +5,15 @@ import datetime
 import json
 from typing import Any
 
-from jobarchive.cutting import clip
-from jobarchive.rows import (
+from jobarchive.core.cutting import clip
+from jobarchive.core.rows import (
     IMAGE_LENGTH,
     MESSAGE_LENGTH,
     REMARK_LENGTH,
     RESOURCES_LENGTH,
     SHORT_TEXT_LENGTH,
 )
+from jobarchive.core.times import aware, rfc3339
 from jobarchive.storage.models import (
     LOG_TAIL_LENGTH,
     NOTE_LENGTH,
@@ -21,7 +22,6 @@ from jobarchive.storage.models import (
     LogTail,
     Pod,
 )
-from jobarchive.times import aware, rfc3339
 
 
 def seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float | None:

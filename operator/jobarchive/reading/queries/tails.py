@@ -5,12 +5,12 @@ from collections.abc import Sequence
 
 from tortoise.expressions import Q
 
+from jobarchive.core.rows import NAME_LENGTH, UID_LENGTH
 from jobarchive.reading.params import LOG_TAILS_MAX, LOG_TAILS_PAGE, Page, fits, page_size
 from jobarchive.reading.queries.paging import Order, paged
 from jobarchive.reading.queries.shapes import log_tail_json
 from jobarchive.reading.queries.source import bounded, read
 from jobarchive.reading.queries.timeline import TIMELINE_PODS
-from jobarchive.rows import NAME_LENGTH, UID_LENGTH
 from jobarchive.storage.models import CONTAINER_NAME_LENGTH, LogTail
 
 

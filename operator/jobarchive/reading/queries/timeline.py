@@ -6,13 +6,13 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
-from jobarchive.cutting import clip
+from jobarchive.core.cutting import clip
+from jobarchive.core.rows import REMARK_LENGTH, UID_LENGTH
+from jobarchive.core.times import aware, timestamp
 from jobarchive.reading.params import EARLIEST, fits
 from jobarchive.reading.queries.source import Head, read, reader
-from jobarchive.rows import REMARK_LENGTH, UID_LENGTH
 from jobarchive.storage import dialects
 from jobarchive.storage.models import Job
-from jobarchive.times import aware, timestamp
 
 # The most pods and Events of one job a timeline reads: a 2,000-pod job is drawn whole,
 # a larger one from its first pods by creation (the page says so).

@@ -8,12 +8,12 @@ from typing import Any, TypeVar
 
 from tortoise.expressions import Q
 
+from jobarchive.core.times import aware
 from jobarchive.reading.params import EARLIEST, LATEST, check_namespace
 from jobarchive.reading.queries.shapes import seconds
 from jobarchive.reading.queries.source import Head, read
 from jobarchive.reading.usage import overlap
 from jobarchive.storage.models import Job, Pod
-from jobarchive.times import aware
 
 # Enough of a remark for its head (``OOMKilled (exit code 137)``).
 REASON_LENGTH = 200

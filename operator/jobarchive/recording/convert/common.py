@@ -6,10 +6,10 @@ import datetime
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from jobarchive.cutting import clip
-from jobarchive.objects import mapping, sequence, text
-from jobarchive.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH, VERSION_LENGTH, LiveRow
-from jobarchive.times import timestamp
+from jobarchive.core.cutting import clip
+from jobarchive.core.objects import mapping, sequence, text
+from jobarchive.core.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH, VERSION_LENGTH, LiveRow
+from jobarchive.core.times import timestamp
 
 TERMINAL_STATUSES = frozenset({"Succeeded", "Failed"})
 STOPPED = "Stopped"

@@ -11,10 +11,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive.cutting import clip
-from jobarchive.objects import integer, mapping, text
-from jobarchive.recording.convert.common import InvalidObject, identity, uid
-from jobarchive.rows import (
+from jobarchive.core.cutting import clip
+from jobarchive.core.objects import integer, mapping, text
+from jobarchive.core.rows import (
     EVENT_NAME_LENGTH,
     KIND_LENGTH,
     MESSAGE_LENGTH,
@@ -24,7 +23,8 @@ from jobarchive.rows import (
     UID_LENGTH,
     EventRow,
 )
-from jobarchive.times import timestamp
+from jobarchive.core.times import timestamp
+from jobarchive.recording.convert.common import InvalidObject, identity, uid
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,13 +10,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive.cutting import clip
-from jobarchive.kinds import JobKind
-from jobarchive.objects import mapping, text
-from jobarchive.recording.convert.common import identity, uid
-from jobarchive.recording.convert.resources import resources_json
-from jobarchive.recording.convert.strategies import STRATEGIES, queue
-from jobarchive.rows import (
+from jobarchive.core.cutting import clip
+from jobarchive.core.kinds import JobKind
+from jobarchive.core.objects import mapping, text
+from jobarchive.core.rows import (
     API_VERSION_LENGTH,
     NAME_LENGTH,
     REMARK_LENGTH,
@@ -24,6 +21,9 @@ from jobarchive.rows import (
     STATUS_LENGTH,
     JobRow,
 )
+from jobarchive.recording.convert.common import identity, uid
+from jobarchive.recording.convert.resources import resources_json
+from jobarchive.recording.convert.strategies import STRATEGIES, queue
 
 TENANCY_ANNOTATION = "kubedl.io/tenancy"
 

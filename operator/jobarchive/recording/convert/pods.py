@@ -16,13 +16,11 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive.accounting import ACCELERATORS
-from jobarchive.cutting import clip
-from jobarchive.kinds import JobKind, KindRegistry, is_intermediate
-from jobarchive.objects import controller_of, integer, mapping, sequence, text
-from jobarchive.recording.convert.common import identity, uid
-from jobarchive.recording.convert.resources import pod_resources
-from jobarchive.rows import (
+from jobarchive.core.accounting import ACCELERATORS
+from jobarchive.core.cutting import clip
+from jobarchive.core.kinds import JobKind, KindRegistry, is_intermediate
+from jobarchive.core.objects import controller_of, integer, mapping, sequence, text
+from jobarchive.core.rows import (
     IMAGE_LENGTH,
     IP_LENGTH,
     LABEL_VALUE_LENGTH,
@@ -33,7 +31,9 @@ from jobarchive.rows import (
     UID_LENGTH,
     PodRow,
 )
-from jobarchive.times import timestamp
+from jobarchive.core.times import timestamp
+from jobarchive.recording.convert.common import identity, uid
+from jobarchive.recording.convert.resources import pod_resources
 
 KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
 # A TrainJob's JobSet has the TrainJob's name, and labels every pod with it.

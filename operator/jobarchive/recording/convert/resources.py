@@ -14,12 +14,12 @@ scheduler and the kubelet count it. Quantities are printed canonically.
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive.accounting import Requested, requested
-from jobarchive.bounded import Lru
-from jobarchive.cutting import compact, fit_json
-from jobarchive.objects import mapping, sequence
-from jobarchive.quantities import Quantity, parse_quantity
-from jobarchive.rows import RESOURCES_LENGTH
+from jobarchive.core.accounting import Requested, requested
+from jobarchive.core.bounded import Lru
+from jobarchive.core.cutting import compact, fit_json
+from jobarchive.core.objects import mapping, sequence
+from jobarchive.core.quantities import Quantity, parse_quantity
+from jobarchive.core.rows import RESOURCES_LENGTH
 
 Amounts = dict[str, Quantity]
 # Pods of one job share their resources: the JSON of each distinct set is computed once.

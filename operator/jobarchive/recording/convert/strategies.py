@@ -13,11 +13,11 @@ import datetime
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from jobarchive.kinds import JobKind
-from jobarchive.objects import integer, mapping, sequence, text
+from jobarchive.core.kinds import JobKind
+from jobarchive.core.objects import integer, mapping, sequence, text
+from jobarchive.core.times import timestamp
 from jobarchive.recording.convert.common import TERMINAL_STATUSES, InvalidObject
 from jobarchive.recording.convert.resources import effective_resources
-from jobarchive.times import timestamp
 
 Object = Mapping[str, Any]
 CREATED = "Created"

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.accounting import ACCELERATORS
-from jobarchive.rows import DEFAULT_CLUSTER
+from jobarchive.core.accounting import ACCELERATORS
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.storage import introspection, schema, usage_days
 from jobarchive.storage.migration.columns import Columns
 from jobarchive.storage.migration.counting import Counting

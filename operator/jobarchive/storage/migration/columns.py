@@ -8,7 +8,7 @@ from typing import Any
 from tortoise import fields
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.rows import DEFAULT_CLUSTER
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.storage import schema
 from jobarchive.storage.dialects import Dialect
 from jobarchive.storage.introspection import Column

@@ -6,7 +6,7 @@ from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.accounting import ACCELERATORS, Requested, requested_of_json
+from jobarchive.core.accounting import ACCELERATORS, Requested, requested_of_json
 from jobarchive.storage.migration.steps import Part, Step
 from jobarchive.storage.models import Pod, Stamped
 

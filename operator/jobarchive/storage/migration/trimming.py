@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.cutting import clip, fit_json
+from jobarchive.core.cutting import clip, fit_json
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import Stamped
 

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.cluster import api_client, list_path, pages
-from jobarchive.kinds import JobKind
-from jobarchive.logs import shown
-from jobarchive.scope import Scope
+from jobarchive.core.kinds import JobKind
+from jobarchive.infra.cluster import api_client, list_path, pages
+from jobarchive.infra.logs import shown
+from jobarchive.infra.scope import Scope
 
 # A count keeps no object, so its pages are twice a listing's: half the requests where
 # the server does not say what remains.

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from jobarchive.visible import HIDDEN
+from jobarchive.core.visible import HIDDEN
 
 # What a spreadsheet runs as a formula when a cell begins with it, after any spaces or
 # controls it skips; and the characters that OWASP's guidance on CSV injection adds,

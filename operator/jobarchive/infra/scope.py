@@ -23,7 +23,7 @@ import click
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.cluster import listed
+from jobarchive.infra.cluster import listed
 
 logger = logging.getLogger(__name__)
 # Kopf's own legacy variable for one namespace, added to the flags by ``kopf run``.

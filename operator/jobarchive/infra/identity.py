@@ -1,18 +1,19 @@
 """Which cluster this process runs in (decision 35): the name every row it writes
 carries, and that the read side needs to tell this cluster's namespaces from others'.
 
-``JOBARCHIVE_CLUSTER`` names it (``validated``); unset, the cluster is known by the
-``kube-system`` namespace's uid (``discover``), as OpenTelemetry's ``k8s.cluster.uid``
-is: made once when the cluster is created, the same for every replica and shard of
-it, and unchanged by upgrades. It is read once, at start, with one GET.
+``JOBARCHIVE_CLUSTER`` names it (checked by ``core.rows.valid_cluster``); unset, the
+cluster is known by the ``kube-system`` namespace's uid (``discover``), as
+OpenTelemetry's ``k8s.cluster.uid`` is: made once when the cluster is created, the
+same for every replica and shard of it, and unchanged by upgrades. It is read once, at
+start, with one GET.
 """
 
 import dataclasses
 import re
 from typing import TYPE_CHECKING
 
-from jobarchive.objects import mapping
-from jobarchive.rows import CLUSTER_LENGTH, CLUSTER_PATTERN
+from jobarchive.core.objects import mapping
+from jobarchive.core.rows import CLUSTER_PATTERN
 
 if TYPE_CHECKING:
     from kubernetes_asyncio import client
@@ -37,20 +38,6 @@ class Identity:
         return f"Cluster {self.name} ({self.source})"
 
 
-def validated(raw: str) -> str:
-    """A cluster's name as given, checked: a label value of at most CLUSTER_LENGTH
-    characters (what the ``cluster`` column holds and a field selector can carry).
-    Raises ValueError saying why (the settings name the variable)."""
-    value = raw.strip()
-    if len(value) > CLUSTER_LENGTH or not re.fullmatch(CLUSTER_PATTERN, value):
-        shown = repr(value[:80]) + ("..." if len(value) > 80 else "")
-        raise ValueError(
-            f"{shown} is not a cluster name: at most {CLUSTER_LENGTH} letters, digits, "
-            "'-', '_' or '.', beginning and ending with a letter or digit"
-        )
-    return value
-
-
 async def identify(configured: str | None) -> Identity:
     """The name ``JOBARCHIVE_CLUSTER`` gave (``configured``, validated already), else
     the discovered one, read with the operator's credentials (the pod's service
@@ -58,7 +45,7 @@ async def identify(configured: str | None) -> Identity:
     if configured is not None:
         return Identity(configured, VARIABLE)
     # Imported here, as in ``discover``.
-    from jobarchive import cluster
+    from jobarchive.infra import cluster
 
     try:
         api = await cluster.api_client()
@@ -76,7 +63,7 @@ async def discover(api: "client.ApiClient") -> Identity:
     # must not import the Kubernetes client (decision 30).
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    from jobarchive import cluster
+    from jobarchive.infra import cluster
 
     try:
         body = await cluster.get_json(api, f"/api/v1/namespaces/{NAMESPACE}")

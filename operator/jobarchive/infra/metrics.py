@@ -28,7 +28,7 @@ from prometheus_client import Counter, Gauge, Histogram, Info
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from jobarchive import __version__
-from jobarchive.serving import listen
+from jobarchive.infra.serving import listen
 
 # ``jobarchive_build_info{version, python} 1``: which release each replica runs, as
 # kube-state-metrics' and Prometheus' own build_info series say theirs.

@@ -25,7 +25,7 @@ from kubernetes_asyncio.config.kube_config import (
     KUBE_CONFIG_DEFAULT_LOCATION,
 )
 
-from jobarchive.logs import silenced
+from jobarchive.infra.logs import silenced
 
 JSON = dict[str, Any]
 PAGE_SIZE = 500

@@ -14,6 +14,7 @@ writes for (decision 35).
 """
 
 import datetime
+import re
 from typing import NotRequired, TypedDict
 
 # Kubernetes object names (DNS subdomains) are at most 253 characters.
@@ -39,7 +40,7 @@ STATUS_LENGTH = 320
 # Core Event names are "<involved object name>.<hex>": longer than any object name.
 EVENT_NAME_LENGTH = 512
 IP_LENGTH = 64
-# Free text and JSON are cut on write to these bounds (``jobarchive.cutting``), so that
+# Free text and JSON are cut on write to these bounds (``jobarchive.core.cutting``), so that
 # no tenant can store a value a read would choke on. An image reference with a digest
 # is under 300 characters; a kubelet's termination message is at most 4,096 bytes;
 # the Events recorders of client-go cut their notes at 1,024.
@@ -48,6 +49,20 @@ MESSAGE_LENGTH = 4096
 REMARK_LENGTH = 4096
 # A job's roles and a pod's resources as JSON: a few hundred characters in practice.
 RESOURCES_LENGTH = 8192
+
+
+def valid_cluster(raw: str) -> str:
+    """A cluster's name as given, checked: a label value of at most CLUSTER_LENGTH
+    characters (what the ``cluster`` column holds and a field selector can carry).
+    Raises ValueError saying why (the settings name the variable)."""
+    value = raw.strip()
+    if len(value) > CLUSTER_LENGTH or not re.fullmatch(CLUSTER_PATTERN, value):
+        shown = repr(value[:80]) + ("..." if len(value) > 80 else "")
+        raise ValueError(
+            f"{shown} is not a cluster name: at most {CLUSTER_LENGTH} letters, digits, "
+            "'-', '_' or '.', beginning and ending with a letter or digit"
+        )
+    return value
 
 
 class JobRow(TypedDict):
