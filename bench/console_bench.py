@@ -21,7 +21,7 @@ from jobarchive.config import DbTls
 from jobarchive.reading import api, auth
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
 
 REPEAT = 20

@@ -25,7 +25,7 @@ from bench.kubectl_bench import serving
 from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
 from testbed import bulk
 

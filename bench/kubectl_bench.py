@@ -32,7 +32,7 @@ from jobarchive.core.rows import JobRow
 from jobarchive.reading.kube.discovery import PREFIX
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
 from testbed.ports import free_port
 

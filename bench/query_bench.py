@@ -16,7 +16,7 @@ from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, JobQuery
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from testbed import bulk
 
 REPEAT = 60

@@ -19,7 +19,7 @@ from jobarchive.reading import queries
 from jobarchive.reading.queries import JobQuery
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Event, Job, Pod, Stamped
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
 from testbed import bulk
 

@@ -20,7 +20,7 @@ from tortoise import Tortoise
 from jobarchive.config import DbTls
 from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.storage import database as db
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource
 from testbed.galera import GaleraCluster, galera_cluster
 from testbed.galera import missing as galera_missing

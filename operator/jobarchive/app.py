@@ -22,7 +22,7 @@ from jobarchive.core.kinds import BATCH_JOB
 from jobarchive.infra import identity, metrics, scope, sizing
 from jobarchive.infra.certificates import CertificateError
 from jobarchive.logtails.capture import Capture
-from jobarchive.logtails.store import TailStore
+from jobarchive.logtails.inserts import TailStore
 from jobarchive.maintenance import peering as peerings
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
@@ -35,7 +35,7 @@ from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, schema
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 

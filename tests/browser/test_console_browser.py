@@ -23,7 +23,7 @@ from jobarchive.config import DbTls
 from jobarchive.reading import queries
 from jobarchive.reading.console import mounts
 from jobarchive.storage import database as db
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from testbed.cluster import Cluster
 from testbed.operator import OperatorProcess
 from tests.support import browser

@@ -10,7 +10,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive import config
-from jobarchive.logtails import store as tails
+from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.text import tail
 from jobarchive.logtails.triggers import Failure
 from jobarchive.reading import api, auth, queries

@@ -24,7 +24,7 @@ from jobarchive.core.bounded import Expiring
 from jobarchive.infra import cluster as kube
 from jobarchive.reading import api, auth
 from jobarchive.storage import database as db
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from testbed.cluster import ACCESS_REVIEWS, TOKEN_REVIEWS, Cluster, Reviews
 from testbed.operator import write_kubeconfig
 from testbed.ports import free_port

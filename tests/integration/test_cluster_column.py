@@ -9,7 +9,7 @@ import pytest
 
 from jobarchive.config import DbTls
 from jobarchive.core.rows import JobRow
-from jobarchive.logtails import store as tails
+from jobarchive.logtails import inserts as tails
 from jobarchive.maintenance import retention
 from jobarchive.storage import database as db
 from jobarchive.storage import introspection, schema

@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive.reading import api, auth, kube, queries
-from jobarchive.reading.console import mounts, timeline
+from jobarchive.reading.console import gantt, mounts
 from jobarchive.reading.console.routes import PAGES
 from jobarchive.storage import database as db
 from tests.support.console import at, crawl, keep_log_tail, large_job, oom_killed_job
@@ -187,7 +187,7 @@ async def test_a_two_thousand_pod_job_is_drawn_in_bounded_rows(database: str) ->
         html = await page(client, f"/job?uid={job['metadata']['uid']}")
     pods_per_bar = [int(n) for n in re.findall(r'<g class="bar [a-z]+" data-pods="(\d+)"', html)]
     assert sum(pods_per_bar) == 2000
-    assert len(pods_per_bar) <= timeline.BARS_PER_ROLE
+    assert len(pods_per_bar) <= gantt.BARS_PER_ROLE
     assert "worker · 2000 pods (grouped)" in html
     assert "OOMKilled (exit code 137)" in html
     assert len(html.encode()) < 150_000

@@ -19,7 +19,7 @@ from jobarchive.infra import cluster as kube
 from jobarchive.reading import api, auth, queries
 from jobarchive.reading.console import mounts
 from jobarchive.storage import database as db
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from testbed.cluster import Cluster, Reviews
 from testbed.operator import write_kubeconfig
 from tests.support.console import oom_killed_job

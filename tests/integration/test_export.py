@@ -1,6 +1,6 @@
 """``jobarchive export`` run as a user runs it, on both databases: jobs recorded with
 figures computed by hand, exported, read back with pyarrow as a Hive-partitioned
-dataset, the same numbers as the usage every face reads (``queries.usage``), a day
+dataset, the same numbers as the usage every face reads (``queries.facts``), a day
 exported again replaced, CSV too; and bad input refused in one line, exit status 2."""
 
 import datetime
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from jobarchive.core.rows import DEFAULT_CLUSTER
-from jobarchive.reading.queries.usage import job_usage
+from jobarchive.reading.queries.facts import job_usage
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows

@@ -15,7 +15,7 @@ from jobarchive.config import DbTls
 from jobarchive.storage import database as db
 from jobarchive.storage.failover import FailoverClient
 from jobarchive.storage.models import Job
-from jobarchive.storage.reads import ReadPool, reader
+from jobarchive.storage.readpool import ReadPool, reader
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
 from testbed.galera import GaleraCluster

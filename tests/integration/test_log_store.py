@@ -3,7 +3,7 @@ read back newest failure first, pruned with its job and with orphan pods."""
 
 import datetime
 
-from jobarchive.logtails import store as tails
+from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.text import tail
 from jobarchive.maintenance import retention
 from jobarchive.reading import queries

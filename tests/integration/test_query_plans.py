@@ -11,7 +11,7 @@ from jobarchive.config import DbTls
 from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, Identity, JobQuery, PodQuery
 from jobarchive.storage import database as db
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from testbed import bulk
 from testbed.mariadb import Databases
 

@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from jobarchive.config import DbTls
 from jobarchive.reading import api, auth
 from jobarchive.storage import database as db
-from jobarchive.storage.reads import QueryTimeout, ReadPool, deadline
+from jobarchive.storage.readpool import QueryTimeout, ReadPool, deadline
 from testbed.mariadb import Databases
 from tests.support.commands import jobarchive
 from tests.support.sessions import locked, running

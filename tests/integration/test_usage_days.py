@@ -12,8 +12,8 @@ import pytest
 from jobarchive.core.rows import JobRow, PodRow
 from jobarchive.maintenance import retention
 from jobarchive.reading.queries import rollup
+from jobarchive.storage import daily, migration, schema
 from jobarchive.storage import database as db
-from jobarchive.storage import migration, schema, usage_days
 from jobarchive.storage.models import Job, Pod, UsageDay
 from jobarchive.storage.store import Store
 from tests.support import rows
@@ -32,7 +32,7 @@ async def days() -> dict[tuple[str, str], tuple[float, float, datetime.datetime]
     stamped = await UsageDay.all().values_list("gmt_modified", flat=True)
     assert all(stamp is not None for stamp in stamped)
     return {
-        (row["job_id"], usage_days.midnight(row["day"]).date().isoformat()): (
+        (row["job_id"], daily.midnight(row["day"]).date().isoformat()): (
             row["gpu_seconds"],
             row["cpu_milli_seconds"],
             row["day"],
@@ -71,14 +71,14 @@ async def test_a_job_s_days_follow_its_pods_and_a_relist_writes_the_same(databas
 
 async def copies(job: str) -> set[tuple[Any, ...]]:
     """The job's columns as its days hold them."""
-    columns = tuple(usage_days.JOB_COLUMNS)
+    columns = tuple(daily.JOB_COLUMNS)
     return set(await UsageDay.filter(job_id=job).values_list(*columns))
 
 
 async def test_a_day_holds_its_job_s_columns_whichever_is_written_last(database: str) -> None:
     pod = rows.pod("p0", job_id="j", gpus=1, gmt_started=at(1), gmt_finished=at(3))
     await write([], [{**pod, "status": "Failed", "remark": None}])
-    assert await copies("j") == {(None,) * len(usage_days.JOB_COLUMNS)}
+    assert await copies("j") == {(None,) * len(daily.JOB_COLUMNS)}
     job = rows.job("j", namespace="team-a", owner="alice", status="Running", gmt_created=at(0))
     await write([job], [])
     [running] = await copies("j")
@@ -94,8 +94,8 @@ async def test_a_day_holds_its_job_s_columns_whichever_is_written_last(database:
     await write([failed], [])
     [row] = await copies("j")
     assert row[5:7] == ("Failed", "BackoffLimitExceeded")
-    assert [usage_days.moment(value) for value in row[7:]] == [at(0), at(4)]
-    window: dict[str, Any] = {"since": T0, "until": T0 + 2 * usage_days.DAY}
+    assert [daily.moment(value) for value in row[7:]] == [at(0), at(4)]
+    window: dict[str, Any] = {"since": T0, "until": T0 + 2 * daily.DAY}
     found = await rollup("namespace", **window)
     assert found == await rollup("namespace", **window, from_pods=True)
     assert found[0]["top_failure_reasons"] == [
@@ -200,11 +200,11 @@ async def test_an_archive_from_before_is_filled_at_start_and_by_migrate(
     kept = await days()
     conn = db.connection()
     await conn.execute_script("DELETE FROM usage_day")
-    assert await usage_days.left(conn)
+    assert await daily.left(conn)
     steps = await migration.upgrade(conn, [])
     assert [step.table for step in steps] == ["usage_day"]
     assert {k: v[:2] for k, v in (await days()).items()} == {k: v[:2] for k, v in kept.items()}
-    assert not await usage_days.left(conn)
+    assert not await daily.left(conn)
     assert await migration.upgrade(conn, []) == []
     await conn.execute_script("DELETE FROM usage_day")
     found = await migration.Migration(conn).run(dry_run=False, report=lambda step: None)
@@ -217,13 +217,13 @@ async def test_days_from_before_their_job_columns_are_filled_again_at_start(
 ) -> None:
     jobs, pods = archive(5)
     await write(jobs, pods)
-    window: dict[str, Any] = {"since": T0, "until": T0 + 4 * usage_days.DAY}
+    window: dict[str, Any] = {"since": T0, "until": T0 + 4 * daily.DAY}
     expected = await rollup("owner", "day", **window, from_pods=True)
     conn = db.connection()
-    for column in usage_days.JOB_COLUMNS:
+    for column in daily.JOB_COLUMNS:
         await conn.execute_script(f"ALTER TABLE usage_day DROP COLUMN {column}")
     added = await schema.ensure_schema(conn)
-    assert {f"usage_day.{column}" for column in usage_days.JOB_COLUMNS} <= set(added)
+    assert {f"usage_day.{column}" for column in daily.JOB_COLUMNS} <= set(added)
     steps = await migration.upgrade(conn, added)
     assert [step.what for step in steps] == [
         "empty, to fill with the jobs' columns",

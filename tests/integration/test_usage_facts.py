@@ -13,7 +13,7 @@ from jobarchive.storage import database as db
 from jobarchive.storage import dialects, introspection, migration
 from jobarchive.storage.migration import Migration, Step
 from jobarchive.storage.models import Job, Pod
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
 from testbed import objects as o
 from testbed.objects import Body

@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import BadQuery, rollup
-from jobarchive.reading.queries.usage import job_usage
+from jobarchive.reading.queries.facts import job_usage
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store

@@ -15,7 +15,7 @@ from html import unescape
 from typing import Any
 
 from demo.stories import RECORDED, play
-from jobarchive.logtails import store as tails
+from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.text import tail
 from jobarchive.logtails.triggers import Failure
 from jobarchive.reading import queries

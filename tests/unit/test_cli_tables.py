@@ -1,6 +1,6 @@
-"""How a table's columns share a terminal (``cli.tables.fit``, decision 30)."""
+"""How a table's columns share a terminal (``cli.widths.fit``, decision 30)."""
 
-from jobarchive.cli.tables import SEPARATOR, Column, cluster, fit, reason
+from jobarchive.cli.widths import SEPARATOR, Column, cluster, fit, reason
 
 COLUMNS = (Column("name", 0), Column("message", 2, least=10), Column("uid", 1))
 NATURAL = (20, 50, 36)

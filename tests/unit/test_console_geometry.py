@@ -5,7 +5,7 @@ import datetime
 
 import pytest
 
-from jobarchive.reading.console import axis, charts, formats, timeline
+from jobarchive.reading.console import axis, charts, formats, gantt
 
 T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
 
@@ -58,9 +58,9 @@ def test_each_pod_of_a_small_job_has_its_bar_from_creation_through_start_to_fini
         row("ps-0", "Running", 0, 1, None, role="ps"),
         row("w-2", "Pending", 25, None, None),
     ]
-    pods = timeline.pods_of(rows, minutes(40))
+    pods = gantt.pods_of(rows, minutes(40))
     assert [pod.outcome for pod in pods] == ["succeeded", "failed", "running", "pending"]
-    drawing = timeline.layout(pods, [event("OOMKilling", 20, "Warning")], T0, minutes(40))
+    drawing = gantt.layout(pods, [event("OOMKilling", 20, "Warning")], T0, minutes(40))
     assert [heading.role for heading in drawing.headings] == ["ps", "worker"]
     assert [bar.label for bar in drawing.bars] == ["ps-0", "w-0", "w-1", "w-2"]
     failed = drawing.bars[2]
@@ -98,10 +98,10 @@ def test_a_role_of_two_thousand_pods_is_drawn_in_bounded_rows_that_count_every_p
         else:
             rows.append(row(f"w-{index}", "Succeeded", wave, wave + 1, 60 + index % 50))
     rows.append(row("launcher", "Succeeded", 0, 1, 70, role="launcher"))
-    pods = timeline.pods_of(rows, minutes(80))
-    drawing = timeline.layout(pods, [], T0, minutes(80))
+    pods = gantt.pods_of(rows, minutes(80))
+    drawing = gantt.layout(pods, [], T0, minutes(80))
     workers = [bar for bar in drawing.bars if bar.y > drawing.headings[1].y]
-    assert len(workers) <= timeline.BARS_PER_ROLE
+    assert len(workers) <= gantt.BARS_PER_ROLE
     assert sum(bar.pods for bar in workers) == 2000
     assert drawing.grouped_roles == ["worker"] and drawing.headings[1].grouped
     assert any(bar.reason == "OOMKilled (exit code 137)" and bar.pods > 1 for bar in workers)
@@ -111,7 +111,7 @@ def test_a_role_of_two_thousand_pods_is_drawn_in_bounded_rows_that_count_every_p
 def test_marks_close_together_of_one_reason_are_one_mark_with_their_count() -> None:
     events = [event("BackOff", 10, "Warning") for _ in range(30)] + [event("Pulled", 10)]
     events.append(event("BackOff", 50, "Warning"))
-    drawing = timeline.layout([], events, T0, minutes(60))
+    drawing = gantt.layout([], events, T0, minutes(60))
     assert sorted((mark.warning, mark.count) for mark in drawing.marks) == [
         (False, 1),
         (True, 1),
@@ -189,14 +189,14 @@ def test_numbers_are_written_with_separators_and_a_cluster_uid_shortened() -> No
 def test_a_restarted_pods_bar_is_marked_where_its_container_last_ended() -> None:
     restarted = {**row("w-1", "Running", 0, 1, None), "restarts": 2}
     restarted["gmt_restarted"] = minutes(20)
-    pods = timeline.pods_of([row("w-0", "Running", 0, 1, None), restarted], minutes(40))
-    drawing = timeline.layout(pods, [], minutes(0), minutes(40))
+    pods = gantt.pods_of([row("w-0", "Running", 0, 1, None), restarted], minutes(40))
+    drawing = gantt.layout(pods, [], minutes(0), minutes(40))
     quiet, marked = drawing.bars
     assert (quiet.restarts, quiet.x_restarted) == (0, None)
     scale = axis.Scale(drawing.start, drawing.end, drawing.left, drawing.right)
     assert (marked.restarts, marked.x_restarted) == (2, scale.x(minutes(20)))
     assert "restarted 2 times, the last at 2026-11-20 10:20:00" in marked.title
     many = [{**restarted, "name": f"w-{n}"} for n in range(50)]
-    grouped = timeline.layout(timeline.pods_of(many, minutes(40)), [], minutes(0), minutes(40))
+    grouped = gantt.layout(gantt.pods_of(many, minutes(40)), [], minutes(0), minutes(40))
     assert all(bar.x_restarted is None for bar in grouped.bars)
     assert sum(bar.restarts for bar in grouped.bars) == 100

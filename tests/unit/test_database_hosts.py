@@ -8,7 +8,7 @@ import pytest
 from jobarchive.config import ConfigError, DbTls, first_host_url, hosts, load, redact_url
 from jobarchive.config.database_url import url_secrets
 from jobarchive.storage import database, failover, failures
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 
 URL = "mysql://archiver:Pw%40x9@db-1:3307,[fd00::2],db-3.example.com:3306/archive?charset=utf8mb4"
 

@@ -17,7 +17,7 @@ import pytest
 from jobarchive.exporting import columns, layout, run
 from jobarchive.exporting.files import SCHEMA
 from jobarchive.exporting.run import Window
-from jobarchive.reading.queries.usage import JobUsage
+from jobarchive.reading.queries.facts import JobUsage
 from tests.support.exports import read_export
 
 UTC = datetime.UTC

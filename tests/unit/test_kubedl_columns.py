@@ -10,8 +10,8 @@ from tortoise import fields
 from jobarchive.config import load
 from jobarchive.recording.convert import job_row, mark_gone
 from jobarchive.storage.introspection import Column
-from jobarchive.storage.migration.columns import definition
 from jobarchive.storage.migration.merging import merged, newest_first
+from jobarchive.storage.migration.widening import definition
 from jobarchive.storage.models import Job
 from testbed import objects as o
 from testbed.objects import Body

@@ -7,7 +7,7 @@ import pytest
 
 from jobarchive.config import ConfigError, DbTls, load
 from jobarchive.storage import database, dialects
-from jobarchive.storage.reads import ReadPool
+from jobarchive.storage.readpool import ReadPool
 
 WRITTEN = "mysql://writer:Qz8Vx-Kj_Wm@db.example.com:3306/archive"
 REPLICA = "mysql://reader:Pw7Rt-Ys_Lq@replica.example.com:3306/archive"
@@ -66,7 +66,7 @@ def test_the_read_connection_is_a_pool_of_its_own_beside_the_writers() -> None:
         "db.example.com",
         6,
     )
-    assert read["engine"] == "jobarchive.storage.reads"
+    assert read["engine"] == "jobarchive.storage.readpool"
     assert (read["credentials"]["host"], read["credentials"]["maxsize"]) == (
         "replica.example.com",
         3,

@@ -140,3 +140,31 @@ def test_no_function_of_the_package_is_longer_than_sixty_lines() -> None:
 def test_no_class_of_the_package_is_longer_than_two_hundred_lines_whatever_it_says() -> None:
     long_classes = longer_than(LONGEST_CLASS, (ast.ClassDef,))
     assert not long_classes, "\n".join(long_classes)
+
+
+# A file name used twice where the package names the job and the file its object
+# (decision 41): the converters' and the queries' per object, each API's routes and
+# OpenAPI document.
+SHARED_NAMES = {"__init__", "jobs", "pods", "events", "routes", "openapi"}
+
+
+def test_no_module_name_is_used_twice_for_different_jobs() -> None:
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        seen.setdefault(path.stem, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {
+        name: paths for name, paths in seen.items() if len(paths) > 1 and name in SHARED_NAMES
+    }
+
+
+def test_no_two_module_names_differ_by_a_suffix() -> None:
+    # Forms of one word (``store``, ``storing``; ``schema``, ``schemas``); a qualified
+    # name (``database_url`` beside ``database``) names another thing.
+    stems = {path.stem for path in PACKAGE.rglob("*.py")} - SHARED_NAMES - {"main"}
+    twins = {
+        (short, long)
+        for short in stems
+        for long in stems
+        if short != long and long.startswith(short) and long[len(short)] != "_"
+    }
+    assert twins == set()

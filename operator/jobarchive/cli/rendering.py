@@ -11,7 +11,7 @@ import click
 
 from jobarchive.cli.archive import Found
 from jobarchive.cli.options import again, elsewhere
-from jobarchive.cli.tables import Column, cluster, print_table, reason
+from jobarchive.cli.widths import Column, cluster, print_table, reason
 from jobarchive.core.times import duration, rfc3339, timestamp
 from jobarchive.core.visible import visible
 from jobarchive.reading.params import Page

@@ -17,7 +17,7 @@ from jobarchive.reading.params import KnownKinds
 
 if TYPE_CHECKING:  # heavy: the read pool is imported when serve runs (decision 30)
     from jobarchive.reading.auth import Access
-    from jobarchive.storage.reads import ReadPool
+    from jobarchive.storage.readpool import ReadPool
 
 logger = logging.getLogger(__name__)
 FC = TypeVar("FC", bound=Callable[..., Any])

@@ -20,7 +20,7 @@ from jobarchive.core.visible import visible
 from jobarchive.reading import queries
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, schema
-from jobarchive.storage.reads import QueryTimeout, ReadPool
+from jobarchive.storage.readpool import QueryTimeout, ReadPool
 
 T = TypeVar("T")
 

@@ -9,8 +9,8 @@ import json
 import math
 from collections.abc import Mapping
 
-from jobarchive.core.objects import mapping
 from jobarchive.core.quantities import Quantity, parse_quantity
+from jobarchive.core.untrusted import mapping
 
 # Counted whatever JOBARCHIVE_ACCELERATORS says; it names more.
 ACCELERATORS = frozenset({"nvidia.com/gpu", "amd.com/gpu"})

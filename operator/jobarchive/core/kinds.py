@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from jobarchive.core.objects import controller_of
+from jobarchive.core.untrusted import controller_of
 
 
 @dataclasses.dataclass(frozen=True)

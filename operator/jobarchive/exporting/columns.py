@@ -6,7 +6,7 @@ import datetime
 import json
 from typing import Any
 
-from jobarchive.reading.queries.usage import JobUsage
+from jobarchive.reading.queries.facts import JobUsage
 
 
 @dataclasses.dataclass(frozen=True)

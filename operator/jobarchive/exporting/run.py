@@ -11,7 +11,7 @@ from typing import Any
 
 from jobarchive.exporting import columns, layout
 from jobarchive.exporting.files import DayFile
-from jobarchive.reading.queries.usage import JobUsage
+from jobarchive.reading.queries.facts import JobUsage
 
 # Rows per Parquet row group (and per CSV write): the rows an export holds at once,
 # beside one batch of the stream.

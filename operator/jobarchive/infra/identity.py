@@ -12,8 +12,8 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING
 
-from jobarchive.core.objects import mapping
 from jobarchive.core.rows import CLUSTER_PATTERN
+from jobarchive.core.untrusted import mapping
 
 if TYPE_CHECKING:
     from kubernetes_asyncio import client

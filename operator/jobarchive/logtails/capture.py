@@ -30,7 +30,7 @@ from jobarchive.config import Settings
 from jobarchive.infra import metrics
 from jobarchive.infra.cluster import api_client
 from jobarchive.infra.logs import shown
-from jobarchive.logtails import store as tails
+from jobarchive.logtails import inserts as tails
 from jobarchive.logtails import text
 from jobarchive.logtails.fetcher import Fetcher, Read
 from jobarchive.logtails.intake import Intake, Key, Pending, count

@@ -23,7 +23,7 @@ from typing import Any
 from jobarchive.config import Settings
 from jobarchive.core.bounded import Lru
 from jobarchive.infra import metrics
-from jobarchive.logtails import store as tails
+from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.queue import PER_NAMESPACE, FairQueue
 from jobarchive.logtails.triggers import Failure, failures
 from jobarchive.storage.models import CONTAINER_NAME_LENGTH

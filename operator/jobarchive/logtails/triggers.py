@@ -21,8 +21,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from jobarchive.core.objects import integer, mapping, sequence, text
 from jobarchive.core.times import timestamp
+from jobarchive.core.untrusted import integer, mapping, sequence, text
 from jobarchive.infra.logs import shown
 
 OOM_KILLED = "OOMKilled"

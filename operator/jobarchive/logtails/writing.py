@@ -12,7 +12,7 @@ import contextlib
 import logging
 
 from jobarchive.infra.logs import shown
-from jobarchive.logtails import store as tails
+from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.intake import count
 from jobarchive.storage.failures import describe
 from jobarchive.storage.waiting import Outage, ride_out

@@ -33,8 +33,8 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.core.objects import integer, mapping
 from jobarchive.core.times import timestamp
+from jobarchive.core.untrusted import integer, mapping
 from jobarchive.infra import metrics
 from jobarchive.infra.cluster import api_client, get_json, post_json
 from jobarchive.infra.logs import shown

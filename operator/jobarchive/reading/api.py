@@ -12,7 +12,7 @@ an unknown job, 503 when Kubernetes cannot review the caller or when no read tur
 comes within the caller's wait or its queue is full (with ``Retry-After``), 504 when
 a query outlives ``timeout``.
 
-The queries run on the read side's own pool (``storage.reads``), at most
+The queries run on the read side's own pool (``storage.readpool``), at most
 ``concurrency`` at once, its size, and one at a time while the operator records,
 shared fairly between callers (``reading.gate``): a request beyond its caller's
 share waits in its caller's bounded queue for a turn, then is answered 503 rather

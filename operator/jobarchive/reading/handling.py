@@ -35,7 +35,7 @@ from jobarchive.reading.ledger import OverBudget
 from jobarchive.reading.params import Clusters, check_cluster
 from jobarchive.reading.parsing import parse
 from jobarchive.reading.queries import KnownKinds, Listing, Page
-from jobarchive.storage import failures, reads
+from jobarchive.storage import failures, readpool
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -326,7 +326,7 @@ class Reads:
         TooCostly, which says to narrow the window (decision 33)."""
         try:
             return await self.within(rollup, self.usage_timeout)
-        except reads.QueryTimeout:
+        except readpool.QueryTimeout:
             raise usage.TooCostly(self.usage_timeout) from None
 
     def refusal(self, request: web.Request, exc: Exception) -> Refusal:
@@ -355,7 +355,7 @@ def refusal_of(request: web.Request, exc: Exception, timeout: float, wait: int) 
         return Refusal(503, f"{exc}; retry in {wait} s", {"Retry-After": f"{wait}"})
     if isinstance(exc, queries.BadQuery):
         return Refusal(400, str(exc))
-    if isinstance(exc, reads.QueryTimeout | TimeoutError):
+    if isinstance(exc, readpool.QueryTimeout | TimeoutError):
         message = f"the query took longer than {timeout:g} s and was stopped; narrow it"
         return Refusal(504, message)
     if isinstance(exc, failures.ERRORS) and failures.is_unavailable(exc):
@@ -372,7 +372,7 @@ def _failed(request: web.Request, exc: BaseException) -> Refusal:
 
 
 async def _timed(query: Callable[[], Awaitable[T]], seconds: float) -> T:
-    with reads.deadline(seconds):
+    with readpool.deadline(seconds):
         async with asyncio.timeout(seconds + BACKSTOP):
             return await query()
 

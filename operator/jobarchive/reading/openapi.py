@@ -5,8 +5,7 @@ parameter tables, so they cannot drift) and the shape of every answer, as JSON S
 from typing import Any
 
 from jobarchive.reading import queries
-from jobarchive.reading.queries import Param
-from jobarchive.reading.schemas import (
+from jobarchive.reading.described import (
     CURSOR,
     EVENT,
     HOURS,
@@ -19,6 +18,7 @@ from jobarchive.reading.schemas import (
     TEXT,
     Schema,
 )
+from jobarchive.reading.queries import Param
 
 
 def _object(properties: dict[str, Schema], description: str) -> Schema:

@@ -38,7 +38,7 @@ from jobarchive.core.kinds import (
     KindRegistry,
     is_intermediate,
 )
-from jobarchive.core.objects import controller_of, text
+from jobarchive.core.untrusted import controller_of, text
 from jobarchive.infra.cluster import api_client, list_path, listed
 from jobarchive.infra.logs import shown
 from jobarchive.infra.scope import Scope

@@ -9,9 +9,9 @@ RayCluster) in the job's own namespace, and what cannot be attributed yet waits 
 
 ``Recorder`` finds the job each object names (its owner, a label, the subject of an
 Event), asking the database through ``lookups`` when memory cannot say;
-``attributor`` judges by namespace whether the object is that job's, stores what is,
+``settling`` judges by namespace whether the object is that job's, stores what is,
 counts what is not, and lets what cannot be judged yet wait (bounded: the oldest is
-dropped, named in the log and counted); ``storing`` writes the rows. An object that
+dropped, named in the log and counted); ``outcomes`` writes the rows. An object that
 cannot be converted or attributed, for whatever reason (a RecursionError, a
 MemoryError, a bug), is logged with its kind, namespace, name and the reason,
 counted ``invalid``, and skipped; nothing raises into Kopf.
@@ -25,7 +25,7 @@ from typing import Any
 
 from jobarchive.config import Settings, matches
 from jobarchive.core.kinds import BATCH_JOB, JobKind, is_intermediate
-from jobarchive.core.objects import controller_of, mapping, text
+from jobarchive.core.untrusted import controller_of, mapping, text
 from jobarchive.infra import metrics
 from jobarchive.logtails.capture import Capture
 from jobarchive.recording import convert
@@ -37,9 +37,9 @@ from jobarchive.recording.attribution import (
     Attribution,
     Waiting,
 )
-from jobarchive.recording.attributor import Attributor, Intermediates, Roles
 from jobarchive.recording.lookups import Lookups
-from jobarchive.recording.storing import RowWriter, describe, reason
+from jobarchive.recording.outcomes import RowWriter, describe, reason
+from jobarchive.recording.settling import Intermediates, Roles, Settler
 from jobarchive.storage.models import Job, utcnow
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
@@ -121,9 +121,9 @@ class Recorder:
         self.lookups = Lookups(store, attribution)
         self.rows = RowWriter(writer, tails)
         self.roles = Roles(self.lookups, self.rows)
-        self.attributor = Attributor(attribution, self.lookups, self.rows, self.roles)
-        self.intermediates = Intermediates(settings, attribution, self.attributor)
-        self.attributor.dropped(
+        self.settler = Settler(attribution, self.lookups, self.rows, self.roles)
+        self.intermediates = Intermediates(settings, attribution, self.settler)
+        self.settler.dropped(
             attribution.bound_waiting(settings.waiting_max, settings.waiting_bytes)
         )
 
@@ -184,7 +184,7 @@ class Recorder:
             ):
                 uid = await self._job(BATCH_JOB, event_type, body)
                 if uid is not None:
-                    await self.attributor.settle(self.attribution.intermediate_seen(uid, uid), uid)
+                    await self.settler.settle(self.attribution.intermediate_seen(uid, uid), uid)
                 return
             await self.intermediates.seen(BATCH_JOB.kind, body)
 
@@ -203,7 +203,7 @@ class Recorder:
             return None
         released = self.attribution.job_seen(row["namespace"], row["name"], row["job_id"], gone)
         if released:
-            await self.attributor.settle(released, row["job_id"])
+            await self.settler.settle(released, row["job_id"])
         return row["job_id"]
 
     async def _pod(self, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -213,7 +213,7 @@ class Recorder:
         link = convert.pod_job_link(body, self.settings.kinds)
         if link is None:
             metrics.OBJECTS.labels(POD, "skipped_unrelated").inc()
-            await self.attributor.settle(self.attribution.pod_unrelated(pod_uid), UNRELATED)
+            await self.settler.settle(self.attribution.pod_unrelated(pod_uid), UNRELATED)
             return
         self.rows.note_pod(body)
         # An owner's kind names the main container; a pod linked otherwise (an MPIJob
@@ -222,9 +222,9 @@ class Recorder:
         item = pod_waiting(event_type, body, main, self.settings.region, self.settings.accelerators)
         job_uid, subject = await self.lookups.linked_job(pod_uid, link)
         if job_uid is None:
-            self.attributor.wait(subject, item)
+            self.settler.wait(subject, item)
             return
-        await self.attributor.settle([item], job_uid)
+        await self.settler.settle([item], job_uid)
 
     async def _event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         involved = convert.involved_object(body)
@@ -240,6 +240,6 @@ class Recorder:
             return
         item = event_waiting(event_type, body, self.settings.region, involved)
         if job_uid is None:
-            self.attributor.wait(involved.uid, item)
+            self.settler.wait(involved.uid, item)
             return
-        await self.attributor.settle([item], job_uid)
+        await self.settler.settle([item], job_uid)

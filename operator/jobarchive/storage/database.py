@@ -11,7 +11,7 @@ Opening is also where the password is registered for redaction (``logs.redact``)
 before Tortoise, which logs its connection settings at DEBUG, ever sees it; and
 where a session that should be encrypted is proven to be (``tls``).
 
-The read side has a connection of its own (``storage.reads``): the operator opens it
+The read side has a connection of its own (``storage.readpool``): the operator opens it
 beside the writer's when it serves the API, ``jobarchive serve`` and the CLI's reads
 open it alone (``open_reader``), and every query of ``reading`` runs on ``reader()``.
 """
@@ -30,11 +30,11 @@ from jobarchive.config import DbTls, first_host_url, hosts, redact_url, url_secr
 from jobarchive.core.accounting import ACCELERATORS
 from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.infra import logs
-from jobarchive.storage import dialects, failover, failures, migration, reads, schema, tls
+from jobarchive.storage import dialects, failover, failures, migration, readpool, schema, tls
 from jobarchive.storage.models import Job
-from jobarchive.storage.reads import ReadPool
-from jobarchive.storage.reads import ReadSideClosed as ReadSideClosed
-from jobarchive.storage.reads import reader as reader
+from jobarchive.storage.readpool import ReadPool
+from jobarchive.storage.readpool import ReadSideClosed as ReadSideClosed
+from jobarchive.storage.readpool import reader as reader
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def driver(dialect: dialects.Dialect) -> str:
 
 def _read_connection(read_pool: ReadPool, encryption: DbTls) -> tuple[str, dict[str, Any]]:
     name, connection = _connection(read_pool.url, read_pool.size, encryption)
-    return name + reads.SUFFIX, reads.engine_info(connection, read_pool, encryption)
+    return name + readpool.SUFFIX, readpool.engine_info(connection, read_pool, encryption)
 
 
 def _config(connections: dict[str, Any], default: str) -> dict[str, Any]:
@@ -140,7 +140,7 @@ async def open_database(
     has no default, so that no caller can drop the TLS the settings ask for; with TLS
     on, the database connects here and raises ``tls.NotEncrypted`` in clear text.
     With ``read_pool``, the read side's own connection is configured too, and proves
-    its encryption at its first read (``storage.reads``).
+    its encryption at its first read (``storage.readpool``).
     """
     logs.redact(url_secrets(db_url))
     if read_pool is not None:
@@ -181,7 +181,7 @@ async def _announce(
     if encryption.on and not now:
         how += f", TLS {encryption.mode}: proven at its first read"
     elif encryption.on:
-        if isinstance(conn, reads.MySQLReader):
+        if isinstance(conn, readpool.MySQLReader):
             cipher = await conn.encrypted()
         else:
             cipher = await tls.require_encrypted(conn, encryption)

@@ -379,7 +379,7 @@ class SQLite(Dialect):
         return f"MIN({first}, {second})"
 
     def bounded(self, sql: str, seconds: float) -> str:
-        """Unchanged: SQLite has no limit of its own; ``storage.reads`` interrupts a
+        """Unchanged: SQLite has no limit of its own; ``storage.readpool`` interrupts a
         statement at its deadline instead."""
         return sql
 

@@ -390,5 +390,5 @@ TABLES: dict[type[Stamped], Table] = {
 # The tails' table, for the insert that skips a row already stored (not an upsert:
 # a tail is written once). Not in TABLES: it has no uid of its own to upsert by.
 LOG_TAIL_TABLE = _table(LogTail, "pod_id")
-# The usage roll-up's table, rewritten per job (``storage.usage_days``).
+# The usage roll-up's table, rewritten per job (``storage.daily``).
 USAGE_DAY_TABLE = _table(UsageDay, "job_id")

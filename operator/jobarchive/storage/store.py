@@ -19,8 +19,8 @@ from tortoise.expressions import Q
 
 from jobarchive.core.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row
 from jobarchive.infra.logs import shown
+from jobarchive.storage import daily, dialects
 from jobarchive.storage import database as db
-from jobarchive.storage import dialects, usage_days
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow
 
 # Keep one statement well under SQLite's 32,766 bound parameters and MySQL's packet
@@ -68,13 +68,13 @@ def _stamped(model: type[Stamped], rows: Sequence[Row], cluster: str) -> list[di
     return prepared
 
 
-def _rollup(model: type[Stamped], rows: Sequence[Mapping[str, Any]]) -> usage_days.Step:
+def _rollup(model: type[Stamped], rows: Sequence[Mapping[str, Any]]) -> daily.Step:
     """What writing these rows asks of the daily usage roll-up (decision 33)."""
     if model is Pod:
-        return usage_days.Step.of_pods(rows)
+        return daily.Step.of_pods(rows)
     if model is Job:
-        return usage_days.Step.of_jobs(row[TABLES[Job].key] for row in rows)
-    return usage_days.Step()
+        return daily.Step.of_jobs(row[TABLES[Job].key] for row in rows)
+    return daily.Step()
 
 
 async def _upsert(

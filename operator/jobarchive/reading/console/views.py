@@ -21,9 +21,9 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
-from jobarchive.core.objects import mapping
+from jobarchive.core.untrusted import mapping
 from jobarchive.reading import embedded, queries
-from jobarchive.reading.console import formats, timeline
+from jobarchive.reading.console import formats, gantt
 from jobarchive.reading.console.mounts import Mount
 from jobarchive.reading.handling import Caller, Reads
 from jobarchive.reading.parsing import parse
@@ -192,18 +192,18 @@ async def job_page(visit: Visit) -> Page:
     now = datetime.datetime.now(datetime.UTC)
     created = formats.parse(detail["gmt_created"]) or now
     ended = formats.parse(detail["gmt_finished"]) or (now if detail["is_in_etcd"] else created)
-    pods = timeline.pods_of(drawn.pods, now)
+    pods = gantt.pods_of(drawn.pods, now)
     params = visit.params
     context = {
         "job": detail,
         "facts": facts,
         "remark": drawn.remark,
-        "drawing": timeline.layout(pods, drawn.events, created, ended),
+        "drawing": gantt.layout(pods, drawn.events, created, ended),
         "drawn": drawn,
         "drawn_pods": len(pods),
         "pod_limit": queries.TIMELINE_PODS,
         "event_limit": queries.TIMELINE_EVENTS,
-        "per_role": timeline.BARS_PER_ROLE,
+        "per_role": gantt.BARS_PER_ROLE,
         "roles": _roles(detail),
         "others": [job for job in named.items if job["job_id"] != uid],
         "cli": f"{CLI} job {uid}",

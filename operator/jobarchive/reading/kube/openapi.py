@@ -2,7 +2,7 @@
 version (what ``kubectl explain`` reads), and the index of it at ``/openapi/v3``.
 
 Its schemas are made of the objects' fields (``objects.JOB_FIELDS``, ...: where each
-column stands) and the rows' schemas (``reading.schemas``: each column's type and
+column stands) and the rows' schemas (``reading.described``: each column's type and
 meaning, as the JSON API's document gives them; a job's detail's lists as it does), so
 they describe what the routes answer and cannot drift from it.
 Written as JSON Schema (a type and ``null`` for a value that may be absent), then
@@ -17,8 +17,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.reading import described
 from jobarchive.reading import openapi as json_api
-from jobarchive.reading import schemas
 from jobarchive.reading.kube import objects, selectors
 from jobarchive.reading.kube.discovery import (
     EVENTS,
@@ -166,15 +166,15 @@ def _job_detail(status: Schema) -> None:
 
 def components() -> dict[str, Schema]:
     """Every schema of the document, as JSON Schema, by name."""
-    job = _shape(objects.JOB_FIELDS, schemas.JOB, "A job as the archive recorded it.")
+    job = _shape(objects.JOB_FIELDS, described.JOB, "A job as the archive recorded it.")
     pod_columns = json_api.DETAIL_POD["properties"]
     pod = _shape(objects.POD_FIELDS, pod_columns, "A pod of a job, as the archive recorded it.")
     event = _shape(
-        objects.EVENT_FIELDS, schemas.EVENT, "A core/v1 Event about a job, its pods or its parts."
+        objects.EVENT_FIELDS, described.EVENT, "A core/v1 Event about a job, its pods or its parts."
     )
-    _put(pod, ("spec", "jobName"), {**schemas.MAYBE_TEXT, "description": "The pod's job."})
+    _put(pod, ("spec", "jobName"), {**described.MAYBE_TEXT, "description": "The pod's job."})
     _put(event, ("involvedObject", "namespace"), {**TEXT, "description": "Its namespace."})
-    first = schemas.EVENT["first_timestamp"]
+    first = described.EVENT["first_timestamp"]
     _put(event, ("firstTimestamp",), {**first, "description": "When it first occurred."})
     found: dict[str, Schema] = {}
     for kind, shape in ((JOBS, job), (PODS, pod)):

@@ -48,6 +48,7 @@ from jobarchive.reading.queries.events import (
     named_event,
     one_event,
 )
+from jobarchive.reading.queries.facts import JobUsage, job_usage, jobs_usage
 from jobarchive.reading.queries.jobs import (
     IDENTIFIED_JOBS,
     JOBS,
@@ -91,7 +92,6 @@ from jobarchive.reading.queries.timeline import (
     job_timeline,
     timeline_pods_sql,
 )
-from jobarchive.reading.queries.usage import JobUsage, job_usage, jobs_usage
 
 __all__ = [
     "BUILTIN",

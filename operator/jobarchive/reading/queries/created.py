@@ -9,8 +9,8 @@ from typing import Literal
 from tortoise.expressions import Q
 from tortoise.queryset import ValuesQuery
 
+from jobarchive.reading.queries.facts import JOB_FIELDS, REASON_LENGTH, JobUsage, with_pods
 from jobarchive.reading.queries.source import Head, read
-from jobarchive.reading.queries.usage import JOB_FIELDS, REASON_LENGTH, JobUsage, with_pods
 from jobarchive.storage.models import Job
 
 

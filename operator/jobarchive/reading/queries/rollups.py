@@ -9,11 +9,11 @@ from typing import Any
 
 from jobarchive.reading import usage
 from jobarchive.reading.params import BadQuery, Clusters, Named, check_namespace, one_of
-from jobarchive.reading.queries.usage import first_ran_sql
+from jobarchive.reading.queries.facts import first_ran_sql
 from jobarchive.reading.queries.windows import Window, period_sql
-from jobarchive.storage import usage_days
+from jobarchive.storage import daily
 
-HEAD = usage_days.HEAD
+HEAD = daily.HEAD
 REASON_BATCH = 500
 # The pods running now, read live over the whole window.
 RUNNING = "p.gmt_finished IS NULL"
@@ -131,7 +131,7 @@ async def _hours(
         if lo < hi:
             held = (
                 "p.gmt_finished IS NOT NULL AND p.job_id IN (SELECT d.job_id FROM usage_day d "
-                f"WHERE d.day >= {w.time(usage_days.midnight(lo))} AND d.day < {w.time(hi)})"
+                f"WHERE d.day >= {w.time(daily.midnight(lo))} AND d.day < {w.time(hi)})"
             )
             live += await w.rows(pod_hours_sql(w, cut, lo, hi, held))
     live += await w.rows(pod_hours_sql(w, cut, w.since, w.until, RUNNING, pods_first=True))
@@ -201,7 +201,7 @@ async def _waits(w: Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]
 
 async def _reasons(w: Window, jobs: list[str]) -> dict[str, str]:
     """Why each failed job failed: its first failed pod's reason (by finish, as
-    ``storage.usage_days.reasons_of``), else its own remark's head, else ``unknown``."""
+    ``storage.daily.reasons_of``), else its own remark's head, else ``unknown``."""
     first: dict[str, str] = {}
     own: dict[str, str | None] = {}
     for start in range(0, len(jobs), REASON_BATCH):
@@ -255,7 +255,7 @@ async def rollup(
 def _whole_days(w: Window) -> tuple[datetime.datetime, datetime.datetime]:
     """The first and the end of the whole UTC days inside the window (first > end when
     there are none)."""
-    return usage_days.midnight(w.since - _TICK) + usage_days.DAY, usage_days.midnight(w.until)
+    return daily.midnight(w.since - _TICK) + daily.DAY, daily.midnight(w.until)
 
 
 def _rows(

@@ -1,4 +1,4 @@
-"""Where every query reads: the read side's own connection (``storage.reads.reader``,
+"""Where every query reads: the read side's own connection (``storage.readpool.reader``,
 named here once for all of them), never the writer's, so that no read, however slow or
 many, takes a connection the writer needs (decision 16).
 """
@@ -13,7 +13,7 @@ from tortoise.expressions import Function
 from tortoise.models import Model
 from tortoise.queryset import QuerySet
 
-from jobarchive.storage import reads
+from jobarchive.storage import readpool
 from jobarchive.storage.models import Stamped
 
 M = TypeVar("M", bound=Model)
@@ -22,7 +22,7 @@ S = TypeVar("S", bound=Stamped)
 
 def reader() -> BaseDBAsyncClient:
     """The connection every read runs on."""
-    return reads.reader()
+    return readpool.reader()
 
 
 def read(model: type[M]) -> "QuerySet[M]":

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from jobarchive.core.cutting import clip
-from jobarchive.core.objects import mapping, sequence, text
 from jobarchive.core.rows import NAME_LENGTH, NAMESPACE_LENGTH, UID_LENGTH, VERSION_LENGTH, LiveRow
 from jobarchive.core.times import timestamp
+from jobarchive.core.untrusted import mapping, sequence, text
 
 TERMINAL_STATUSES = frozenset({"Succeeded", "Failed"})
 STOPPED = "Stopped"

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.core.cutting import clip
-from jobarchive.core.objects import integer, mapping, text
 from jobarchive.core.rows import (
     EVENT_NAME_LENGTH,
     KIND_LENGTH,
@@ -24,6 +23,7 @@ from jobarchive.core.rows import (
     EventRow,
 )
 from jobarchive.core.times import timestamp
+from jobarchive.core.untrusted import integer, mapping, text
 from jobarchive.recording.convert.common import InvalidObject, identity, uid
 
 

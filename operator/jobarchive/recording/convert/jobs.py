@@ -12,7 +12,6 @@ from typing import Any
 
 from jobarchive.core.cutting import clip
 from jobarchive.core.kinds import JobKind
-from jobarchive.core.objects import mapping, text
 from jobarchive.core.rows import (
     API_VERSION_LENGTH,
     NAME_LENGTH,
@@ -21,6 +20,7 @@ from jobarchive.core.rows import (
     STATUS_LENGTH,
     JobRow,
 )
+from jobarchive.core.untrusted import mapping, text
 from jobarchive.recording.convert.common import identity, uid
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import STRATEGIES, queue

@@ -19,7 +19,6 @@ from typing import Any
 from jobarchive.core.accounting import ACCELERATORS
 from jobarchive.core.cutting import clip
 from jobarchive.core.kinds import JobKind, KindRegistry, is_intermediate
-from jobarchive.core.objects import controller_of, integer, mapping, sequence, text
 from jobarchive.core.rows import (
     IMAGE_LENGTH,
     IP_LENGTH,
@@ -32,6 +31,7 @@ from jobarchive.core.rows import (
     PodRow,
 )
 from jobarchive.core.times import timestamp
+from jobarchive.core.untrusted import controller_of, integer, mapping, sequence, text
 from jobarchive.recording.convert.common import identity, uid
 from jobarchive.recording.convert.resources import pod_resources
 

@@ -17,9 +17,9 @@ from typing import Any
 from jobarchive.core.accounting import Requested, requested
 from jobarchive.core.bounded import Lru
 from jobarchive.core.cutting import compact, fit_json
-from jobarchive.core.objects import mapping, sequence
 from jobarchive.core.quantities import Quantity, parse_quantity
 from jobarchive.core.rows import RESOURCES_LENGTH
+from jobarchive.core.untrusted import mapping, sequence
 
 Amounts = dict[str, Quantity]
 # Pods of one job share their resources: the JSON of each distinct set is computed once.

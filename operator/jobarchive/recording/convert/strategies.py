@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jobarchive.core.kinds import JobKind
-from jobarchive.core.objects import integer, mapping, sequence, text
 from jobarchive.core.times import timestamp
+from jobarchive.core.untrusted import integer, mapping, sequence, text
 from jobarchive.recording.convert.common import TERMINAL_STATUSES, InvalidObject
 from jobarchive.recording.convert.resources import effective_resources
 

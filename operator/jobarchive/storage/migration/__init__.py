@@ -30,13 +30,13 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.core.accounting import ACCELERATORS
 from jobarchive.core.rows import DEFAULT_CLUSTER
-from jobarchive.storage import introspection, schema, usage_days
-from jobarchive.storage.migration.columns import Columns
+from jobarchive.storage import daily, introspection, schema
 from jobarchive.storage.migration.counting import Counting
 from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
 from jobarchive.storage.migration.merging import Merging
 from jobarchive.storage.migration.steps import BATCH, Report, Step
 from jobarchive.storage.migration.trimming import Trimming
+from jobarchive.storage.migration.widening import Columns
 from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, UsageDay
 
 __all__ = ["Migration", "Report", "Step", "lacking_clusters", "upgrade"]
@@ -102,11 +102,11 @@ async def _usage_days(conn: BaseDBAsyncClient, added: Sequence[str] = ()) -> lis
     emptied first when its copies of the jobs' columns were just added, so that the
     fill writes them (and a start stopped during it fills again)."""
     steps = []
-    if any(f"{UsageDay._meta.db_table}.{column}" in added for column in usage_days.JOB_COLUMNS):
+    if any(f"{UsageDay._meta.db_table}.{column}" in added for column in daily.JOB_COLUMNS):
         emptied = await conn.execute_query(f"DELETE FROM {UsageDay._meta.db_table}")
         steps.append(Step("usage_day", "empty, to fill with the jobs' columns", emptied[0]))
-    if await usage_days.left(conn):
-        steps.append(Step("usage_day", "fill from the finished pods", await usage_days.fill(conn)))
+    if await daily.left(conn):
+        steps.append(Step("usage_day", "fill from the finished pods", await daily.fill(conn)))
     return steps
 
 

@@ -12,8 +12,8 @@ from jobarchive.config import Settings
 from jobarchive.core.bounded import Lru
 from jobarchive.core.cutting import clip
 from jobarchive.core.kinds import is_intermediate
-from jobarchive.core.objects import controller_of, mapping, text
 from jobarchive.core.rows import UID_LENGTH, EventRow, PodRow
+from jobarchive.core.untrusted import controller_of, mapping, text
 from jobarchive.infra import metrics
 from jobarchive.infra.logs import shown
 from jobarchive.recording import convert
@@ -29,7 +29,7 @@ from jobarchive.recording.attribution import (
 from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
 from jobarchive.recording.lookups import Lookups
-from jobarchive.recording.storing import RowWriter, given_up, named, reason
+from jobarchive.recording.outcomes import RowWriter, given_up, named, reason
 from jobarchive.storage.models import Event, Job, Pod, utcnow
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class Roles:
             await self.rows.write(Job, "TrainJob", [stored], [None])
 
 
-class Attributor:
+class Settler:
     """Attributes objects to the job they name, within its namespace: stores the job's,
     counts the rest unrelated (with what waited for them), lets the unjudged wait."""
 
@@ -189,12 +189,10 @@ class Intermediates:
     """Which job each intermediate object (JobSet, batch Job, RayCluster) belongs to.
     Nothing of an intermediate object itself is stored."""
 
-    def __init__(
-        self, settings: Settings, attribution: Attribution, attributor: Attributor
-    ) -> None:
+    def __init__(self, settings: Settings, attribution: Attribution, settler: Settler) -> None:
         self.settings = settings
         self.attribution = attribution
-        self.attributor = attributor
+        self.settler = settler
 
     async def seen(self, kind: str, body: Mapping[str, Any]) -> None:
         """Learn which job an intermediate object belongs to, within that job's namespace,
@@ -216,15 +214,15 @@ class Intermediates:
             elif is_intermediate(owner.get("apiVersion"), owner.get("kind")):
                 known = self.attribution.owner_job(owner_uid)
                 if known is None:
-                    self.attributor.wait(owner_uid, item)
+                    self.settler.wait(owner_uid, item)
                     return
                 job_uid = known
-        await self.attributor.settle([item], job_uid)
+        await self.settler.settle([item], job_uid)
 
     def _jobset_roles(self, jobset: Mapping[str, Any]) -> str | None:
         """The roles a TrainJob's JobSet states, as resources JSON; None if unreadable."""
         try:
             return resources_json(jobset_roles(jobset))
         except convert.InvalidObject as exc:
-            self.attributor.rows.invalid("JobSet", jobset, exc)
+            self.settler.rows.invalid("JobSet", jobset, exc)
             return None

@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from jobarchive.core.objects import mapping, text
 from jobarchive.core.rows import EventRow, JobRow, PodRow
+from jobarchive.core.untrusted import mapping, text
 from jobarchive.infra import metrics
 from jobarchive.infra.logs import shown
 from jobarchive.logtails.capture import Capture
