@@ -1,9 +1,20 @@
+import dataclasses
 import json
 import re
+import typing
 
 import pytest
 
-from jobarchive.config import BOUNDED, DEFAULT_DB_URL, ConfigError, load, matches, redact_url
+from jobarchive.config import (
+    BOUNDED,
+    DEFAULT_DB_URL,
+    DEFAULTS,
+    ConfigError,
+    Numbers,
+    load,
+    matches,
+    redact_url,
+)
 from testbed.operator import REPO
 
 # The one configuration table, held to the code by the two tests below.
@@ -182,6 +193,22 @@ def test_the_configuration_table_gives_each_numeric_setting_its_default_and_rang
         numbers = [[int(group.replace(",", "")) for group in row] for row in rows]
         # One row, with the default and range: none, or two, would be a fault of the table.
         assert numbers == [[bounded.default, bounded.low, bounded.high]], bounded.variable
+
+
+def test_each_field_of_numbers_has_one_entry_of_the_table_and_its_type() -> None:
+    hints = typing.get_type_hints(Numbers)
+    assert list(BOUNDED) == [field.name for field in dataclasses.fields(Numbers)]
+    variables = [entry.variable for entry in BOUNDED.values()]
+    assert len(set(variables)) == len(variables)
+    for name, entry in BOUNDED.items():
+        # A scaled number is a fraction: what ``entry.read`` gives.
+        if entry.per_unit != 1:
+            assert hints[name] is float, name
+        else:
+            assert hints[name] in (int, float), name
+        # An int is a float as typing has it (and as 10 seconds are).
+        taken = (int, float) if hints[name] is float else hints[name]
+        assert isinstance(getattr(DEFAULTS, name), taken), name
 
 
 def test_the_api_binds_every_interface_and_reviews_its_callers_by_default() -> None:
