@@ -168,6 +168,31 @@ async def test_after_a_restart_a_captured_tail_is_not_read_again(
     assert len(await tails_of(worker)) == 1
 
 
+# The new spelling, and the old one, which is still read but warned about.
+@pytest.mark.parametrize(("spelling", "warned"), [("true", False), ("1", True)])
+async def test_a_succeeded_containers_tail_is_read_when_the_setting_says_so(
+    cluster: Cluster,
+    logs: Logs,
+    start_operator: OperatorFactory,
+    archive: str,
+    spelling: str,
+    warned: bool,
+) -> None:
+    operator = await start_operator(JOBARCHIVE_LOG_SUCCEEDED=spelling)
+    await cluster.wait_watching([PODS, EVENTS, PYTORCHJOBS])
+    job = await job_named(cluster, "finished")
+    worker = await cluster.create(PODS, o.kubeflow_pod(job, "pytorchReplicaSpecs", "Worker", 0))
+    logs.write(worker, "pytorch", "epoch 9 done, model saved\n")
+    done = failed(worker, 0, "Completed")
+    await cluster.patch(PODS, "ml", worker["metadata"]["name"], {"status": done})
+
+    [row] = await eventually(lambda: tails_of(worker))
+    assert (row.captured, row.exit_code, row.reason) == (True, 0, "Completed")
+    assert row.log_tail == "epoch 9 done, model saved\n"
+    old = "JOBARCHIVE_LOG_SUCCEEDED=1 is the old spelling, read as true; write "
+    assert (old + "JOBARCHIVE_LOG_SUCCEEDED=true" in operator.log()) is warned
+
+
 FAILING_PODS = 2000
 OTHER_PODS = 300
 CONCURRENCY = 4

@@ -9,15 +9,18 @@ from jobarchive.config import (
     BOUNDED,
     DEFAULT_DB_URL,
     DEFAULTS,
+    FLAGS,
     ConfigError,
+    Flag,
     Numbers,
     load,
     matches,
     redact_url,
 )
+from jobarchive.config.numbers import TABLE
 from testbed.operator import REPO
 
-# The one configuration table, held to the code by the two tests below.
+# The one configuration table, held to the code by the tests below.
 CONFIGURATION_PAGE = REPO / "docs" / "configuration.md"
 
 
@@ -195,14 +198,41 @@ def test_the_configuration_table_gives_each_numeric_setting_its_default_and_rang
         assert numbers == [[bounded.default, bounded.low, bounded.high]], bounded.variable
 
 
+def test_the_configuration_table_gives_each_flag_its_default_and_values() -> None:
+    table = CONFIGURATION_PAGE.read_text()
+    assert FLAGS
+    for flag in FLAGS.values():
+        rows = re.findall(
+            rf"^\| `{flag.variable}` \| `(true|false)` \| `true`, `false` \|", table, re.M
+        )
+        assert rows == [str(flag.default).lower()], flag.variable
+
+
+def test_every_boolean_setting_of_the_table_takes_true_or_false_in_any_case() -> None:
+    table = CONFIGURATION_PAGE.read_text()
+    booleans = re.findall(r"^\| `([A-Z_]+)` \| `(?:true|false)` \| `true`, `false` \|", table, re.M)
+    assert set(booleans) == {flag.variable for flag in FLAGS.values()} | {
+        "JOBARCHIVE_API_TLS_SELF_SIGNED"
+    }
+    for variable in booleans:
+        load({variable: "TRUE"})
+        load({variable: "False"})
+        with pytest.raises(ConfigError, match=f"^{variable}: 'yes' is not true or false$"):
+            load({variable: "yes"})
+    # No setting is a number standing for a boolean any more.
+    assert not [b.variable for b in BOUNDED.values() if (b.low, b.high) == (0, 1)]
+
+
 def test_each_field_of_numbers_has_one_entry_of_the_table_and_its_type() -> None:
     hints = typing.get_type_hints(Numbers)
-    assert list(BOUNDED) == [field.name for field in dataclasses.fields(Numbers)]
-    variables = [entry.variable for entry in BOUNDED.values()]
+    assert list(TABLE) == [field.name for field in dataclasses.fields(Numbers)]
+    variables = [entry.variable for entry in TABLE.values()]
     assert len(set(variables)) == len(variables)
-    for name, entry in BOUNDED.items():
-        # A scaled number is a fraction: what ``entry.read`` gives.
-        if entry.per_unit != 1:
+    for name, entry in TABLE.items():
+        # A flag is a bool, a scaled number a fraction: what ``entry.read`` gives.
+        if isinstance(entry, Flag):
+            assert hints[name] is bool, name
+        elif entry.per_unit != 1:
             assert hints[name] is float, name
         else:
             assert hints[name] in (int, float), name

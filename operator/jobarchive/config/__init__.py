@@ -7,8 +7,9 @@ A bad value raises ConfigError naming the variable; the database password is nev
 part of a message: use ``Settings.db_url_redacted`` wherever the URL is shown.
 
 ``settings`` puts the operator's ``Settings`` together (``load``) from ``numbers``
-(each numeric setting's default and range, once), ``database_url`` (where the
-URLs come from, checked and redacted) and ``database_tls``.
+(each tuned setting's default and range, once), ``database_url`` (where the URLs
+come from, checked and redacted) and ``database_tls``. Every boolean setting is read
+by ``flags.Flag``: true or false.
 """
 
 from jobarchive.config.api_tls import ApiTls, allowed_names
@@ -25,7 +26,8 @@ from jobarchive.config.database_url import (
     validate_db_url,
 )
 from jobarchive.config.errors import ConfigError
-from jobarchive.config.numbers import BOUNDED, DEFAULTS, Bounded, Numbers
+from jobarchive.config.flags import Flag
+from jobarchive.config.numbers import BOUNDED, DEFAULTS, FLAGS, Bounded, Numbers
 from jobarchive.config.settings import API_AUTH_MODES, DEFAULT_API_HOST, Settings, load, matches
 
 __all__ = [
@@ -34,11 +36,13 @@ __all__ = [
     "DEFAULTS",
     "DEFAULT_API_HOST",
     "DEFAULT_DB_URL",
+    "FLAGS",
     "TLS_MODES",
     "ApiTls",
     "Bounded",
     "ConfigError",
     "DbTls",
+    "Flag",
     "Numbers",
     "Settings",
     "allowed_names",

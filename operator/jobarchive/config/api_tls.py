@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 
 from jobarchive.config.errors import ConfigError
+from jobarchive.config.flags import Flag
 
 CERT_FILE = "JOBARCHIVE_API_TLS_CERT_FILE"
 KEY_FILE = "JOBARCHIVE_API_TLS_KEY_FILE"
@@ -39,10 +40,8 @@ def api_tls(env: Mapping[str, str]) -> ApiTls:
     if (cert is None) != (key is None):
         given, missing = (CERT_FILE, KEY_FILE) if cert else (KEY_FILE, CERT_FILE)
         raise ConfigError(f"{missing}: not set, but {given} is; set both or neither")
-    self_signed = (env.get(SELF_SIGNED) or "false").lower()
-    if self_signed not in ("true", "false"):
-        raise ConfigError(f"{SELF_SIGNED}: {env[SELF_SIGNED]!r} is not true or false")
-    if self_signed == "true" and cert:
+    self_signed = Flag(SELF_SIGNED).read(env)
+    if self_signed and cert:
         raise ConfigError(f"{SELF_SIGNED}: true, but {CERT_FILE} names a certificate; set one")
     client_ca = env.get(CLIENT_CA_FILE) or None
     for variable, path in ((CERT_FILE, cert), (KEY_FILE, key), (CLIENT_CA_FILE, client_ca)):
@@ -51,7 +50,7 @@ def api_tls(env: Mapping[str, str]) -> ApiTls:
     return ApiTls(
         cert_file=cert,
         key_file=key,
-        self_signed=self_signed == "true",
+        self_signed=self_signed,
         client_ca_file=client_ca,
         allowed_names=allowed_names(env.get(ALLOWED_NAMES), ALLOWED_NAMES),
     )

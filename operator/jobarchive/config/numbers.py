@@ -1,6 +1,7 @@
-"""The numeric settings: ``Numbers`` is their table, each field declared once with
-its type and, annotated, its variable, default and range (``Bounded``). ``BOUNDED`` is
-derived from it (docs/configuration.md's table is checked against it), and so are
+"""The tuned settings, numeric and boolean: ``Numbers`` is their table, each field
+declared once with its type and, annotated, its variable, default and range
+(``Bounded``) or its variable and default (``Flag``). ``BOUNDED`` and ``FLAGS`` are
+derived from it (docs/configuration.md's table is checked against them), and so are
 their values when nothing is set (``DEFAULTS``), which other modules' keyword
 arguments take.
 """
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from jobarchive.config.errors import ConfigError
+from jobarchive.config.flags import Flag
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Bounded:
 
 @dataclasses.dataclass(frozen=True)
 class Numbers:
-    """The numeric settings, one field each, in the field's unit; its annotations are the
+    """The tuned settings, one field each, in the field's unit; its annotations are the
     table of their variables, defaults and ranges."""
 
     batch_size: Annotated[int, Bounded("JOBARCHIVE_BATCH_SIZE", 500, 1, 5000)]
@@ -84,7 +86,7 @@ class Numbers:
     log_tail_bytes: Annotated[int, Bounded("JOBARCHIVE_LOG_TAIL_BYTES", 64 * 2**10, 2**10, 2**20)]
     log_concurrency: Annotated[int, Bounded("JOBARCHIVE_LOG_CONCURRENCY", 4, 1, 64)]
     log_rate: Annotated[int, Bounded("JOBARCHIVE_LOG_RATE", 10, 1, 1000)]
-    log_succeeded: Annotated[int, Bounded("JOBARCHIVE_LOG_SUCCEEDED", 0, 0, 1)]
+    log_succeeded: Annotated[bool, Flag("JOBARCHIVE_LOG_SUCCEEDED", legacy=("0", "1"))]
     # Most failed containers of one pod read, and of one namespace waiting at once: at
     # most half the queue (10,000), so that one namespace cannot fill it.
     log_tails_per_pod: Annotated[int, Bounded("JOBARCHIVE_LOG_TAILS_PER_POD", 20, 1, 10_000)]
@@ -93,28 +95,30 @@ class Numbers:
     ]
 
 
-def _table() -> dict[str, Bounded]:
-    """Each field of ``Numbers`` with the one ``Bounded`` it is annotated with; a field
-    with none, or two, fails the import."""
+def _table() -> dict[str, Bounded | Flag]:
+    """Each field of ``Numbers`` with the one ``Bounded`` or ``Flag`` it is annotated
+    with; a field with none, or two, fails the import."""
     hints = typing.get_type_hints(Numbers, include_extras=True)
-    table: dict[str, Bounded] = {}
+    table: dict[str, Bounded | Flag] = {}
     for field in dataclasses.fields(Numbers):
         metadata = getattr(hints[field.name], "__metadata__", ())
-        found = [entry for entry in metadata if isinstance(entry, Bounded)]
+        found = [entry for entry in metadata if isinstance(entry, Bounded | Flag)]
         if len(found) != 1:
-            raise TypeError(f"Numbers.{field.name}: {len(found)} Bounded, not one")
+            raise TypeError(f"Numbers.{field.name}: {len(found)} Bounded or Flag, not one")
         table[field.name] = found[0]
     return table
 
 
-BOUNDED = _table()
+TABLE = _table()
+BOUNDED = {name: entry for name, entry in TABLE.items() if isinstance(entry, Bounded)}
+FLAGS = {name: entry for name, entry in TABLE.items() if isinstance(entry, Flag)}
 
 
 def read_numbers(env: Mapping[str, str]) -> dict[str, Any]:
-    """Every numeric setting in ``env``, validated, by field; raises ConfigError naming
+    """Every tuned setting in ``env``, validated, by field; raises ConfigError naming
     the first bad variable."""
-    return {name: bounded.read(env) for name, bounded in BOUNDED.items()}
+    return {name: entry.read(env) for name, entry in TABLE.items()}
 
 
 DEFAULTS = Numbers(**read_numbers({}))
-"""The numeric settings when none is set: the table's defaults, no environment read."""
+"""The tuned settings when none is set: the table's defaults, no environment read."""

@@ -76,7 +76,7 @@ class Intake:
     set aside as rows (``notes``) for the tails' writer."""
 
     def __init__(self, settings: Settings) -> None:
-        self.succeeded = bool(settings.log_succeeded)
+        self.succeeded = settings.log_succeeded
         self.per_pod = settings.log_tails_per_pod
         self.queue: FairQueue[Key, Pending] = FairQueue(
             QUEUE_SIZE, settings.log_tails_per_namespace
