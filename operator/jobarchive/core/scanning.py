@@ -18,7 +18,7 @@ from jobarchive.core.visible import visible
 # What is read of a tail: its end, where a program says why it stopped.
 SCAN_CHARS = 64 * 1024
 SCAN_LINES = 2000
-LINE_CHARS = 2048
+LINE_CHARS = 1024
 # A detail line as kept: one line, printable, at most this long.
 DETAIL_LENGTH = 512
 # Python's traceback header, plain or in a box (rich's, as Hugging Face's tools print).
