@@ -607,3 +607,14 @@ def test_a_sites_slow_pattern_runs_on_bounded_lines() -> None:
     started = time.monotonic()
     assert classify(failed("a" * 10_000_000), rules).failure_class == UNKNOWN
     assert time.monotonic() - started < 20
+
+
+def test_a_container_that_succeeded_is_not_read() -> None:
+    evidence = PodEvidence(
+        "trainer-0",
+        (
+            ContainerState("init", "Completed", exit_code=0, tail=excerpt("pytorch-cuda-oom.log")),
+            ContainerState("pytorch", "Error", exit_code=1),
+        ),
+    )
+    assert classify(evidence, RULES) == Failure("Error", "pytorch", 1, None, "exit code 1")

@@ -27,6 +27,7 @@ REFUSED = [
         "rule 2 (B): unknown field 'tails'; known: class, container_reason,",
     ),
     ({"rules": [{"class": "B", "detail": "matched"}]}, "rule 1 (B): matches nothing; give one of"),
+    ({"rules": [{"class": "B", "tail": [], "exit_code": []}]}, "rule 1 (B): matches nothing"),
     (
         {"rules": [{"class": "Evicted", "pod_reason": "Evicted"}]},
         "rule 1 (Evicted): 'pod_reason' must be a list of names, as [Evicted]",

@@ -74,7 +74,7 @@ def _rule(index: int, entry: object) -> Rule:
         raise ValueError(
             f"{where}: unknown field {unknown[0]!r}; known: {', '.join(sorted(_FIELDS))}"
         )
-    if not _MATCHERS & set(entry):
+    if not any(entry.get(field) for field in _MATCHERS):
         raise ValueError(f"{where}: matches nothing; give one of {', '.join(sorted(_MATCHERS))}")
     names = {field: _names(where, field, entry.get(field, [])) for field in _NAME_FIELDS}
     patterns = {field: _patterns(where, field, entry.get(field, [])) for field in _PATTERN_FIELDS}

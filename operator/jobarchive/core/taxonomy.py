@@ -288,6 +288,8 @@ def _by_tail(
     if not rule.tail:
         return None
     for container in ordered:
+        if container.exit_code == 0 and not container.failed:
+            continue  # what a container that succeeded printed did not end the pod
         lines = scanned(container.tail)
         line = last_match(lines, rule.tail)
         if line is None:
