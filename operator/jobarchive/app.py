@@ -22,7 +22,6 @@ from jobarchive.core.kinds import BATCH_JOB
 from jobarchive.infra import identity, metrics, scope, sizing
 from jobarchive.infra.certificates import CertificateError
 from jobarchive.logtails.capture import Capture
-from jobarchive.logtails.inserts import TailStore
 from jobarchive.maintenance import peering as peerings
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.peering import Activity, Peering
@@ -118,8 +117,8 @@ class Operator:
             flushers=settings.writers,
             stop_timeout=settings.stop_timeout,
         )
-        # The tails' rows go through the one store, so that they name its cluster.
-        self.capture = Capture(settings, TailStore(self.store))
+        # The tails' rows go through the one writer (decision 19), and so name its cluster.
+        self.capture = Capture(settings, self.writer)
         self.recorder = Recorder(settings, self.store, self.writer, Attribution(), self.capture)
         # The namespaces Kopf serves, read from its own command line (``scope``).
         self.scope = scope.from_command_line()
@@ -198,10 +197,10 @@ class Operator:
         that no flood of reads can take a connection the writer needs.
         """
         try:
-            # Lookups by handlers (and the log tails' two) beside the flushers' transactions.
+            # Lookups by handlers (and the log tails' one) beside the flushers' transactions.
             await db.open_database(
                 self.settings.db_url,
-                pool_size=self.settings.writers + 4 + (2 if self.capture.enabled else 0),
+                pool_size=self.settings.writers + 4 + (1 if self.capture.enabled else 0),
                 encryption=self.settings.db_tls,
                 read_pool=read_pool(self.settings),
                 accelerators=self.settings.accelerators,

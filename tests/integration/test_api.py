@@ -17,6 +17,7 @@ from jobarchive.reading import api, auth, queries
 from jobarchive.reading.kube.routes import NAMESPACE_CHECK
 from tests.support.history import History
 from tests.support.kinds import EXTRA_KINDS
+from tests.support.rows import write_tails
 
 Client = TestClient[web.Request, web.Application]
 
@@ -96,7 +97,7 @@ async def test_a_jobs_log_tails_and_which_of_its_pods_have_one(client: Client) -
         previous=False,
     )
     text = tail(b"epoch 3\nCUDA out of memory\n", 100, 65536)
-    await tails.TailStore().insert([tails.row(failure, uid, text, None)])
+    await write_tails([tails.row(failure, uid, text, None)])
     [pod] = (await get(client, f"/jobs/{uid}"))["pods"]
     assert pod["has_log_tail"] is True
     [found] = (await get(client, f"/jobs/{uid}/logs?container=pytorch"))["items"]

@@ -16,7 +16,7 @@ from jobarchive.storage import introspection, schema
 from jobarchive.storage.models import Job
 from jobarchive.storage.store import Store
 from tests.support import rows
-from tests.support.rows import failure
+from tests.support.rows import failure, write_tails
 
 CREATED = datetime.datetime(2026, 11, 30, 8, 0, tzinfo=datetime.UTC)
 TABLES = ("job_info", "replica_info", "event_info", "container_log_tail")
@@ -147,9 +147,9 @@ async def test_retention_of_one_cluster_leaves_anothers_rows(database: str) -> N
 
 async def test_a_log_tail_names_the_stores_cluster_and_is_written_once(database: str) -> None:
     failed = failure("pod-1")
-    await tails.TailStore(Store(cluster="east")).insert([tails.row(failed, "uid-1", None, "n")])
+    await write_tails([tails.row(failed, "uid-1", None, "n")], Store(cluster="east"))
     # Another cluster's tail of the same pod uid and container: the first is kept.
-    await tails.TailStore(Store(cluster="west")).insert([tails.row(failed, "uid-9", None, "n")])
+    await write_tails([tails.row(failed, "uid-9", None, "n")], Store(cluster="west"))
     assert await clusters("container_log_tail") == ["east"]
 
 

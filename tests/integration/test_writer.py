@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 import pytest
 from prometheus_client import REGISTRY
 
-from jobarchive.core.rows import Row
+from jobarchive.core.rows import WrittenRow
 from jobarchive.storage import writer as writing
 from jobarchive.storage.batches import WriterStopped
 from jobarchive.storage.models import Job, Pod, Stamped
@@ -32,7 +32,7 @@ class CountingStore(Store):
         self.batches: list[int] = []
 
     async def write_batch(
-        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[WrittenRow]]]
     ) -> dict[K, int]:
         self.batches.append(sum(len(rows) for _, rows in batch.values()))
         return await super().write_batch(batch)
@@ -258,7 +258,7 @@ class ContextLeakingStore(Store):
         self.attempts = 0
 
     async def write_batch(
-        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[WrittenRow]]]
     ) -> dict[K, int]:
         self.attempts += 1
         assert not POLLUTED.get(), "a failed attempt's context reached the next one"
@@ -288,7 +288,7 @@ class HangingStore(Store):
         self.release = asyncio.Event()
 
     async def write_batch(
-        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[WrittenRow]]]
     ) -> dict[K, int]:
         await self.release.wait()
         return await super().write_batch(batch)

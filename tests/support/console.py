@@ -24,6 +24,7 @@ from testbed.cluster import Cluster
 from testbed.logs import Logs
 from testbed.objects import Body
 from tests.support.history import SPECS, History
+from tests.support.rows import write_tails
 from tests.support.serve import serve_process
 from tests.support.waiting import answering, eventually
 
@@ -186,7 +187,7 @@ async def keep_log_tail(
         previous=False,
     )
     row = tails.row(failure, job["metadata"]["uid"], tail(text, 100, 65536), None)
-    await tails.TailStore().insert([row])
+    await write_tails([row])
 
 
 # Where a page names another address: a link, an asset, a form's action.

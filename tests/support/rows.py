@@ -1,14 +1,16 @@
 """Rows as the store takes them, built field by field: a plausible default for every
 column, and any column set by keyword. The values are the test's choice, a column the
 database refuses (``status=None``) included; a misspelt column is refused here. And
-the failed containers the log tails' rows are made of."""
+the failed containers the log tails' rows are made of, and those rows written."""
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from jobarchive.core.rows import EventRow, JobRow, PodRow
+from jobarchive.core.rows import EventRow, JobRow, LogTailRow, PodRow
 from jobarchive.logtails.triggers import Failure
+from jobarchive.storage.models import LogTail
+from jobarchive.storage.store import Store
 
 T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
 R = TypeVar("R", JobRow, PodRow, EventRow)
@@ -116,3 +118,9 @@ def failure(pod_uid: str, container: str = "pytorch", restart: int = 0, **fields
         "previous": False,
     }
     return Failure(**values | fields)
+
+
+async def write_tails(written: Sequence[LogTailRow], store: Store | None = None) -> None:
+    """Log tails' rows written in one transaction, as the writer's flushers write them:
+    each whose key is stored already left as it is."""
+    await (store or Store()).write_batch({LogTail: (LogTail, written)})

@@ -100,9 +100,9 @@ def test_a_pod_past_its_cap_is_read_no_further_and_one_row_says_how_many_are_not
     assert (into.depth, len(into.notes)) == (20, 1)
     # A restart is a new instance of each container: set aside, in one row again.
     hand_over(into, pod("huge", 3, restarts=1))
-    assert into.notes[-1]["note"].endswith(
-        "not read: this one and 2 more of the pod's failed containers"
-    )
+    note = into.notes[-1]["note"]
+    assert note is not None
+    assert note.endswith("not read: this one and 2 more of the pod's failed containers")
     assert (into.notes[-1]["container"], into.notes[-1]["restart_count"]) == ("c0", 1)
 
 

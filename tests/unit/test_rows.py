@@ -4,8 +4,10 @@ import typing
 
 import pytest
 
-from jobarchive.core.rows import EventRow, JobRow, PodRow
-from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped
+from jobarchive.core.rows import EventRow, JobRow, LogTailRow, PodRow
+from jobarchive.storage.models import WRITTEN, Event, Job, LogTail, Pod, Stamped
+
+SHAPES = [(JobRow, Job), (PodRow, Pod), (EventRow, Event), (LogTailRow, LogTail)]
 
 
 def keys(shape: type) -> set[str]:
@@ -13,16 +15,16 @@ def keys(shape: type) -> set[str]:
     return set(hints)
 
 
-@pytest.mark.parametrize(("shape", "model"), [(JobRow, Job), (PodRow, Pod), (EventRow, Event)])
+@pytest.mark.parametrize(("shape", "model"), SHAPES)
 def test_a_row_shape_names_exactly_its_tables_columns_but_the_id(
     shape: type, model: type[Stamped]
 ) -> None:
     columns = set(model._meta.fields_db_projection.values()) - {"id"}
     assert keys(shape) == columns
-    assert keys(shape) == set(TABLES[model].columns)
+    assert keys(shape) == set(WRITTEN[model].columns)
 
 
-@pytest.mark.parametrize(("shape", "model"), [(JobRow, Job), (PodRow, Pod), (EventRow, Event)])
+@pytest.mark.parametrize(("shape", "model"), SHAPES)
 def test_a_column_may_be_none_in_a_row_only_where_the_table_allows_null(
     shape: type, model: type[Stamped]
 ) -> None:

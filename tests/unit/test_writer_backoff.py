@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from jobarchive.core.rows import Row
+from jobarchive.core.rows import WrittenRow
 from jobarchive.storage import waiting
 from jobarchive.storage.batches import WriterStopped
 from jobarchive.storage.models import Pod, Stamped
@@ -73,7 +73,7 @@ class AwayStore(Store):
         self.attempts: dict[str, int] = {}
 
     async def write_batch(
-        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[WrittenRow]]]
     ) -> dict[K, int]:
         uids = ",".join(str(dict(row)["pod_id"]) for _, rows in batch.values() for row in rows)
         self.attempts[uids] = self.attempts.get(uids, 0) + 1

@@ -1,4 +1,4 @@
-"""The shapes of the three tables' rows and the widths of their columns.
+"""The shapes of the tables' rows the writer takes and the widths of their columns.
 
 A row travels as a plain dict from the converters through the recorder and the
 writer to the store, so its shape is a ``TypedDict``: a misspelt column is a type
@@ -150,6 +150,32 @@ class EventRow(TypedDict):
     cluster: NotRequired[str | None]
 
 
+class LogTailRow(TypedDict):
+    """A ``container_log_tail`` row: the last lines of one failed container instance's log,
+    by pod uid, container and restart count; written once, never updated (decision 19)."""
+
+    pod_id: str
+    container: str
+    restart_count: int
+    container_type: str
+    job_id: str
+    namespace: str
+    pod_name: str
+    exit_code: int | None
+    reason: str | None
+    gmt_failed: datetime.datetime | None
+    captured: bool
+    truncated: bool
+    note: str | None
+    log_tail: str | None
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
+
+
+# The rows of the recorded objects, upserted by their uid.
 Row = JobRow | PodRow | EventRow
+# Every row the writer takes: the recorded objects', and the log tails' (inserted once).
+WrittenRow = Row | LogTailRow
 # The rows whose object can be gone from the cluster (Events have no such state).
 LiveRow = JobRow | PodRow

@@ -8,10 +8,15 @@ another's backlog. It asks the database which of the batch have a row already (a
 restart lists every failed pod again), then starts each read once a token of the rate
 limit (a token bucket: ``JOBARCHIVE_LOG_RATE`` reads a second, bursts of
 ``JOBARCHIVE_LOG_CONCURRENCY``) and a slot of the concurrency limit are free; the rows
-of failures set aside need no read and go to the writer between batches. A read holds
-its slot until its row is handed to the tails' writer (``writing``), whose queue is
-small: while the database is away, reads stop, the queue fills and further failures
-are set aside, so memory stays bounded.
+of failures set aside need no read and go to the writer between batches.
+
+The rows go through the one writer (``storage.writer``), in the queue and transactions
+of the recorder's rows (``Handover``); a read holds its slot until its row is queued.
+The tails hold at most ``ROWS_HELD`` rows of that queue, and at most a quarter of it,
+until they are committed: while the database is away, reads stop, the queue fills
+and further failures are set aside, so memory stays bounded; and however many
+containers fail, the rest of the queue is the recorder's, so a burst of tails never
+holds back the rows of jobs, pods and Events.
 
 Every failure read ends as one row, captured or "not captured: <reason>"; every one
 set aside is one row or counted in the note of one, so nothing is read twice or
@@ -19,6 +24,7 @@ retried in a loop, and nothing is dropped unsaid.
 """
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +33,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from jobarchive.config import Settings
+from jobarchive.core.rows import LogTailRow
 from jobarchive.infra import metrics
 from jobarchive.infra.cluster import api_client
 from jobarchive.infra.logs import shown
@@ -34,13 +41,17 @@ from jobarchive.logtails import inserts as tails
 from jobarchive.logtails import text
 from jobarchive.logtails.fetcher import Fetcher, Read
 from jobarchive.logtails.intake import Intake, Key, Pending, count
-from jobarchive.logtails.writing import TailWriter
+from jobarchive.storage.batches import WriterStopped
 from jobarchive.storage.failures import describe
+from jobarchive.storage.models import LogTail
+from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 LOOKUP_BATCH = 100
-# What stopping gives the tails' writer to write what was read.
-STOP_GRACE = 3.0
+# The tails' rows in the writer's queue or its transactions at once: at most this
+# many, and at most this share of its queue (one at least).
+ROWS_HELD = 64
+QUEUE_SHARE = 1 / 4
 
 
 class TokenBucket:
@@ -73,20 +84,62 @@ class TokenBucket:
             wait = self.delay()
 
 
+class Handover:
+    """The tails' rows handed to the one writer, at most ``held`` of them in it at once;
+    each the database refuses counted and named in the log."""
+
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        self.held = max(1, min(ROWS_HELD, int(writer.queue_size * QUEUE_SHARE)))
+        self._room = asyncio.Semaphore(self.held)
+        # Rows handed over and not queued: waiting for room, or cut short by stopping.
+        self.unqueued = 0
+
+    async def put(self, row: LogTailRow) -> None:
+        """Hand a row over: return once it is in the writer's queue, having waited for
+        room (the tails' share, then the queue's)."""
+        self.unqueued += 1
+        await self._room.acquire()
+        try:
+            [done] = await self.writer.put(LogTail, [row])
+        except BaseException:
+            self._room.release()
+            raise
+        self.unqueued -= 1
+        done.add_done_callback(functools.partial(self._written, row))
+
+    def _written(self, row: LogTailRow, done: asyncio.Future[None]) -> None:
+        """A row committed, refused by the database, or given up by the writer's stop."""
+        self._room.release()
+        error = done.exception()
+        if isinstance(error, WriterStopped):
+            count("skipped", "stopped")
+        elif error is not None:
+            count("failed", "refused")
+            logger.error(
+                "Could not store the log tail of %s/%s container %s (restart %d): %s",
+                shown(row["namespace"]),
+                shown(row["pod_name"]),
+                shown(row["container"]),
+                row["restart_count"],
+                shown(describe(error)),
+            )
+
+
 class Capture:
     """Reads the log tails of failed containers of recorded pods, once each, and hands
-    their rows to the tails' writer."""
+    their rows to the one writer (whose store also answers which are stored)."""
 
-    def __init__(self, settings: Settings, store: tails.TailStore | None = None) -> None:
+    def __init__(self, settings: Settings, writer: Writer) -> None:
         self.lines = settings.log_tail_lines
         self.limit = settings.log_tail_bytes
-        self.store = store or tails.TailStore()
+        self.store = tails.TailStore(writer.store)
         self.intake = Intake(settings)
         self._bucket = TokenBucket(settings.log_rate, settings.log_concurrency)
         # About a second of reads: what a namespace's first failure may wait behind.
         self._batch = max(1, min(LOOKUP_BATCH, settings.log_rate))
         self._slots = asyncio.Semaphore(settings.log_concurrency)
-        self._writer = TailWriter(self.store)
+        self._rows = Handover(writer)
         self._reads: set[asyncio.Task[None]] = set()
         self._dispatcher: asyncio.Task[None] | None = None
         self._api: client.ApiClient | None = None
@@ -120,18 +173,17 @@ class Capture:
         self._fetcher = Fetcher(self._api, self.lines, self.limit)
         metrics.LOG_TAIL_QUEUE.set_function(lambda: self.depth)
         self._dispatcher = asyncio.create_task(self._dispatch())
-        self._writer.start()
 
     async def stop(self) -> None:
-        """Stop reading; give what was read ``STOP_GRACE`` seconds to be written; say what
-        is left, which the next start reads if its pods remain."""
+        """Stop reading; say what is left, which the next start reads if its pods remain.
+        The rows queued are the writer's, which commits them as it stops (or gives them
+        up, counted as stopped), so stop the capture first."""
         if self._dispatcher is None:
             return
         for task in (self._dispatcher, *self._reads):
             task.cancel()
         await asyncio.gather(self._dispatcher, *self._reads, return_exceptions=True)
-        await self._writer.stop(STOP_GRACE)
-        left = self.depth + len(self.intake.notes) + self._writer.unwritten
+        left = self.depth + len(self.intake.notes) + self._rows.unqueued
         if left:
             count("skipped", "stopped", left)
             logger.info(
@@ -150,7 +202,7 @@ class Capture:
         intake = self.intake
         while True:
             while intake.notes:
-                await self._writer.put(intake.notes.popleft())
+                await self._rows.put(intake.notes.popleft())
             keys = intake.take(self._batch)
             if not keys:
                 intake.wake.clear()
@@ -189,11 +241,11 @@ class Capture:
                 read = await self._fetcher.read(failure)
             except Exception as exc:
                 read = Read(None, "error", f"{type(exc).__name__}: {str(exc)[:300]}")
-            await self._writer.put(self._row(pending, read))
+            await self._rows.put(self._row(pending, read))
         finally:
             self._slots.release()
 
-    def _row(self, pending: Pending, read: Read) -> tails.Row:
+    def _row(self, pending: Pending, read: Read) -> LogTailRow:
         failure = pending.failure
         if read.data is None:
             count("failed", read.reason)

@@ -1,25 +1,23 @@
-"""The ``container_log_tail`` rows: which are stored already, and writing new ones.
+"""The ``container_log_tail`` rows: which are stored already, and the rows themselves.
 
-A tail is written once: the insert leaves alone a row whose key (pod uid, container,
-restart count) is stored already, so a read repeated after a restart, or by a second
-replica, adds nothing. Rows are stamped by ``Stamped.stamp`` as every table's are.
-Statements carry a few megabytes of tails at most (``storage.store.statements``),
-well under MySQL's packet size.
+A tail is written once: the writer's insert (``storage.models.INSERTED``) leaves alone
+a row whose key (pod uid, container, restart count) is stored already, so a read
+repeated after a restart, or by a second replica, adds nothing. The store stamps the
+rows as every table's, and its statements carry a few megabytes of tails at most
+(``storage.store.statements``), well under MySQL's packet size.
 """
 
 import datetime
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable
 
 from jobarchive.core.cutting import clip
-from jobarchive.core.rows import SHORT_TEXT_LENGTH
+from jobarchive.core.rows import SHORT_TEXT_LENGTH, LogTailRow
 from jobarchive.logtails.text import Tail
 from jobarchive.logtails.triggers import Failure
-from jobarchive.storage.models import LOG_TAIL_TABLE, NOTE_LENGTH, LogTail, utcnow
+from jobarchive.storage.models import NOTE_LENGTH, LogTail, utcnow
 from jobarchive.storage.store import Store
 
 Key = tuple[str, str, int]
-Row = dict[str, Any]
 
 
 def row(
@@ -28,9 +26,10 @@ def row(
     tail: Tail | None,
     note: str | None,
     now: datetime.datetime | None = None,
-) -> Row:
-    """The row of one failure: its tail, or (``tail`` None) the note why there is none."""
-    values: Row = {
+) -> LogTailRow:
+    """The row of one failure: its tail, or (``tail`` None) the note why there is none;
+    created ``now``, when it was read (the store stamps ``gmt_modified`` as it writes)."""
+    return {
         "pod_id": failure.pod_uid,
         "container": failure.container,
         "restart_count": failure.restart_count,
@@ -45,19 +44,13 @@ def row(
         "truncated": tail is not None and tail.truncated,
         "note": clip(note, NOTE_LENGTH),
         "log_tail": tail.text if tail is not None else None,
-        "gmt_created": None,
+        "gmt_created": now or utcnow(),
     }
-    LogTail.stamp(values, now or utcnow())
-    return values
-
-
-def weight(row: Row) -> int:
-    """The bytes a row's tail may take in a statement: four per character, at most."""
-    return len(row["log_tail"] or "") * 4
 
 
 class TailStore:
-    """Reads and writes ``container_log_tail`` through the writer's store."""
+    """Reads ``container_log_tail`` through the writer's store; the rows are written by
+    the writer (``capture``)."""
 
     def __init__(self, store: Store | None = None) -> None:
         self.store = store or Store()
@@ -75,7 +68,3 @@ class TailStore:
         )
         stored = {(str(pod), str(container), int(restart)) for pod, container, restart in found}
         return wanted & stored
-
-    async def insert(self, rows: Sequence[Row]) -> None:
-        """Insert rows, each whose key is stored already left as it is."""
-        await self.store.insert_new(LOG_TAIL_TABLE, rows, weight)

@@ -22,6 +22,7 @@ from typing import Any
 
 from jobarchive.config import Settings
 from jobarchive.core.bounded import Lru
+from jobarchive.core.rows import LogTailRow
 from jobarchive.infra import metrics
 from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.queue import PER_NAMESPACE, FairQueue
@@ -34,7 +35,7 @@ QUEUE_SIZE = 10_000
 # reads are counted against the per-pod cap.
 NOTED_PODS = 10_000
 REMEMBERED = 100_000
-# Rows of failures set aside, not yet handed to the tails' writer.
+# Rows of failures set aside, not yet handed to the writer.
 NOTES_HELD = 1_000
 UID_LENGTH = 64
 PER_POD = "per_pod"
@@ -73,7 +74,7 @@ def aside(why: str, more: int) -> str:
 
 class Intake:
     """Failures handed over by the recorder: queued fairly, taken by the dispatcher, or
-    set aside as rows (``notes``) for the tails' writer."""
+    set aside as rows (``notes``) for the writer."""
 
     def __init__(self, settings: Settings) -> None:
         self.succeeded = settings.log_succeeded
@@ -83,7 +84,7 @@ class Intake:
         )
         # Taken from the queue by the dispatcher, their reads not started yet.
         self.taken: dict[Key, Pending] = {}
-        self.notes: collections.deque[tails.Row] = collections.deque()
+        self.notes: collections.deque[LogTailRow] = collections.deque()
         # Set when something is queued or set aside.
         self.wake = asyncio.Event()
         self._noted: Lru[str, dict[Key, Failure]] = Lru(NOTED_PODS)

@@ -4,11 +4,11 @@ stopping gives up (decision 9)."""
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
-from jobarchive.core.rows import Row
-from jobarchive.storage.models import TABLES, Job, Stamped, earliest
+from jobarchive.core.rows import Row, WrittenRow
+from jobarchive.storage.models import INSERTED, TABLES, WRITTEN, Job, Stamped, earliest
 from jobarchive.storage.store import is_older
 
 
@@ -24,7 +24,7 @@ class Pending:
     """A row its writer waits for, until it is settled: committed, refused or given up."""
 
     model: type[Stamped]
-    row: Row
+    row: WrittenRow
     done: asyncio.Future[None]
     # When the object last changed (epoch seconds), for the lag metric; None: unknown.
     changed: float | None = None
@@ -33,7 +33,8 @@ class Pending:
 
     @property
     def kind(self) -> str:
-        """The Kubernetes kind the row records: a job's own kind, else Pod or Event."""
+        """The Kubernetes kind the row records: a job's own kind, else Pod or Event; a
+        row of a table written once, its model's name (LogTail)."""
         return str(self.fields["kind"]) if self.model is Job else self.model.__name__
 
     @property
@@ -43,6 +44,7 @@ class Pending:
 
 
 Group = tuple[type[Stamped], str]
+Groups = dict[Group, tuple[type[Stamped], list[WrittenRow]]]
 
 
 class Intake:
@@ -147,32 +149,42 @@ def _kept(row: Row, older: Row | None, columns: tuple[str, ...]) -> Row:
     return cast(Row, merged)
 
 
-def newest_rows(
-    batch: list[Pending],
-) -> tuple[dict[Group, tuple[type[Stamped], list[Row]]], dict[Group, int]]:
+def newest_rows(batch: list[Pending]) -> tuple[Groups, dict[Group, int]]:
     """Per table and kind, one row per uid (the newest, its ``earliest`` columns the
     earliest of the versions it replaced), sorted by uid; and per table and kind, how
-    many older versions were dropped for a newer one.
+    many older versions were dropped for a newer one. Rows of a table written once are
+    all kept, sorted by their unique key: the insert keeps the first stored.
 
     Groups by kind so that the store's count of stale rows is one per kind. Groups
     come in one order and rows are sorted by uid within them, and a uid's kind never
     changes: concurrent transactions take the unique index's locks in one order.
     """
     by_uid: dict[Group, dict[str, Row]] = {}
+    once: dict[Group, list[WrittenRow]] = {}
     superseded: dict[Group, int] = {}
     for pending in batch:
         group = (pending.model, pending.kind)
-        key = TABLES[pending.model].key
+        if pending.model in INSERTED:
+            once.setdefault(group, []).append(pending.row)
+            continue
+        # Not a row written once: one of the recorded objects'.
+        row = cast(Row, pending.row)
         rows = by_uid.setdefault(group, {})
-        uid = pending.fields[key]
+        uid = pending.fields[TABLES[pending.model].key]
         old = rows.get(uid)
         if old is not None:
             superseded[group] = superseded.get(group, 0) + 1
-        if old is None or not is_older(pending.row["version"], old["version"]):
-            rows[uid] = _kept(pending.row, old, TABLES[pending.model].earliest)
-    ordered = sorted(by_uid, key=lambda group: (TABLES[group[0]].name, group[1]))
-    groups: dict[Group, tuple[type[Stamped], list[Row]]] = {
-        group: (group[0], [by_uid[group][uid] for uid in sorted(by_uid[group])])
-        for group in ordered
+        if old is None or not is_older(row["version"], old["version"]):
+            rows[uid] = _kept(row, old, TABLES[pending.model].earliest)
+    groups: Groups = {
+        group: (group[0], [by_uid[group][uid] for uid in sorted(by_uid[group])]) for group in by_uid
     }
-    return groups, superseded
+    for group, written in once.items():
+        groups[group] = (group[0], sorted(written, key=_unique(INSERTED[group[0]].once)))
+    ordered = sorted(groups, key=lambda group: (WRITTEN[group[0]].name, group[1]))
+    return {group: groups[group] for group in ordered}, superseded
+
+
+def _unique(columns: tuple[str, ...]) -> Callable[[WrittenRow], tuple[Any, ...]]:
+    """A row's unique key, of these columns, to sort rows by."""
+    return lambda row: tuple(cast(Mapping[str, Any], row)[column] for column in columns)

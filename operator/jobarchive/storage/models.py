@@ -10,8 +10,8 @@ names on purpose: Tortoise's migrations misname fields that use ``source_field``
 
 Timestamps: ``gmt_modified`` on every write and ``gmt_created`` when the object
 gave none are stamped by ``Stamped.stamp``, which also cuts free text and JSON to
-their bounds (``BOUNDS``). ``save()`` calls it, and so does the store's bulk upsert
-for every row, so no write path can leave them stale or unbounded.
+their bounds (``BOUNDS``). ``save()`` calls it, and so does the store for every
+row it writes, so no write path can leave them stale or unbounded.
 """
 
 import dataclasses
@@ -360,6 +360,8 @@ class Table:
     # Columns an upsert keeps at the earliest value stored or written, a NULL written
     # never replacing a value (``earliest``).
     earliest: tuple[str, ...] = ()
+    # Of a table written once (``INSERTED``): the columns of its rows' unique key.
+    once: tuple[str, ...] = ()
 
 
 def earliest(
@@ -371,13 +373,13 @@ def earliest(
     return min(stored, written)
 
 
-def _table(model: type[Stamped], key: str) -> Table:
+def _table(model: type[Stamped], key: str, once: tuple[str, ...] = ()) -> Table:
     columns = tuple(
         column
         for field, column in model._meta.fields_db_projection.items()
         if field != model._meta.pk_attr
     )
-    return Table(model._meta.db_table, columns, key, model.EARLIEST)
+    return Table(model._meta.db_table, columns, key, model.EARLIEST, once)
 
 
 TABLES: dict[type[Stamped], Table] = {
@@ -387,8 +389,12 @@ TABLES: dict[type[Stamped], Table] = {
 }
 
 
-# The tails' table, for the insert that skips a row already stored (not an upsert:
-# a tail is written once). Not in TABLES: it has no uid of its own to upsert by.
-LOG_TAIL_TABLE = _table(LogTail, "pod_id")
+# Tables written once, never updated: inserted beside the upserts, a row whose unique
+# key is stored already left alone (the tails': no uid to upsert by, decision 19).
+INSERTED: dict[type[Stamped], Table] = {
+    LogTail: _table(LogTail, "pod_id", ("pod_id", "container", "restart_count")),
+}
+# Every table the writer writes, upserted or inserted.
+WRITTEN: dict[type[Stamped], Table] = {**TABLES, **INSERTED}
 # The usage roll-up's table, rewritten per job (``storage.daily``).
 USAGE_DAY_TABLE = _table(UsageDay, "job_id")

@@ -1,11 +1,12 @@
 """The store: multi-row upserts by uid with a stale-write guard, inserts of rows
-written once, and the lookups the recorder and the reconciliation need.
+written once (``models.INSERTED``), and the lookups the recorder and the
+reconciliation need.
 
 The statements themselves are SQL of each dialect (``storage.dialects``); here
-every upserted row is first stamped by ``Stamped.stamp``, the same code ``save()``
+every row written is first stamped by ``Stamped.stamp``, the same code ``save()``
 runs, so ``gmt_modified`` is fresh on this path too, and rows go out in statements
-of at most ``ROWS_PER_STATEMENT`` rows (and ``STATEMENT_BYTES`` of what the caller
-weighs). ``is_older`` is the guard's rule in Python, for the writer to settle two
+of at most ``ROWS_PER_STATEMENT`` rows (and, inserted, ``STATEMENT_BYTES`` of their
+text). ``is_older`` is the guard's rule in Python, for the writer to settle two
 versions of a row within one batch the way the database would.
 """
 
@@ -17,14 +18,14 @@ from typing import Any, TypeVar, cast, overload
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 
-from jobarchive.core.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row
+from jobarchive.core.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row, WrittenRow
 from jobarchive.infra.logs import shown
 from jobarchive.storage import daily, dialects
 from jobarchive.storage import database as db
-from jobarchive.storage.models import TABLES, Event, Job, Pod, Stamped, Table, utcnow
+from jobarchive.storage.models import INSERTED, TABLES, Event, Job, Pod, Stamped, Table, utcnow
 
 # Keep one statement well under SQLite's 32,766 bound parameters and MySQL's packet
-# size: at most this many rows, and this many bytes of the text the caller weighs.
+# size: at most this many rows, and this many bytes of the text weighed (``_weight``).
 ROWS_PER_STATEMENT = 500
 STATEMENT_BYTES = 4 * 2**20
 # The rows of one statement named in the log when another cluster holds their uids.
@@ -56,7 +57,14 @@ def statements(rows: Sequence[M], weigh: Callable[[M], int] | None = None) -> li
     return groups
 
 
-def _stamped(model: type[Stamped], rows: Sequence[Row], cluster: str) -> list[dict[str, Any]]:
+def _weight(row: Mapping[str, Any]) -> int:
+    """The bytes a row's text may take in a statement: four per character, at most."""
+    return 4 * sum(len(value) for value in row.values() if isinstance(value, str))
+
+
+def _stamped(
+    model: type[Stamped], rows: Sequence[WrittenRow], cluster: str
+) -> list[dict[str, Any]]:
     """The rows as written: stamped by their model (``gmt_modified``), of ``cluster``."""
     now = utcnow()
     prepared: list[dict[str, Any]] = []
@@ -93,6 +101,18 @@ async def _upsert(
             await _say_foreign(table, [row[table.key] for row in group], cluster, dialect, execute)
         stale += kept
     return stale
+
+
+async def _insert(
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    dialect: dialects.Dialect,
+    execute: dialects.Execute,
+) -> None:
+    """The insert statements of stamped rows written once, run by ``execute``: a row
+    whose unique key is stored already is left as it is. Weighed: a tail is large."""
+    for group in statements(rows, _weight):
+        await dialect.insert_new(execute, table, group)
 
 
 async def _say_foreign(
@@ -161,39 +181,30 @@ class Store:
     async def _write(
         self,
         model: type[Stamped],
-        rows: Sequence[Row],
+        rows: Sequence[WrittenRow],
         dialect: dialects.Dialect,
         execute: dialects.Execute,
     ) -> int:
         """One table's rows in the caller's transaction: stamped, then the roll-up's rows
-        held, the rows upserted, the days they change written (two steps, one commit)."""
+        held, the rows upserted, the days they change written (two steps, one commit);
+        rows written once are inserted (no roll-up, none stale)."""
         prepared = _stamped(model, rows, self.cluster)
+        if model in INSERTED:
+            await _insert(INSERTED[model], prepared, dialect, execute)
+            return 0
         rollup = _rollup(model, prepared)
         await rollup.lock(execute, dialect)
         stale = await _upsert(TABLES[model], prepared, self.cluster, dialect, execute)
         await rollup.write(execute, dialect)
         return stale
 
-    async def insert_new(
-        self,
-        table: Table,
-        rows: Sequence[M],
-        weigh: Callable[[M], int] | None = None,
-    ) -> None:
-        """Insert rows into ``table`` (stamped already), each whose unique key is stored
-        already left as it is; ``weigh`` counts a row's bytes toward a statement's."""
-        conn = self.connection
-        dialect = dialects.of(conn)
-        for group in statements(rows, weigh):
-            ours = [{**row, "cluster": self.cluster} for row in group]
-            await dialect.insert_new(conn.execute_query, table, ours)
-
     async def write_batch(
-        self, batch: Mapping[K, tuple[type[Stamped], Sequence[Row]]]
+        self, batch: Mapping[K, tuple[type[Stamped], Sequence[WrittenRow]]]
     ) -> dict[K, int]:
         """Upsert groups of rows, of any tables, in one transaction (one commit for all),
         each group with its step of the daily usage roll-up (``_write``): the days of the
-        jobs whose pods finished rewritten, the days of the jobs written refreshed.
+        jobs whose pods finished rewritten, the days of the jobs written refreshed. Rows
+        of a table written once are inserted in the same transaction.
 
         Returns the number of stale rows skipped in each group.
         """

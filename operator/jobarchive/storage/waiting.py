@@ -1,9 +1,9 @@
 """Waiting out the database: one backoff, one outage state, one way to ride it out.
 
 Every part that meets a database that is away (the writer's flushers, the recorder's
-lookups, the reconciliation's reads, the log tails' writer) waits here: it tries
-again after a capped, jittered backoff of its own, and says once when the outage
-begins and once when it ends (decision 9).
+lookups, the reconciliation's reads) waits here: it tries again after a capped,
+jittered backoff of its own, and says once when the outage begins and once when it
+ends (decision 9).
 """
 
 import asyncio

@@ -8,6 +8,10 @@ collection. Two versions of one object are never in flight at once, because Kopf
 handles one object's events in order and each handler waits for its commit; the
 same uid twice in one batch (two objects' handlers releasing the same waiting
 pod) keeps the newest, and the store's guard settles the rest.
+
+The log tails' rows, written once (``models.INSERTED``), ride along in the same
+queue and transactions (decision 19): their capture hands them over with ``put``,
+which returns once they are queued, and bounds how many it holds in the queue.
 """
 
 import asyncio
@@ -18,12 +22,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from jobarchive.config import DEFAULTS
-from jobarchive.core.rows import Row
+from jobarchive.core.rows import WrittenRow
 from jobarchive.infra import metrics
 from jobarchive.infra.logs import shown
-from jobarchive.storage.batches import Group, Intake, Pending, newest_rows, settle
+from jobarchive.storage.batches import Group, Groups, Intake, Pending, newest_rows, settle
 from jobarchive.storage.failures import is_retryable, is_too_large
-from jobarchive.storage.models import Stamped
+from jobarchive.storage.models import INSERTED, Stamped
 from jobarchive.storage.store import Store
 from jobarchive.storage.waiting import Backoff, Outage, ride_out
 
@@ -58,6 +62,7 @@ class Writer:
         self.flushers = flushers
         self.stop_timeout = stop_timeout
         self.backoff = backoff
+        self.queue_size = queue_size
         self._intake = Intake(queue_size)
         self._tasks: list[asyncio.Task[None]] = []
         self.outage = Outage(
@@ -117,7 +122,7 @@ class Writer:
     async def write(
         self,
         model: type[Stamped],
-        rows: Sequence[Row],
+        rows: Sequence[WrittenRow],
         changed: Sequence[float | None] | None = None,
     ) -> list[BaseException | None]:
         """Queue rows and return once each is committed or refused: its error, else None
@@ -126,6 +131,18 @@ class Writer:
         ``changed`` gives, per row, when its object last changed (epoch seconds), for
         the lag metric.
         """
+        futures = await self.put(model, rows, changed)
+        return await asyncio.gather(*futures, return_exceptions=True)
+
+    async def put(
+        self,
+        model: type[Stamped],
+        rows: Sequence[WrittenRow],
+        changed: Sequence[float | None] | None = None,
+    ) -> list[asyncio.Future[None]]:
+        """Queue rows, waiting for room, and return once they are queued: per row, a
+        future done once it is committed (None) or refused (its error, as ``write``
+        gives it). For a caller that must not wait for the commit (the log tails)."""
         loop = asyncio.get_running_loop()
         self._last_row = time.monotonic()
         futures = []
@@ -134,7 +151,7 @@ class Writer:
             futures.append(future)
             when = changed[index] if changed is not None else None
             await self._intake.put(Pending(model, row, future, when), len(rows) - index - 1)
-        return await asyncio.gather(*futures, return_exceptions=True)
+        return futures
 
     def stuck_for(self) -> float:
         """Seconds the oldest transaction in flight has been running; 0 when none is.
@@ -202,10 +219,11 @@ class _Flusher:
     async def _refused(self, batch: list[Pending], error: Exception, depth: int) -> None:
         """A batch the database refused: its one row fails, or its halves are committed
         apart, so that one row the database refuses costs the others neither their
-        rows nor a transaction each."""
+        rows nor a transaction each. A refused log tail is counted by its capture."""
         if len(batch) == 1:
             metrics.DATABASE_ERRORS.labels("refused").inc()
-            metrics.OBJECTS.labels(batch[0].kind, "refused").inc()
+            if batch[0].model not in INSERTED:
+                metrics.OBJECTS.labels(batch[0].kind, "refused").inc()
             settle(batch[0], error)
             return
         # Galera's write set limit (wsrep_max_ws_rows) refuses a batch for its size alone.
@@ -215,9 +233,7 @@ class _Flusher:
         for half in (batch[:middle], batch[middle:]):
             await self.commit(half, depth + 1)
 
-    async def _attempt(
-        self, groups: Mapping[Group, tuple[type[Stamped], list[Row]]]
-    ) -> tuple[float, dict[Group, int]]:
+    async def _attempt(self, groups: Groups) -> tuple[float, dict[Group, int]]:
         """One transaction of the groups: when it began (monotonic), and the stale rows."""
         started = time.monotonic()
         # In a task of its own: when BEGIN fails on a dead connection, Tortoise leaves
@@ -234,18 +250,21 @@ class _Flusher:
 
 def _committed(
     batch: list[Pending],
-    groups: Mapping[Group, tuple[type[Stamped], list[Row]]],
+    groups: Groups,
     stale: Mapping[Group, int],
     superseded: Mapping[Group, int],
     started: float,
 ) -> None:
     """Count a batch committed in a transaction begun at ``started`` (monotonic), with
     ``stale`` rows kept by the guard and ``superseded`` ones dropped for a newer one in
-    the batch; then release its writers."""
+    the batch; then release its writers. Rows of a table written once are not objects:
+    their capture counts them."""
     committed = time.time()
     metrics.COMMIT_SECONDS.observe(time.monotonic() - started)
     metrics.BATCH_SIZE.observe(len(batch))
-    for group, (_, rows) in groups.items():
+    for group, (model, rows) in groups.items():
+        if model in INSERTED:
+            continue
         kind = group[1]
         skipped = stale[group] + superseded.get(group, 0)
         metrics.OBJECTS.labels(kind, "stored").inc(len(rows) - stale[group])
