@@ -10,7 +10,7 @@ from markupsafe import Markup
 from jobarchive.core.times import duration, timestamp
 from jobarchive.core.visible import visible
 
-__all__ = ["cluster", "duration", "iso", "number", "parse", "shown", "utc"]
+__all__ = ["cluster", "duration", "finalize", "iso", "number", "parse", "utc"]
 
 # An unnamed cluster is known by its kube-system namespace's uid (decision 35).
 CLUSTER_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -38,7 +38,7 @@ def iso(moment: datetime.datetime | str | None) -> str:
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def shown(value: object) -> object:
+def finalize(value: object) -> object:
     """Every value a template writes, before autoescaping (Jinja2's ``finalize``): text
     as ``visible`` shows it, line breaks kept; numbers as they are. Markup (a macro's
     output) stays Markup: the escapes put in are printable ASCII, never HTML."""

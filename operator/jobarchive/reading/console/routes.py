@@ -57,7 +57,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("jobarchive.reading.console", "templates"),
         autoescape=True,
-        finalize=formats.shown,
+        finalize=formats.finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
