@@ -17,6 +17,7 @@ from typing import Any
 
 from jobarchive.core.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
 from jobarchive.core.rows import CLUSTER_LENGTH, CLUSTER_PATTERN, NAMESPACE_LENGTH
+from jobarchive.core.times import from_rfc3339
 from jobarchive.core.visible import QUOTED, visible
 
 JOB_STATUSES = (
@@ -313,11 +314,9 @@ def parse_time(value: str, name: str) -> datetime.datetime:
     if len(value) > MAX_TIME_TEXT:
         raise refused
     try:
-        parsed = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        parsed = from_rfc3339(value.strip())
     except ValueError:
         raise refused from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
     try:
         moment = parsed.astimezone(datetime.UTC)
     except OverflowError:
