@@ -112,7 +112,7 @@ async def test_a_503_is_one_line_with_the_servers_words(
     hostile = await jobarchive(config, "events", "-n", "team-a")
     assert hostile.code == 1
     assert hostile.err.splitlines() == [
-        "Error: 500 from the archive's API: boom\\x0aError: forged\\x1b[31m"
+        "Error: 500 from the archive's API: boom\\nError: forged\\x1b[31m"
     ]
 
 

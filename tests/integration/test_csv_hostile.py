@@ -75,7 +75,7 @@ async def test_the_clis_usage_csv_keeps_each_tenants_text_in_its_cell(
     # The command line writes what acts on a terminal or breaks a line as its escape, as
     # in all it prints (``visible``): in the same cell, still one row.
     printed = {
-        "owner": {"alice\\x0d=cmd|' /C calc'!A0", "'-2+3"},
+        "owner": {"alice\\r=cmd|' /C calc'!A0", "'-2+3"},
         "queue": {"q\\u2028@SUM(1)", "'-1"},
     }
     for group, shown in printed.items():

@@ -185,4 +185,4 @@ async def test_the_console_shows_each_control_as_its_escape_and_html_as_text(
         assert all(escape in html for escape in ESCAPES), path
         assert "&lt;img src=x&gt;" in html and "<img src=x>" not in html, path
     logs = await (await browser.get(f"/logs?uid={job['uid']}")).text()
-    assert "step 1\tloss 0.5\n" in logs and "10%\\x0d20%\r\n" in logs
+    assert "step 1\tloss 0.5\n" in logs and "10%\\r20%\r\n" in logs

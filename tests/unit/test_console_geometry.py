@@ -5,6 +5,7 @@ import datetime
 
 import pytest
 
+from jobarchive.core.times import duration
 from jobarchive.reading.console import axis, charts, formats, gantt
 
 T0 = datetime.datetime(2026, 11, 20, 10, 0, tzinfo=datetime.UTC)
@@ -162,15 +163,15 @@ def test_the_charts_stack_days_by_status_and_scale_bars_to_the_largest() -> None
 
 
 def test_durations_and_times_are_written_short_and_in_utc() -> None:
-    assert formats.duration(None) == "-"
-    assert formats.duration(45) == "45s"
-    assert formats.duration(3 * 3600 + 23 * 60 + 5) == "3h 23m"
-    assert formats.duration(2 * 86400 + 3600) == "2d 1h"
+    assert duration(None) == "-"
+    assert duration(45) == "45s"
+    assert duration(3 * 3600 + 23 * 60 + 5) == "3h 23m"
+    assert duration(2 * 86400 + 3600) == "2d 1h"
     # The unit after the largest, never one further down past a zero.
-    assert formats.duration(13 * 86400 + 39) == "13d"
-    assert formats.duration(3600 + 5) == "1h"
-    assert formats.duration(3600 + 60 + 5) == "1h 1m"
-    assert formats.duration(0.4) == "0s"
+    assert duration(13 * 86400 + 39) == "13d"
+    assert duration(3600 + 5) == "1h"
+    assert duration(3600 + 60 + 5) == "1h 1m"
+    assert duration(0.4) == "0s"
     assert formats.utc("2026-11-20T10:00:00Z") == "2026-11-20 10:00:00 UTC"
     assert formats.iso(minutes(1)) == "2026-11-20T10:01:00Z"
     assert formats.utc(None) == "-" and formats.iso(None) == ""

@@ -91,7 +91,7 @@ def test_user_text_is_cut_saying_how_long_it_was() -> None:
         ("evil\nINFO forged line", "evil\\nINFO forged line"),
         ("a\r\x1b[31mred\x00", "a\\r\\x1b[31mred\\x00"),
         ("right\u202eto left\u2028", "right\\u202eto left\\u2028"),
-        ("back\\slash", "back\\\\slash"),
+        ("back\\slash", "back\\slash"),
         ("lone \ud800 surrogate", "lone \\ud800 surrogate"),
     ],
 )

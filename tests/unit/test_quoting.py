@@ -7,8 +7,9 @@ import sqlite3
 
 import pytest
 
+from jobarchive.core.visible import QUOTED
 from jobarchive.storage.dialects import MYSQL, SQLITE
-from jobarchive.storage.migration.steps import NAMED, SHOWN, left_alone, shown
+from jobarchive.storage.migration.steps import NAMED, left_alone
 
 HOSTILE = (
     'a"b',
@@ -61,12 +62,13 @@ def test_a_name_no_statement_can_carry_is_refused_not_quoted() -> None:
 
 
 def test_an_unknown_column_is_named_escaped_on_one_line_and_cut_where_long() -> None:
-    assert (
-        shown("remark`=1,`name`=(SELECT 1)#\n\x1b[2J")
-        == "'remark`=1,`name`=(SELECT 1)#\\n\\x1b[2J'"
+    hostile = left_alone("job_info", ["remark`=1,`name`=(SELECT 1)#\n\x1b[2J"])
+    assert hostile.describe(dry_run=False).endswith(
+        ", 'remark`=1,`name`=(SELECT 1)#\\n\\x1b[2J': 1"
     )
     long = "x" * 200
-    assert shown(long) == f"'{'x' * (SHOWN - 1)}... (200 characters)"
+    cut = left_alone("job_info", [long]).describe(dry_run=False)
+    assert cut.endswith(f", '{'x' * QUOTED}…(200 characters)': 1")
     line = left_alone("job_info", ["a\nb"]).describe(dry_run=False)
     assert line == "job_info: leave alone the columns jobarchive does not know, 'a\\nb': 1"
     many = [f"c{n:02}" for n in range(NAMED + 5)]
@@ -74,4 +76,4 @@ def test_an_unknown_column_is_named_escaped_on_one_line_and_cut_where_long() -> 
     assert line.endswith("'c09', and 5 more: 15 (dry run)")
     assert "\n" not in line and len(line) < 200
     worst = left_alone("job_info", [long] * 100).describe(dry_run=False)
-    assert len(worst) <= 100 + NAMED * (SHOWN + 30)
+    assert len(worst) <= 100 + NAMED * (QUOTED + 30)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobarchive.core import visible as module
-from jobarchive.core.visible import HIDDEN, visible
+from jobarchive.core.visible import CUT, HIDDEN, visible
 
 PROPERTIES = settings(max_examples=500, deadline=None)
 # What the probe of issue 24 stored, and the other invisible characters judged dangerous.
@@ -80,7 +80,7 @@ def test_showing_twice_changes_nothing_more(text: str) -> None:
             "tab\tstays, C:\\path too, ünïcödé, 日本語, 😀",
             "tab\tstays, C:\\path too, ünïcödé, 日本語, 😀",
         ),
-        ("two\nlines\r\n", "two\\x0alines\\x0d\\x0a"),
+        ("two\nlines\r\n", "two\\nlines\\r\\n"),
     ],
 )
 def test_each_hidden_character_is_shown_as_python_writes_its_escape(text: str, shown: str) -> None:
@@ -88,7 +88,38 @@ def test_each_hidden_character_is_shown_as_python_writes_its_escape(text: str, s
 
 
 def test_with_lines_a_lone_carriage_return_is_shown_but_a_crlf_ending_kept() -> None:
-    assert visible("10%\r20%\r\ndone\n", lines=True) == "10%\\x0d20%\r\ndone\n"
+    assert visible("10%\r20%\r\ndone\n", lines=True) == "10%\\r20%\r\ndone\n"
+
+
+@PROPERTIES
+@given(anything, st.integers(min_value=0, max_value=90), st.booleans())
+def test_with_a_limit_the_text_is_cut_between_escapes_with_the_one_mark(
+    text: str, limit: int, lines: bool
+) -> None:
+    whole = visible(text, lines=lines)
+    shown = visible(text, lines=lines, limit=limit)
+    if len(whole) <= limit:
+        assert shown == whole
+        return
+    kept = shown.removesuffix(CUT.format(len(text)))
+    assert kept != shown and len(kept) <= limit
+    # A whole number of characters, each written as without a limit: no escape split.
+    assert kept in {visible(text[:end], lines=lines) for end in range(len(text) + 1)}
+    assert whole.startswith(kept)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "shown"),
+    [
+        ("abcdef", 3, "abc…(6 characters)"),
+        ("abc", 3, "abc"),
+        ("\x1b[2J", 5, "\\x1b[…(4 characters)"),
+        ("\x00" * 100_000, 10, "\\x00\\x00…(100000 characters)"),
+        ("a\r\nb", 3, "a…(4 characters)"),
+    ],
+)
+def test_a_cut_says_how_long_the_text_was(text: str, limit: int, shown: str) -> None:
+    assert visible(text, limit=limit) == shown
 
 
 def test_the_neutraliser_imports_the_standard_library_only() -> None:

@@ -7,8 +7,8 @@ models' stamping (so every write path applies it), the log tails and the read si
 import json
 from typing import overload
 
-# What a cut text ends with: one character, so a cut value is exactly its bound long.
-MARK = "…"
+from jobarchive.core.visible import MARK
+
 # The key a cut JSON object gains, its value how many entries were left out. A qualified
 # name with a quantity for its value, so a reader that parses resources still can.
 CUT_KEY = "jobarchive.io/cut-entries"
@@ -23,7 +23,8 @@ def clip(value: str | None, length: int) -> str | None: ...
 
 
 def clip(value: str | None, length: int) -> str | None:
-    """Free text cut to ``length`` characters, the last of them ``MARK`` when cut."""
+    """Free text cut to ``length`` characters, the last of them ``MARK`` when cut: one
+    character, so a cut value is exactly its bound long."""
     if value is None or len(value) <= length:
         return value
     return value[: length - 1] + MARK

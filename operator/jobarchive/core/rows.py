@@ -17,6 +17,8 @@ import datetime
 import re
 from typing import NotRequired, TypedDict
 
+from jobarchive.core.visible import QUOTED, visible
+
 # Kubernetes object names (DNS subdomains) are at most 253 characters.
 NAME_LENGTH = 253
 NAMESPACE_LENGTH = 128
@@ -57,10 +59,10 @@ def valid_cluster(raw: str) -> str:
     Raises ValueError saying why (the settings name the variable)."""
     value = raw.strip()
     if len(value) > CLUSTER_LENGTH or not re.fullmatch(CLUSTER_PATTERN, value):
-        shown = repr(value[:80]) + ("..." if len(value) > 80 else "")
         raise ValueError(
-            f"{shown} is not a cluster name: at most {CLUSTER_LENGTH} letters, digits, "
-            "'-', '_' or '.', beginning and ending with a letter or digit"
+            f"'{visible(value, limit=QUOTED)}' is not a cluster name: at most "
+            f"{CLUSTER_LENGTH} letters, digits, '-', '_' or '.', beginning and ending with a "
+            "letter or digit"
         )
     return value
 

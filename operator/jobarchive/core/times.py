@@ -1,23 +1,26 @@
-"""Times for every part: Kubernetes' RFC 3339 Time or MicroTime parsed to an aware UTC
-datetime, a database's naive UTC made aware, RFC 3339 written back, and the one way a
-duration is written."""
+"""Times for every part: the one parser of RFC 3339 text (Kubernetes' Time or
+MicroTime as an aware UTC datetime), a database's naive UTC made aware, RFC 3339
+written back, and the one way a duration is written."""
 
 import datetime
 
 
+def from_rfc3339(text: str) -> datetime.datetime:
+    """An RFC 3339 time or MicroTime, or a date (its midnight), as written, aware: one
+    with no offset is in UTC, and ``Z`` is UTC after a date too. ValueError when it is
+    none of them. The one parser of a time written as text."""
+    parsed = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=datetime.UTC)
+
+
 def timestamp(value: object) -> datetime.datetime | None:
-    """Parse an RFC 3339 Time or MicroTime to an aware UTC datetime; None if unparseable."""
+    """An RFC 3339 Time or MicroTime (``from_rfc3339``) as an aware UTC datetime; None
+    if it is not one, or falls outside the years 1 to 9999 in UTC."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        parsed = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    try:
-        return parsed.astimezone(datetime.UTC)
-    except OverflowError:
+        return from_rfc3339(value).astimezone(datetime.UTC)
+    except (ValueError, OverflowError):
         return None
 
 

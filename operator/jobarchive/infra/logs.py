@@ -14,13 +14,15 @@ replaces the root logger's handlers when it starts, and a handler added later
 would bypass it.
 
 Text that comes from an object, a request or another server (names, namespaces,
-reasons, paths, error messages) goes into a line through ``shown``: cut, saying how
-long it was, and escaped, so that no input makes a line long or starts one of its own.
+reasons, paths, error messages) goes into a line through ``shown``: ``visible``, the
+one way text is shown, with a log line's bound.
 """
 
 import contextlib
 import logging
 from collections.abc import Iterable, Iterator
+
+from jobarchive.core.visible import visible
 
 # The loggers that records about connections come from: Tortoise's two, aiomysql's.
 CREDENTIAL_LOGGERS = ("tortoise", "tortoise.db_client", "aiomysql")
@@ -31,26 +33,10 @@ SHOWN = 200
 
 
 def shown(value: object, limit: int = SHOWN) -> str:
-    """User text fit for a log line: its first ``limit`` characters with each line
-    break, control, format or other unprintable character (and the backslash) escaped
-    as Python writes it (``\\n``, ``\\x1b``, ``\\u202e``), escapes counted; when cut,
-    ``…(N characters)`` says how long it was. Quick for text that needs neither."""
-    text = value if isinstance(value, str) else str(value)
-    if len(text) <= limit and text.isprintable() and "\\" not in text:
-        return text
-    pieces: list[str] = []
-    used = 0
-    for char in text:
-        piece = char if char.isprintable() and char != "\\" else _escaped(char)
-        if used + len(piece) > limit:
-            return "".join(pieces) + f"…({len(text)} characters)"
-        pieces.append(piece)
-        used += len(piece)
-    return "".join(pieces)
-
-
-def _escaped(char: str) -> str:
-    return char.encode("unicode_escape").decode("ascii")
+    """User text fit for a log line (any value, by its ``str``): as ``visible`` writes
+    it, cut at ``limit`` characters, so that no input makes a line long or starts one
+    of its own."""
+    return visible(str(value), limit=limit)
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ from typing import Any, Unpack
 from aiohttp import web
 
 from jobarchive.config import DEFAULTS, ApiTls
+from jobarchive.core.visible import QUOTED, visible
 from jobarchive.infra import certificates
 from jobarchive.infra.serving import is_loopback, listen
 from jobarchive.reading import auth, embedded, frontproxy, kube, queries
@@ -197,7 +198,9 @@ class Api:
             lambda: queries.named_jobs(namespace, name, **values, clusters=scope)
         )
         if not found.items and not values:
-            return error(404, f"no job {queries.quoted(namespace)}/{queries.quoted(name)}")
+            return error(
+                404, f"no job '{visible(namespace, limit=QUOTED)}'/'{visible(name, limit=QUOTED)}'"
+            )
         return found.as_json()
 
     async def _events(self, request: web.Request, caller: Caller) -> Any:

@@ -25,6 +25,7 @@ from multidict import MultiMapping
 
 from jobarchive.config import DEFAULTS
 from jobarchive.core.rows import DEFAULT_CLUSTER
+from jobarchive.core.visible import QUOTED, visible
 from jobarchive.infra.logs import shown
 from jobarchive.infra.serving import SEND_TIMEOUT, send
 from jobarchive.reading import accept, auth, gate, queries, requestheader, usage
@@ -254,7 +255,7 @@ class Reads:
         # Checked before its review: a value no cluster can have is bad input.
         if await self.fleet.may(caller.access, caller.identity, group, check_cluster(asked)):
             return asked
-        grant = f"get {auth.Resource(group, 'clusters')} {queries.quoted(asked)}"
+        grant = f"get {auth.Resource(group, 'clusters')} '{visible(asked, limit=QUOTED)}'"
         raise Forbidden(f"user {caller.identity.username!r} may not {grant}")
 
     async def sees(self, caller: Caller, cluster: str | None) -> bool:
@@ -378,7 +379,7 @@ async def _timed(query: Callable[[], Awaitable[T]], seconds: float) -> T:
 
 
 def _no_job(uid: str) -> str:
-    return f"no job with uid {queries.quoted(uid)}"
+    return f"no job with uid '{visible(uid, limit=QUOTED)}'"
 
 
 def _flow(request: web.Request, identity: auth.Identity, anonymous: bool) -> str:

@@ -15,9 +15,10 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from jobarchive.core.cutting import clip
 from jobarchive.core.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
 from jobarchive.core.rows import CLUSTER_LENGTH, CLUSTER_PATTERN, NAMESPACE_LENGTH
+from jobarchive.core.times import from_rfc3339
+from jobarchive.core.visible import QUOTED, visible
 
 JOB_STATUSES = (
     "Created",
@@ -307,16 +308,15 @@ def parse_time(value: str, name: str) -> datetime.datetime:
     offset are taken: a time outside what the database stores is clamped to its range."""
     refused = BadQuery(
         Named(name),
-        f": {quoted(value)} is not a date or time (use 2026-11-29 or 2026-11-29T10:00:00Z)",
+        f": '{visible(value, limit=QUOTED)}' is not a date or time "
+        "(use 2026-11-29 or 2026-11-29T10:00:00Z)",
     )
     if len(value) > MAX_TIME_TEXT:
         raise refused
     try:
-        parsed = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        parsed = from_rfc3339(value.strip())
     except ValueError:
         raise refused from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
     try:
         moment = parsed.astimezone(datetime.UTC)
     except OverflowError:
@@ -347,14 +347,9 @@ def one_of(name: str, value: str | None, known: Sequence[str]) -> str | None:
     for candidate in known:
         if candidate.lower() == value.lower():
             return candidate
-    raise BadQuery(Named(name), f": {quoted(value)} is not one of {', '.join(known)}")
-
-
-def quoted(value: str, longest: int = 80) -> str:
-    """User text for a message or a log line: escaped (no line breaks, no control
-    characters) and cut, so it can neither forge a line nor flood one."""
-    # The first ``longest`` characters are kept, then the mark.
-    return repr(clip(value, longest + 1))
+    raise BadQuery(
+        Named(name), f": '{visible(value, limit=QUOTED)}' is not one of {', '.join(known)}"
+    )
 
 
 def fits(name: str, value: str | None, width: int) -> str | None:
@@ -374,8 +369,9 @@ def check_namespace(namespace: str | None) -> str | None:
     if namespace and not re.fullmatch(NAMESPACE_PATTERN, namespace):
         raise BadQuery(
             Named("namespace"),
-            f": {quoted(namespace)} is not a namespace's name (lowercase letters, digits "
-            f"and '-', at most {NAMESPACE_NAME_LENGTH}, beginning and ending alphanumeric)",
+            f": '{visible(namespace, limit=QUOTED)}' is not a namespace's name (lowercase "
+            f"letters, digits and '-', at most {NAMESPACE_NAME_LENGTH}, beginning and ending "
+            "alphanumeric)",
         )
     return namespace
 
@@ -386,7 +382,8 @@ def check_cluster(cluster: str) -> str:
     if not re.fullmatch(CLUSTER_PATTERN, cluster):
         raise BadQuery(
             Named("cluster"),
-            f": {quoted(cluster)} is not a cluster's name (letters, digits, '-', '_', '.')",
+            f": '{visible(cluster, limit=QUOTED)}' is not a cluster's name "
+            "(letters, digits, '-', '_', '.')",
         )
     return cluster
 

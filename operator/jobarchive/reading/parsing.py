@@ -6,6 +6,7 @@ from typing import Any
 
 from multidict import MultiMapping
 
+from jobarchive.core.visible import QUOTED, visible
 from jobarchive.reading import queries
 from jobarchive.reading.params import check_namespace
 from jobarchive.reading.queries import Param
@@ -22,7 +23,9 @@ def parse(query: "MultiMapping[str]", params: tuple[Param, ...]) -> dict[str, An
     unknown = sorted(set(query) - set(known))
     if unknown:
         names = ", ".join(known) or "none"
-        raise queries.BadQuery(f"unknown parameter {queries.quoted(unknown[0])} (known: {names})")
+        raise queries.BadQuery(
+            f"unknown parameter '{visible(unknown[0], limit=QUOTED)}' (known: {names})"
+        )
     values: dict[str, Any] = {}
     for name in query:
         param = known[name]
@@ -40,12 +43,14 @@ def _typed(param: Param, raw: str) -> Any:
         return queries.parse_time(raw, param.name)
     if param.type == "boolean":
         if raw.lower() not in ("true", "false"):
-            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not true or false")
+            raise queries.BadQuery(
+                f"{param.name}: '{visible(raw, limit=QUOTED)}' is not true or false"
+            )
         return raw.lower() == "true"
     if param.type == "integer":
         # ASCII digits only: int() would also take full-width digits, "5_0" and " 5 ".
         if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
-            raise queries.BadQuery(f"{param.name}: {queries.quoted(raw)} is not a number")
+            raise queries.BadQuery(f"{param.name}: '{visible(raw, limit=QUOTED)}' is not a number")
         return int(raw)
     if param.name == "namespace":
         # Before any review of it: no namespace so named can be granted or stored.

@@ -114,7 +114,8 @@ async def prime(attribution: Attribution, kinds: KindRegistry, served: Scope) ->
             "the watches: %s",
             len(found.failures),
             found.lists,
-            "; ".join(found.failures[:3]) + (" ..." if len(found.failures) > 3 else ""),
+            "; ".join(found.failures[:3])
+            + (f"; and {len(found.failures) - 3} more" if len(found.failures) > 3 else ""),
         )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.core.times import aware
+from jobarchive.core.times import aware, from_rfc3339
 from jobarchive.storage import dialects
 from jobarchive.storage.models import USAGE_DAY_TABLE, UsageDay, utcnow
 
@@ -38,7 +38,7 @@ JOB_COLUMNS: dict[str, str] = {
 def moment(value: Any) -> datetime.datetime | None:
     """A stored time as the driver gives it (a naive UTC datetime, or SQLite's text), aware."""
     if isinstance(value, str):
-        value = datetime.datetime.fromisoformat(value)
+        return from_rfc3339(value)
     return aware(value)
 
 

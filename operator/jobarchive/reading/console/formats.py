@@ -1,30 +1,24 @@
-"""How the console writes values: times in UTC, to the second; durations short; numbers
-with thousands separators and as many decimals as their size needs; a cluster known by
-its uid shortened; text with what would hide or reorder it escaped."""
+"""How the console writes values: times in UTC, to the second; numbers with thousands
+separators and as many decimals as their size needs; a cluster known by its uid
+shortened; every value a template writes as ``visible`` shows it (durations are
+``core.times.duration``'s)."""
 
 import datetime
 import re
 
 from markupsafe import Markup
 
-from jobarchive.core.times import duration, timestamp
+from jobarchive.core.times import timestamp
 from jobarchive.core.visible import visible
-
-__all__ = ["cluster", "duration", "iso", "number", "parse", "shown", "utc"]
 
 # An unnamed cluster is known by its kube-system namespace's uid (decision 35).
 CLUSTER_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 UID_SHOWN = 8
 
 
-def parse(stamp: str | None) -> datetime.datetime | None:
-    """An RFC 3339 time as the queries write it (``...Z``), aware; None stays None."""
-    return timestamp(stamp)
-
-
 def utc(moment: datetime.datetime | str | None) -> str:
     """``2026-11-29 10:00:05 UTC``, or ``-``."""
-    when = parse(moment) if isinstance(moment, str) else moment
+    when = timestamp(moment) if isinstance(moment, str) else moment
     if when is None:
         return "-"
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -32,13 +26,13 @@ def utc(moment: datetime.datetime | str | None) -> str:
 
 def iso(moment: datetime.datetime | str | None) -> str:
     """The machine-readable form of a time, for ``<time datetime=...>``; "" when None."""
-    when = parse(moment) if isinstance(moment, str) else moment
+    when = timestamp(moment) if isinstance(moment, str) else moment
     if when is None:
         return ""
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def shown(value: object) -> object:
+def finalize(value: object) -> object:
     """Every value a template writes, before autoescaping (Jinja2's ``finalize``): text
     as ``visible`` shows it, line breaks kept; numbers as they are. Markup (a macro's
     output) stays Markup: the escapes put in are printable ASCII, never HTML."""

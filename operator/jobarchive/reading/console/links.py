@@ -35,8 +35,3 @@ def jobs(
         return None
     filters = {**(narrowed or {}), column: str(value)}
     return link("./", filters, created_since=moment(since), created_until=moment(until))
-
-
-def day_start(day: str) -> datetime.datetime:
-    """The start of a UTC day written ``YYYY-MM-DD``."""
-    return datetime.datetime.fromisoformat(day).replace(tzinfo=datetime.UTC)

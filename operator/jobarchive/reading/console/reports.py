@@ -11,6 +11,7 @@ from typing import Any
 
 from multidict import MultiDictProxy
 
+from jobarchive.core.times import from_rfc3339
 from jobarchive.reading import queries, usage
 from jobarchive.reading.console import charts, formats, links, usage_charts
 from jobarchive.reading.console.views import Download, Page, View, Visit, form, jobs_page, link
@@ -53,7 +54,7 @@ async def stats_page(visit: Visit) -> Page:
         return lambda value: links.jobs(column, value, since, until)
 
     def jobs_on(day: str, status: str) -> str | None:
-        start = links.day_start(day)
+        start = from_rfc3339(day)
         return links.jobs("status", status, start, start + links.DAY)
 
     context = {

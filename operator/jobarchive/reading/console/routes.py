@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 from aiohttp import web
 
+from jobarchive.core.times import duration
 from jobarchive.reading import auth, queries
 from jobarchive.reading.console import formats, reports, views
 from jobarchive.reading.console.mounts import (
@@ -57,13 +58,13 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("jobarchive.reading.console", "templates"),
         autoescape=True,
-        finalize=formats.shown,
+        finalize=formats.finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
     env.filters.update(
-        duration=formats.duration,
+        duration=duration,
         utc=formats.utc,
         iso=formats.iso,
         number=formats.number,

@@ -21,9 +21,10 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiDict, MultiDictProxy
 
+from jobarchive.core.times import timestamp
 from jobarchive.core.untrusted import mapping
 from jobarchive.reading import embedded, queries
-from jobarchive.reading.console import formats, gantt
+from jobarchive.reading.console import gantt
 from jobarchive.reading.console.mounts import Mount
 from jobarchive.reading.handling import Caller, Reads
 from jobarchive.reading.parsing import parse
@@ -190,8 +191,8 @@ async def job_page(visit: Visit) -> Page:
     )
     drawn = _drawn(drawn, shown)
     now = datetime.datetime.now(datetime.UTC)
-    created = formats.parse(detail["gmt_created"]) or now
-    ended = formats.parse(detail["gmt_finished"]) or (now if detail["is_in_etcd"] else created)
+    created = timestamp(detail["gmt_created"]) or now
+    ended = timestamp(detail["gmt_finished"]) or (now if detail["is_in_etcd"] else created)
     pods = gantt.pods_of(drawn.pods, now)
     params = visit.params
     context = {

@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiDict, MultiMapping
 
+from jobarchive.core.visible import QUOTED, visible
 from jobarchive.reading import auth, embedded, queries
 from jobarchive.reading.fleet import sees
 from jobarchive.reading.handling import Caller, NotFound, Reads
@@ -261,7 +262,7 @@ def _include(query: "MultiMapping[str]") -> str:
     include = query.get("includeObject", "Metadata")
     if include not in tables.INCLUDE_OBJECT:
         shown = ", ".join(tables.INCLUDE_OBJECT)
-        raise BadQuery(f"includeObject: {queries.quoted(include)} is not one of {shown}")
+        raise BadQuery(f"includeObject: '{visible(include, limit=QUOTED)}' is not one of {shown}")
     return include
 
 
@@ -279,7 +280,7 @@ def _listed(
     unknown = sorted(set(query) - set(LIST_PARAMS) - filters)
     if unknown:
         known = ", ".join((*LIST_PARAMS, *sorted(filters)))
-        raise BadQuery(f"unknown parameter {queries.quoted(unknown[0])} (known: {known})")
+        raise BadQuery(f"unknown parameter '{visible(unknown[0], limit=QUOTED)}' (known: {known})")
     if query.get("labelSelector"):
         raise BadQuery("labelSelector: archived objects carry no labels; use fieldSelector")
     given: MultiDict[str] = MultiDict(
@@ -306,8 +307,8 @@ def _same_namespace(path: str, selected: str) -> None:
     a question no object can answer, refused as such."""
     if selected != path:
         raise BadQuery(
-            f"fieldSelector: metadata.namespace={queries.quoted(selected)} is not the "
-            f"path's namespace {queries.quoted(path)}"
+            f"fieldSelector: metadata.namespace='{visible(selected, limit=QUOTED)}' is not the "
+            f"path's namespace '{visible(path, limit=QUOTED)}'"
         )
 
 
@@ -318,7 +319,7 @@ def _limit(given: Sequence[str]) -> tuple[int, bool]:
         raise BadQuery(f"limit: given {len(given)} times; give it once")
     raw = given[0] if given else "0"
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
-        raise BadQuery(f"limit: {queries.quoted(raw)} is not a number")
+        raise BadQuery(f"limit: '{visible(raw, limit=QUOTED)}' is not a number")
     asked = int(raw)
     if asked == 0 or asked > MAX_PAGE:
         return MAX_PAGE, True

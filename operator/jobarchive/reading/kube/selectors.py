@@ -7,9 +7,10 @@ Pure: the selector's text in, the filters' names and values out (decision 28).
 
 import dataclasses
 
+from jobarchive.core.visible import QUOTED, visible
 from jobarchive.reading.kube.discovery import EVENTS, JOBS, PODS
 from jobarchive.reading.kube.objects import EVENT_FIELDS, JOB_FIELDS, POD_FIELDS, Field
-from jobarchive.reading.params import BadQuery, quoted
+from jobarchive.reading.params import BadQuery
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +90,9 @@ def _split(text: str, separator: str) -> list[str]:
         else:
             current += char
     if escaped:
-        raise BadQuery(f"fieldSelector: {quoted(text)} ends in an unfinished escape")
+        raise BadQuery(
+            f"fieldSelector: '{visible(text, limit=QUOTED)}' ends in an unfinished escape"
+        )
     parts.append(current)
     return parts
 
@@ -116,20 +119,24 @@ def filters(plural: str, selector: str) -> list[tuple[str, str]]:
         field, *rest = _split(requirement, "=")
         if field.endswith("!") and not field.endswith("\\!"):
             raise BadQuery(
-                f"fieldSelector: {quoted(requirement)}: only = and == are supported "
-                f"({supported(plural)})"
+                f"fieldSelector: '{visible(requirement, limit=QUOTED)}': only = and == are "
+                f"supported ({supported(plural)})"
             )
         if len(rest) == 2 and rest[0] == "":
             value = rest[1]
         elif len(rest) == 1:
             value = rest[0]
         else:
-            raise BadQuery(f"fieldSelector: {quoted(requirement)} is not FIELD=VALUE")
+            raise BadQuery(
+                f"fieldSelector: '{visible(requirement, limit=QUOTED)}' is not FIELD=VALUE"
+            )
         field = _unescape(field.strip())
         if field not in known:
             raise BadQuery(f"fieldSelector: {_why_not(plural, field)}")
         if field in seen:
-            raise BadQuery(f"fieldSelector: {quoted(field)} given twice; give it once")
+            raise BadQuery(
+                f"fieldSelector: '{visible(field, limit=QUOTED)}' given twice; give it once"
+            )
         seen.add(field)
         found.append((known[field].filter, _unescape(value)))
     return found
@@ -139,8 +146,8 @@ def _why_not(plural: str, field: str) -> str:
     """Why a field is no selector: a field of the object no index serves, or none."""
     fields = {".".join(each.path) for each in OBJECT_FIELDS[plural]}
     said = (
-        f"{quoted(field)}: no index serves this field"
+        f"'{visible(field, limit=QUOTED)}': no index serves this field"
         if field in fields
-        else (f"{quoted(field)} is not a field selector")
+        else (f"'{visible(field, limit=QUOTED)}' is not a field selector")
     )
     return f"{said} of {plural} (supported: {supported(plural)})"

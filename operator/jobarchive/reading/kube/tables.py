@@ -8,6 +8,7 @@ import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jobarchive.core.times import from_rfc3339
 from jobarchive.core.visible import visible
 from jobarchive.reading.accept import is_json, media_ranges
 from jobarchive.reading.gpus import requested_gpus
@@ -71,8 +72,7 @@ def human_duration(seconds: float) -> str:
 def _since(stamp: str | None, now: datetime.datetime) -> str | None:
     if stamp is None:
         return None
-    moment = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return human_duration((now - moment).total_seconds())
+    return human_duration((now - from_rfc3339(stamp)).total_seconds())
 
 
 def _text(value: Any) -> Any:

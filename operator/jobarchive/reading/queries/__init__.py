@@ -39,7 +39,6 @@ from jobarchive.reading.params import (
     known_kinds,
     one_of,
     parse_time,
-    quoted,
 )
 from jobarchive.reading.queries.events import (
     EVENTS,
@@ -165,7 +164,6 @@ __all__ = [
     "pod_names_with_log_tails",
     "pod_page_sql",
     "pods_with_log_tails",
-    "quoted",
     "rollup",
     "stats",
     "timeline_pods_sql",

@@ -35,10 +35,11 @@ from jobarchive.reading.params import (
 )
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
-from jobarchive.reading.queries.source import bounded, read, reader
+from jobarchive.reading.queries.source import bounded, read
 from jobarchive.reading.queries.tails import pods_with_log_tails
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.models import Event, Job, Pod
+from jobarchive.storage.readpool import reader
 
 NEWEST = Order("gmt_created", "jobs")
 ANY = Identity()

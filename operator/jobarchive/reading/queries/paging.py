@@ -16,7 +16,7 @@ from typing import Any
 from tortoise.expressions import Q
 from tortoise.queryset import QuerySet
 
-from jobarchive.core.times import aware
+from jobarchive.core.times import aware, from_rfc3339
 from jobarchive.reading.params import BadQuery, Named, Page
 
 # No page is longer than this as JSON, whatever its rows hold: past it the page ends
@@ -62,10 +62,10 @@ def decode_cursor(cursor: str, kind: str) -> tuple[datetime.datetime | None, int
     if not isinstance(stamp, str) or type(row_id) is not int:
         raise refused
     try:
-        when = datetime.datetime.fromisoformat(stamp) if stamp else None
+        when = from_rfc3339(stamp) if stamp else None
     except ValueError:
         raise refused from None
-    return aware(when), row_id
+    return when, row_id
 
 
 def after(

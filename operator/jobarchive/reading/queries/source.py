@@ -1,6 +1,7 @@
 """Where every query reads: the read side's own connection (``storage.readpool.reader``,
-named here once for all of them), never the writer's, so that no read, however slow or
-many, takes a connection the writer needs (decision 16).
+which ``read`` and ``bounded`` start from and raw SQL asks for itself), never the
+writer's, so that no read, however slow or many, takes a connection the writer needs
+(decision 16).
 """
 
 from typing import Any, TypeVar
@@ -8,7 +9,6 @@ from typing import Any, TypeVar
 from pypika_tortoise.context import SqlContext
 from pypika_tortoise.enums import Dialects
 from pypika_tortoise.terms import Function as SqlFunction
-from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Function
 from tortoise.models import Model
 from tortoise.queryset import QuerySet
@@ -20,14 +20,9 @@ M = TypeVar("M", bound=Model)
 S = TypeVar("S", bound=Stamped)
 
 
-def reader() -> BaseDBAsyncClient:
-    """The connection every read runs on."""
-    return readpool.reader()
-
-
 def read(model: type[M]) -> "QuerySet[M]":
     """Every row of ``model``, read through the read side's connection."""
-    return model.all(using_db=reader())
+    return model.all(using_db=readpool.reader())
 
 
 class _SqlHead(SqlFunction):

@@ -14,8 +14,8 @@ from jobarchive.reading.params import (
     Named,
     check_namespace,
 )
-from jobarchive.reading.queries.source import reader
 from jobarchive.storage import dialects
+from jobarchive.storage.readpool import reader
 
 # How many reasons a chart of failures shows; the rest are few by construction.
 FAILURE_REASONS = 20

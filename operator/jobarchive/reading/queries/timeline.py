@@ -10,9 +10,10 @@ from jobarchive.core.cutting import clip
 from jobarchive.core.rows import REMARK_LENGTH, UID_LENGTH
 from jobarchive.core.times import aware, timestamp
 from jobarchive.reading.params import EARLIEST, fits
-from jobarchive.reading.queries.source import Head, read, reader
+from jobarchive.reading.queries.source import Head, read
 from jobarchive.storage import dialects
 from jobarchive.storage.models import Job
+from jobarchive.storage.readpool import reader
 
 # The most pods and Events of one job a timeline reads: a 2,000-pod job is drawn whole,
 # a larger one from its first pods by creation (the page says so).

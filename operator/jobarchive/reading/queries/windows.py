@@ -8,8 +8,8 @@ from typing import Any
 
 from jobarchive.reading import usage
 from jobarchive.reading.params import Clusters, check_cluster
-from jobarchive.reading.queries.source import reader
 from jobarchive.storage import dialects
+from jobarchive.storage.readpool import reader
 
 
 def period_sql(

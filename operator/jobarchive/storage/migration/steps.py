@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.core.visible import QUOTED, visible
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.dialects import Dialect
 from jobarchive.storage.introspection import Introspection
@@ -27,23 +28,15 @@ class Step:
 Report = Callable[[Step], None]
 # Rows a step reads or writes at a time, each batch in a transaction of its own.
 BATCH = 500
-# A line names a column it does not know by its repr cut at SHOWN characters, and at
-# most NAMED of a table's such columns.
-SHOWN = 80
+# A line names at most NAMED of a table's columns it does not know.
 NAMED = 10
-
-
-def shown(name: str) -> str:
-    """A name the database gave, for a line of output: its repr (every control character
-    escaped, so it stays one line), cut at SHOWN characters, saying so."""
-    text = repr(name)
-    return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(name)} characters)"
 
 
 def left_alone(table: str, unknown: Sequence[str]) -> Step:
     """The step naming a table's columns the model does not know, in one line (the first
-    NAMED, ``shown``): reported only, as nothing is done to them."""
-    names = ", ".join(shown(name) for name in unknown[:NAMED])
+    NAMED, each as ``visible`` cuts it to QUOTED): reported only, as nothing is done to
+    them."""
+    names = ", ".join(f"'{visible(name, limit=QUOTED)}'" for name in unknown[:NAMED])
     more = f", and {len(unknown) - NAMED} more" if len(unknown) > NAMED else ""
     return Step(
         table, f"leave alone the columns jobarchive does not know, {names}{more}", len(unknown)
