@@ -62,7 +62,6 @@ class DuplicateAuthorization(Exception):
     (400)."""
 
 
-# What a request over all namespaces is called, and what to ask instead, unless said.
 WITHOUT_NAMESPACE = "a request without a namespace"
 NAME_ONE = "name a namespace (?namespace=...)"
 
