@@ -320,6 +320,42 @@ async def test_who_may_read_what_each_review_with_the_urls_attributes(
     assert all(a["group"] == "archive.jobarchive.io" for a in reviews.asked)
 
 
+async def test_a_list_request_is_reviewed_once(
+    uids: dict[str, Any],
+    reviews: Reviews,
+    cluster: Cluster,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One SubjectAccessReview per list, on every face: counted with no answer kept (a
+    TTL of 0), so that a list reviewed twice would send two."""
+    kubeconfig = tmp_path / "kubeconfig"
+    write_kubeconfig(kubeconfig, cluster.url)
+    monkeypatch.setattr(kube, "KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    access = auth.KubernetesAuth(await kube.api_client(), ttl=0.0)
+    lists = {
+        f"{TEAM_A}/archivedjobs": ("archive.jobarchive.io", "archivedjobs"),
+        f"{TEAM_A}/archivedjobs?fieldSelector=status.phase%3DFailed": (
+            "archive.jobarchive.io",
+            "archivedjobs",
+        ),
+        f"{TEAM_A}/archivedpods": ("archive.jobarchive.io", "archivedpods"),
+        f"{TEAM_A}/archivedevents": ("archive.jobarchive.io", "archivedevents"),
+        f"{api.PREFIX}/jobs?namespace=team-a": ("jobarchive.io", "jobs"),
+        f"{api.PREFIX}/events?namespace=team-a": ("jobarchive.io", "jobs"),
+    }
+    async with TestClient(TestServer(api.Api(access).site())) as test_client:
+        for path, (group, resource) in lists.items():
+            # As kubectl asks: a Table (the JSON API answers JSON whatever it is asked).
+            headers = {"Authorization": f"Bearer {ALICE}", "Accept": TABLE}
+            before = len(reviews.asked)
+            response = await test_client.get(path, headers=headers)
+            assert response.status == 200, await response.text()
+            asked = {"group": group, "resource": resource, "verb": "list", "namespace": "team-a"}
+            assert reviews.asked[before:] == [asked], path
+
+
 async def test_another_namespaces_objects_are_not_reached_through_ones_own(
     client: Client, uids: dict[str, Any]
 ) -> None:

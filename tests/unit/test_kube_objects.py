@@ -176,6 +176,42 @@ def test_an_archived_event_is_a_core_event_and_gives_back_its_row(
     assert event["metadata"]["creationTimestamp"] == row["first_timestamp"]
 
 
+RESOURCES = st.sampled_from(
+    ['{"Worker": {"replicas": 2}}', "not JSON", '["' + "x" * 9000 + '"]', "{}"]
+)
+
+
+@given(
+    resources=RESOURCES,
+    finished=MAYBE_TIME,
+    in_cluster=st.booleans(),
+    deleted=st.booleans(),
+    remark=st.none() | st.text(max_size=5000),
+    message=st.text(max_size=5000),
+    first=MAYBE_TIME,
+)
+def test_a_lists_object_made_of_its_row_in_one_step_is_the_one_its_json_row_makes(
+    resources: str,
+    finished: Any,
+    in_cluster: bool,
+    deleted: bool,
+    remark: Any,
+    message: str,
+    first: Any,
+) -> None:
+    # The same fields in the same order: what the aggregated API answered before a list
+    # made its objects of the query's rows without the JSON API's shape between.
+    job = a_job(resources=resources, gmt_finished=finished, is_in_etcd=in_cluster)
+    job.deleted = deleted
+    made = objects.listed_job(job, NOW)
+    assert json.dumps(made) == json.dumps(objects.archived_job(job_json(job, NOW)))
+    pod = a_pod(resources=resources, remark=remark, is_in_etcd=in_cluster, deleted=deleted)
+    assert json.dumps(objects.listed_pod(pod)) == json.dumps(objects.archived_pod(pod_json(pod)))
+    event = an_event(message=message, first_timestamp=first)
+    made_event = objects.listed_event(event)
+    assert json.dumps(made_event) == json.dumps(objects.archived_event(event_json(event)))
+
+
 def test_a_jobs_detail_carries_its_pods_events_replicas_and_cursors() -> None:
     detail = job_json(a_job(), NOW)
     pod = {**pod_json(a_pod()), "has_log_tail": True}

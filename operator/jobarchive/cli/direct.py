@@ -21,17 +21,13 @@ class Direct:
         self, filters: Mapping[str, Any], limit: int | None, cursor: str | None
     ) -> queries.Page:
         """A page of the job list (an exact name among its filters)."""
-        return session.reading(
-            self.db_url, lambda kinds: queries.IDENTIFIED_JOBS.page(filters, limit, cursor, kinds)
-        )
+        return session.reading(self.db_url, _page(queries.IDENTIFIED_JOBS, filters, limit, cursor))
 
     def events(
         self, filters: Mapping[str, Any], limit: int | None, cursor: str | None
     ) -> queries.Page:
         """A page of the Event list."""
-        return session.reading(
-            self.db_url, lambda kinds: queries.EVENTS.page(filters, limit, cursor, kinds)
-        )
+        return session.reading(self.db_url, _page(queries.EVENTS, filters, limit, cursor))
 
     def job(self, reference: str, **page: Any) -> Found[dict[str, Any]]:
         """A job's detail: the job, a page of its pods and of its Events."""
@@ -60,3 +56,15 @@ class Direct:
             return Found(found.items, await read(found.items[0]["job_id"]))
 
         return session.reading(self.db_url, look_up)
+
+
+def _page(
+    listing: queries.Listing[Any], filters: Mapping[str, Any], limit: int | None, cursor: str | None
+) -> Callable[[queries.KnownKinds], Awaitable[queries.Page]]:
+    """A page of ``listing`` as a session reads it: its record made of the options'
+    ``filters`` (and so checked) as the API makes it of a request, then read."""
+
+    async def read(kinds: queries.KnownKinds) -> queries.Page:
+        return await listing.page(listing.asked(filters, limit, cursor), None, kinds, None)
+
+    return read

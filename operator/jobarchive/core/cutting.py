@@ -68,3 +68,13 @@ def _fit(value: dict[str, object], length: int) -> dict[str, object]:
         kept[key] = item
         used += cost
     return kept
+
+
+def clipped_json(value: str, length: int) -> object:
+    """A stored JSON column as read: cut to ``length`` (``clip``), then parsed, or its
+    text when that is no JSON (a value stored before it was checked, or cut)."""
+    cut = clip(value, length)
+    try:
+        return json.loads(cut)
+    except ValueError:
+        return cut

@@ -39,6 +39,14 @@ def rfc3339(moment: datetime.datetime | None) -> str | None:
     return when.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
+def seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float | None:
+    """Seconds from ``start`` to ``end`` (never negative); None unless both are known."""
+    first, last = aware(start), aware(end)
+    if first is None or last is None:
+        return None
+    return max(0.0, (last - first).total_seconds())
+
+
 # A duration's units, largest first.
 UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 

@@ -55,7 +55,7 @@ from jobarchive.reading.handling import (
 )
 from jobarchive.reading.openapi import document
 from jobarchive.reading.params import check_namespace
-from jobarchive.reading.parsing import parse
+from jobarchive.reading.parsing import listed, parse
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     EVENT_PARAMS,
@@ -173,7 +173,8 @@ class Api:
         return web.json_response(result)
 
     async def _jobs(self, request: web.Request, caller: Caller) -> Any:
-        return (await self.reads.page(caller, request.query, queries.JOBS)).as_json()
+        asked = listed(request.query, queries.JOBS)
+        return (await self.reads.page(caller, asked, queries.JOBS)).as_json()
 
     async def _job(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, DETAIL_PARAMS)
@@ -204,7 +205,8 @@ class Api:
         return found.as_json()
 
     async def _events(self, request: web.Request, caller: Caller) -> Any:
-        return (await self.reads.page(caller, request.query, queries.EVENTS)).as_json()
+        asked = listed(request.query, queries.EVENTS)
+        return (await self.reads.page(caller, asked, queries.EVENTS)).as_json()
 
     async def _stats(self, request: web.Request, caller: Caller) -> Any:
         values = parse(request.query, STATS_PARAMS)

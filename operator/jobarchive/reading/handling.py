@@ -4,10 +4,10 @@ flow (``reading.gate``), the use cases both faces answer (a page of a list, what
 read of a job the caller may see, usage rolled up within its time limit), and what
 each failure answers.
 
-Both faces of the read side take their input through ``parsing.parse`` and the same tables,
-run the same use cases (``Reads.page``, ``Reads.job``) and map a failure to the same
-status and message (``Reads.refusal``); only the clothes differ (JSON or an HTML
-page). So a filter the API refuses, the console refuses with the same words, and a
+Every face of the read side takes its input through ``parsing`` and the same tables,
+runs the same use cases (``Reads.page``, ``Reads.job``) and maps a failure to the same
+status and message (``Reads.refusal``); only the clothes differ (JSON, an object or an
+HTML page). So a filter the API refuses, the console refuses with the same words, and a
 caller the API turns away, the console does too.
 """
 
@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypedDict, TypeVar
 
 from aiohttp import web
-from multidict import MultiMapping
 
 from jobarchive.config import DEFAULTS
 from jobarchive.core.rows import DEFAULT_CLUSTER
@@ -33,9 +32,9 @@ from jobarchive.reading.fleet import Fleet
 from jobarchive.reading.frontproxy import FrontProxy
 from jobarchive.reading.gate import FairGate, Limits
 from jobarchive.reading.ledger import OverBudget
-from jobarchive.reading.params import Clusters, check_cluster
-from jobarchive.reading.parsing import parse
-from jobarchive.reading.queries import KnownKinds, Listing, Page
+from jobarchive.reading.lists import Asked, F, Listing, Shape
+from jobarchive.reading.params import Clusters
+from jobarchive.reading.queries import KnownKinds, Page
 from jobarchive.storage import failures, readpool
 
 logger = logging.getLogger(__name__)
@@ -64,6 +63,10 @@ class DuplicateAuthorization(Exception):
     (400)."""
 
 
+WITHOUT_NAMESPACE = "a request without a namespace"
+NAME_ONE = "name a namespace (?namespace=...)"
+
+
 @dataclasses.dataclass(frozen=True)
 class Caller:
     """Who made a request, and the access control that knows what they may read."""
@@ -86,8 +89,8 @@ class Caller:
         self,
         verb: str,
         namespace: str | None,
-        what: str = "a request without a namespace",
-        instead: str = "name a namespace (?namespace=...)",
+        what: str = WITHOUT_NAMESPACE,
+        instead: str = NAME_ONE,
     ) -> None:
         """Raise Forbidden unless the caller may; over all namespaces, the message says
         what covers them (``what``) and what to ask ``instead``."""
@@ -247,13 +250,12 @@ class Reads:
         return await _timed(query, seconds or self.timeout)
 
     async def clusters(self, caller: Caller, asked: str | None = None) -> Clusters:
-        """The cluster a read asks (Forbidden unless the caller may read it), or the
-        clusters a read that names none is read within (``Fleet.scope``; decision 36)."""
+        """The cluster a read asks, as parsed (Forbidden unless the caller may read it),
+        or the clusters a read that names none is read within (``Fleet.scope``; d. 36)."""
         group = caller.resource.group
         if asked is None:
             return await self.fleet.scope(caller.access, caller.identity, group)
-        # Checked before its review: a value no cluster can have is bad input.
-        if await self.fleet.may(caller.access, caller.identity, group, check_cluster(asked)):
+        if await self.fleet.may(caller.access, caller.identity, group, asked):
             return asked
         grant = f"get {auth.Resource(group, 'clusters')} '{visible(asked, limit=QUOTED)}'"
         raise Forbidden(f"user {caller.identity.username!r} may not {grant}")
@@ -287,18 +289,24 @@ class Reads:
     async def page(
         self,
         caller: Caller,
-        given: "MultiMapping[str]",
-        listing: Listing,
-        what: str = "a request without a namespace",
+        asked: Asked[F],
+        listing: Listing[F],
+        shape: Shape | None = None,
+        what: str = WITHOUT_NAMESPACE,
+        instead: str = NAME_ONE,
     ) -> Page:
-        """One page of a list, its filters and page parsed from ``given`` by the list's
-        table, once the caller may list the namespace named (or all of them: ``what``
-        covers them, as ``Caller.require`` says)."""
-        values = parse(given, listing.params + queries.PAGE)
-        await caller.require("list", values.get("namespace"), what)
-        values["cluster"] = await self.clusters(caller, values.get("cluster"))
-        limit, cursor = values.pop("limit", None), values.pop("cursor", None)
-        return await self.within(lambda: listing.page(values, limit, cursor, self.kinds))
+        """One page of the list ``asked`` (parsed once), each row as ``shape`` makes it
+        (None: as the JSON API answers), once the caller may list the namespace it names
+        or all (``Caller.require``, saying ``what`` and ``instead``); in its clusters."""
+        filters = asked.filters
+        await caller.require("list", filters.namespace, what, instead)
+        scope: Clusters = None
+        if isinstance(filters.cluster, str):
+            # A cluster named bounds the list itself, once the caller may read it.
+            await self.clusters(caller, filters.cluster)
+        else:
+            scope = await self.clusters(caller)
+        return await self.within(lambda: listing.page(asked, scope, self.kinds, shape))
 
     async def usage(
         self, request: web.Request, caller: Caller, values: Mapping[str, Any]

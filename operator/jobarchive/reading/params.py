@@ -3,16 +3,16 @@
 The parameter tables are the read side's one filter vocabulary: the API parses its
 query strings by them (``reading.parsing.parse``), its OpenAPI document lists them,
 the console's forms show them and the CLI's options are made from them, each with
-the one description written here. ``JobQuery`` and ``EventQuery`` hold what the
-list tables' filters parse to, field for field (a test holds them to it). A list as
-every face offers it (``Listing``) answers a ``Page``. Nothing here imports a
-database, so the CLI builds its options without one (decision 30).
+the one description written here. What a list's table parses to is a record of
+``reading.lists``, field for field (a test holds them to it); a list answers a
+``Page``. Nothing here imports a database, so the CLI builds its options without one
+(decision 30).
 """
 
 import dataclasses
 import datetime
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from jobarchive.core.kinds import BATCH_JOB, BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
@@ -219,77 +219,11 @@ class Page:
 
 
 @dataclasses.dataclass(frozen=True)
-class JobQuery:
-    """Filters of the job list (``JOB_PARAMS``); None means no filter."""
-
-    namespace: str | None = None
-    cluster: Clusters = None
-    name_prefix: str | None = None
-    name_contains: str | None = None
-    kind: str | None = None
-    status: str | None = None
-    region: str | None = None
-    tenant: str | None = None
-    owner: str | None = None
-    queue: str | None = None
-    created_since: datetime.datetime | None = None
-    created_until: datetime.datetime | None = None
-    finished_since: datetime.datetime | None = None
-    finished_until: datetime.datetime | None = None
-    in_cluster: bool | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Identity:
-    """An exact name and a uid (``IDENTITY_PARAMS``); None means no filter."""
-
-    name: str | None = None
-    uid: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class PodQuery:
-    """Filters of the pod list (``POD_PARAMS``); None means no filter."""
-
-    namespace: str | None = None
-    cluster: Clusters = None
-    job_uid: str | None = None
-    status: str | None = None
-    exact_name: str | None = None
-    uid: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class EventQuery:
-    """Filters of the Event list (``EVENT_PARAMS``); None means no filter."""
-
-    namespace: str | None = None
-    cluster: Clusters = None
-    object_name: str | None = None
-    object_uid: str | None = None
-    object_kind: str | None = None
-    type: str | None = None
-    reason: str | None = None
-    since: datetime.datetime | None = None
-    until: datetime.datetime | None = None
-
-
-@dataclasses.dataclass(frozen=True)
 class KnownKinds:
     """The kinds a filter may name: of a job, and of the object an Event is about."""
 
     jobs: tuple[str, ...]
     objects: tuple[str, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class Listing:
-    """A list as every face offers it: the filters of its table (``params``), and a page
-    of what they select (``page(filters, limit, cursor, kinds)``, the filters keyed by
-    their ``Param.key``)."""
-
-    params: tuple[Param, ...]
-    page: Callable[[Mapping[str, Any], int | None, str | None, KnownKinds], Awaitable[Page]]
 
 
 def known_kinds(tracked: Iterable[JobKind] = BUILTIN_KINDS) -> KnownKinds:
@@ -389,9 +323,10 @@ def check_cluster(cluster: str) -> str:
 
 
 def cluster_filter(cluster: Clusters) -> dict[str, Any]:
-    """The ORM filter of a list's ``cluster``: equal to one, in a scope's, or none."""
+    """The ORM filter of a list's ``cluster`` (one named was checked as its record was
+    made: ``reading.lists``): equal to one, in a scope's, or none."""
     if cluster is None:
         return {}
     if isinstance(cluster, str):
-        return {"cluster": check_cluster(cluster)}
+        return {"cluster": cluster}
     return {"cluster__in": list(cluster)}

@@ -1,6 +1,8 @@
 """The one parser of a request's query parameters, by a table of ``reading.params``:
 the JSON API, the aggregated API and the console parse with it, so each refuses the
-same input with the same words."""
+same input with the same words. A list's request is parsed once into its record
+(``listed``), whose namespace and cluster are checked as it is made; any other
+request's are checked as they are parsed (``parse``): before any review of them."""
 
 from typing import Any
 
@@ -8,7 +10,8 @@ from multidict import MultiMapping
 
 from jobarchive.core.visible import QUOTED, visible
 from jobarchive.reading import queries
-from jobarchive.reading.params import check_namespace
+from jobarchive.reading.lists import Asked, F, Listing
+from jobarchive.reading.params import PAGE, check_cluster, check_namespace
 from jobarchive.reading.queries import Param
 
 # Longer than any value a filter can match (the widest column is 512 characters) or
@@ -17,6 +20,23 @@ LONGEST_VALUE = 1024
 
 
 def parse(query: "MultiMapping[str]", params: tuple[Param, ...]) -> dict[str, Any]:
+    """Typed values of the known parameters, keyed by their field (``typed``), the
+    namespace and the cluster among them checked: none so named can be granted or stored."""
+    values = typed(query, params)
+    check_namespace(values.get("namespace"))
+    if "cluster" in values:
+        check_cluster(values["cluster"])
+    return values
+
+
+def listed(query: "MultiMapping[str]", listing: Listing[F]) -> Asked[F]:
+    """A list's request parsed once by its table and the page's (``PAGE``)."""
+    values = typed(query, listing.params + PAGE)
+    limit, cursor = values.pop("limit", None), values.pop("cursor", None)
+    return listing.asked(values, limit, cursor)
+
+
+def typed(query: "MultiMapping[str]", params: tuple[Param, ...]) -> dict[str, Any]:
     """Typed values of the known parameters, keyed by their field; BadQuery otherwise:
     an unknown or repeated parameter, or a value too long, is refused, not guessed at."""
     known = {param.name: param for param in params}
@@ -52,7 +72,4 @@ def _typed(param: Param, raw: str) -> Any:
         if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
             raise queries.BadQuery(f"{param.name}: '{visible(raw, limit=QUOTED)}' is not a number")
         return int(raw)
-    if param.name == "namespace":
-        # Before any review of it: no namespace so named can be granted or stored.
-        return check_namespace(raw)
     return raw

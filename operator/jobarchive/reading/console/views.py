@@ -27,12 +27,11 @@ from jobarchive.reading import embedded, queries
 from jobarchive.reading.console import gantt
 from jobarchive.reading.console.mounts import Mount
 from jobarchive.reading.handling import Caller, Reads
-from jobarchive.reading.parsing import parse
+from jobarchive.reading.parsing import listed, parse
 from jobarchive.reading.queries import (
     DETAIL_PARAMS,
     JOB_PARAMS,
     LOG_PARAMS,
-    PAGE,
     Param,
 )
 
@@ -97,10 +96,12 @@ async def jobs_page(visit: Visit) -> Page:
     """The jobs list: the API's filters as a form, one keyset page, the next page's link;
     over all namespaces for a caller who may not list them all, the namespaces it may."""
     params = visit.params
-    parse(params, JOB_PARAMS + PAGE)
-    if "namespace" not in params and not await visit.caller.may("list", None):
+    asked = listed(params, queries.JOBS)
+    if asked.filters.namespace is None and not await visit.caller.may("list", None):
         return await landing_page(visit)
-    page = await visit.reads.page(visit.caller, params, queries.JOBS, "a list without a namespace")
+    page = await visit.reads.page(
+        visit.caller, asked, queries.JOBS, what="a list without a namespace"
+    )
     # One more read for the page, not one a row: its jobs' usage facts, as usage counts.
     uids = [job["job_id"] for job in page.items]
     facts = await visit.reads.within(lambda: queries.jobs_usage(uids))

@@ -2,12 +2,17 @@
 read side answers (``queries.shapes``) and ArchivedJob, ArchivedPod and ArchivedEvent
 (decision 28). Each converter carries every field of its row, so the row can be made
 again from the object (the CLI's kubeconfig mode prints it as the database mode does).
+A list makes its objects of the rows its query reads (``listed_job``, ...), in one step.
 """
 
 import dataclasses
+import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jobarchive.core.cutting import clip, clipped_json
+from jobarchive.core.rows import IMAGE_LENGTH, MESSAGE_LENGTH, REMARK_LENGTH, RESOURCES_LENGTH
+from jobarchive.core.times import rfc3339, seconds
 from jobarchive.reading.kube.discovery import EVENTS, GROUP_VERSION, JOBS, PODS, Kind
 
 Object = dict[str, Any]
@@ -149,6 +154,120 @@ def _row(fields: tuple[Field, ...], obj: Mapping[str, Any]) -> dict[str, Any]:
 def archived_job(row: Mapping[str, Any]) -> Object:
     """An ArchivedJob of a job row (``shapes.job_json``)."""
     return _object(JOBS, JOB_FIELDS, row)
+
+
+def listed_job(job: Any, now: datetime.datetime | None = None) -> Object:
+    """An ArchivedJob of a job as a list reads it (a ``storage.models.Job``, read by
+    attribute: this module imports no database), the one ``archived_job`` makes of its
+    row (a test holds them to it); its duration counted to ``now`` while in the cluster."""
+    end = job.gmt_finished or (now if job.is_in_etcd else None)
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": JOBS.kind,
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "uid": job.job_id,
+            "creationTimestamp": rfc3339(job.gmt_created),
+        },
+        "spec": {
+            "kind": job.kind,
+            "owner": job.owner,
+            "tenant": job.tenant,
+            "region": job.deploy_region,
+            "cluster": job.cluster,
+            "queue": job.queue,
+            "resources": clipped_json(job.resources, RESOURCES_LENGTH),
+        },
+        "status": {
+            "phase": job.status,
+            "runningAt": rfc3339(job.gmt_job_running),
+            "finishedAt": rfc3339(job.gmt_finished),
+            "jobFinishedAt": rfc3339(job.gmt_job_finished),
+            "durationSeconds": seconds(job.gmt_created, end),
+            "inCluster": bool(job.is_in_etcd),
+            "deleted": bool(job.deleted),
+            "modifiedAt": rfc3339(job.gmt_modified),
+            "resourceVersion": job.version,
+            "archiveID": job.id,
+        },
+    }
+
+
+def listed_pod(pod: Any) -> Object:
+    """An ArchivedPod of a pod as a list reads it (a ``storage.models.Pod``), as
+    ``archived_pod`` makes it of its row; its job's name is filled in by the list."""
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": PODS.kind,
+        "metadata": {
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "uid": pod.pod_id,
+            "creationTimestamp": rfc3339(pod.gmt_created),
+        },
+        "spec": {
+            "jobUID": pod.job_id,
+            "replicaType": pod.replica_type,
+            "image": clip(pod.image, IMAGE_LENGTH),
+            "resources": clipped_json(pod.resources, RESOURCES_LENGTH),
+            "requested": {
+                "gpus": pod.gpus,
+                "cpuMillis": pod.cpu_millis,
+                "memoryBytes": pod.memory_bytes,
+            },
+            "nodeName": pod.node_name,
+            "hostIP": pod.host_ip,
+            "podIP": pod.pod_ip,
+            "region": pod.deploy_region,
+            "cluster": pod.cluster,
+            "jobName": None,
+        },
+        "status": {
+            "phase": pod.status,
+            "startedAt": rfc3339(pod.gmt_started),
+            "finishedAt": rfc3339(pod.gmt_finished),
+            "remark": clip(pod.remark, REMARK_LENGTH),
+            "restarts": pod.restarts,
+            "restartedAt": rfc3339(pod.gmt_restarted),
+            "inCluster": bool(pod.is_in_etcd),
+            "deleted": bool(pod.deleted),
+            "modifiedAt": rfc3339(pod.gmt_modified),
+            "resourceVersion": pod.version,
+            "archiveID": pod.id,
+        },
+    }
+
+
+def listed_event(event: Any) -> Object:
+    """An ArchivedEvent of an Event as a list reads it (a ``storage.models.Event``), as
+    ``archived_event`` makes it of its row."""
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": EVENTS.kind,
+        "metadata": {
+            "name": event.name,
+            "namespace": event.obj_namespace,
+            "uid": event.event_id,
+            "creationTimestamp": rfc3339(event.first_timestamp),
+        },
+        "involvedObject": {
+            "kind": event.kind,
+            "name": event.obj_name,
+            "uid": event.obj_uid,
+            "namespace": event.obj_namespace,
+        },
+        "reason": event.reason,
+        "message": clip(event.message, MESSAGE_LENGTH),
+        "type": event.type,
+        "count": event.count,
+        "lastTimestamp": rfc3339(event.last_timestamp),
+        "jobUID": event.job_id,
+        "region": event.region,
+        "cluster": event.cluster,
+        "archiveID": event.id,
+        "firstTimestamp": rfc3339(event.first_timestamp),
+    }
 
 
 def job_row(job: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,10 @@ from jobarchive.reading.fleet import sees
 from jobarchive.reading.handling import Caller, NotFound, Reads
 from jobarchive.reading.kube import discovery, fixed, objects, selectors, status, tables
 from jobarchive.reading.kube.discovery import GROUP, PREFIX, Kind
-from jobarchive.reading.params import Clusters, check_namespace
-from jobarchive.reading.parsing import parse
-from jobarchive.reading.queries import MAX_PAGE, BadQuery, Listing, Param, PodQuery
+from jobarchive.reading.lists import Asked, Listing, Shape
+from jobarchive.reading.params import PAGE, Clusters, check_namespace
+from jobarchive.reading.parsing import parse, typed
+from jobarchive.reading.queries import MAX_PAGE, BadQuery, Param, PodQuery
 
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Parameters every Kubernetes client may send a list; those not named in ``_listed``
@@ -51,18 +52,19 @@ ALL = "a list of every namespace"
 INSTEAD = "name a namespace (kubectl -n NAMESPACE)"
 
 Row = dict[str, Any]
-Shape = Callable[[Sequence[Row]], Awaitable[list[objects.Object]]]
 
 
 @dataclasses.dataclass(frozen=True)
 class Served:
-    """One resource as served: its kind, its list, how its rows become objects, and how
-    ``get NAME`` finds the row within a scope of clusters (None when it does not)."""
+    """One resource as served: its kind, its list, how the list's rows become objects
+    (in one step), how ``get NAME`` finds the row within a scope of clusters (None when
+    it does not), and whether its objects name their job (ArchivedPods: ``jobName``)."""
 
     kind: Kind
-    listing: Listing
+    listing: Listing[Any]
     shape: Shape
     find: Callable[[str, str, Clusters], Awaitable[Row | None]]
+    named: bool = False
 
 
 class Kube:
@@ -72,10 +74,14 @@ class Kube:
         self.reads = reads
         self.served = {
             discovery.JOBS.plural: Served(
-                discovery.JOBS, queries.IDENTIFIED_JOBS, _jobs, _find_job
+                discovery.JOBS, queries.IDENTIFIED_JOBS, objects.listed_job, _find_job
             ),
-            discovery.PODS.plural: Served(discovery.PODS, queries.PODS, self._pods, _find_pod),
-            discovery.EVENTS.plural: Served(discovery.EVENTS, queries.EVENTS, _events, _find_event),
+            discovery.PODS.plural: Served(
+                discovery.PODS, queries.PODS, objects.listed_pod, _find_pod, named=True
+            ),
+            discovery.EVENTS.plural: Served(
+                discovery.EVENTS, queries.EVENTS, objects.listed_event, _find_event
+            ),
         }
 
     def mount(self, app: web.Application) -> None:
@@ -124,12 +130,12 @@ class Kube:
         if query.get("watch", "false").lower() not in ("false", "0", ""):
             return status.response(405, "watch is not served: the archive is read by lists")
         include = _include(query)
-        namespace = _namespace(request)
-        given, capped = _listed(served, query, namespace)
+        asked, capped = _listed(served, query, request.match_info.get("namespace"))
         # A namespace selected lists that namespace alone: its review is that one's.
-        await caller.require("list", given.get("namespace"), ALL, INSTEAD)
-        page = await self.reads.page(caller, given, served.listing, ALL)
-        items = await served.shape(page.items)
+        page = await self.reads.page(caller, asked, served.listing, served.shape, ALL, INSTEAD)
+        items = page.items
+        if served.named:
+            await self._name_jobs(items)
         headers = {}
         if capped and page.next_cursor is not None:
             more = f"at most {MAX_PAGE} {served.kind.plural} a page; more follow (continue)"
@@ -158,8 +164,11 @@ class Kube:
                 raise NotFound(status.not_found(served.kind.plural, name))
             seen = await embedded.shown_of(caller, found, embedded.ARCHIVED)
             item = objects.job_with_detail(seen, {uid: found["name"]})
+        elif served.named:
+            item = objects.archived_pod(row)
+            await self._name_jobs([item])
         else:
-            [item] = await served.shape([row])
+            item = objects.archived_event(row)
         if shown == "json":
             return web.json_response(item)
         now = datetime.datetime.now(datetime.UTC)
@@ -196,10 +205,12 @@ class Kube:
     async def _usage(self, request: web.Request, caller: Caller) -> web.Response:
         return await self.reads.usage(request, caller, _in_path(request, queries.USAGE_PARAMS))
 
-    async def _pods(self, rows: Sequence[Row]) -> list[objects.Object]:
-        uids = [row["job_id"] for row in rows]
+    async def _name_jobs(self, pods: Sequence[objects.Object]) -> None:
+        """Each ArchivedPod's job named (``spec.jobName``): the page's, read at once."""
+        uids = [pod["spec"]["jobUID"] for pod in pods]
         names = await self.reads.within(lambda: queries.job_names(uids))
-        return [objects.archived_pod(row, names.get(row["job_id"])) for row in rows]
+        for pod in pods:
+            pod["spec"]["jobName"] = names.get(pod["spec"]["jobUID"])
 
 
 def _in_path(request: web.Request, table: tuple[Param, ...]) -> dict[str, Any]:
@@ -215,14 +226,6 @@ def _namespace(request: web.Request) -> str | None:
     """The path's namespace (None: all), refused before any review of it when no
     namespace can be so named, as the query's is (``parsing.parse``)."""
     return check_namespace(request.match_info.get("namespace"))
-
-
-async def _jobs(rows: Sequence[Row]) -> list[objects.Object]:
-    return [objects.archived_job(row) for row in rows]
-
-
-async def _events(rows: Sequence[Row]) -> list[objects.Object]:
-    return [objects.archived_event(row) for row in rows]
 
 
 async def _find_job(namespace: str, name: str, scope: Clusters) -> Row | None:
@@ -272,10 +275,11 @@ def _without(query: "MultiMapping[str]", names: Sequence[str]) -> "MultiDict[str
 
 def _listed(
     served: Served, query: "MultiMapping[str]", namespace: str | None
-) -> tuple["MultiDict[str]", bool]:
-    """The list's filters and page as its table names them, from a Kubernetes list's
-    parameters: its own filters passed through, the namespace of the path, the field
-    selector's, the limit and continue; and whether the page size was capped."""
+) -> tuple[Asked[Any], bool]:
+    """The list's request parsed once by its table, from a Kubernetes list's parameters:
+    its own filters, the field selector's, the namespace of the path (checked with the
+    rest, as its record is made), the limit and continue; and whether the page size was
+    capped."""
     filters = {param.name for param in served.listing.params} - {"namespace"}
     unknown = sorted(set(query) - set(LIST_PARAMS) - filters)
     if unknown:
@@ -286,8 +290,6 @@ def _listed(
     given: MultiDict[str] = MultiDict(
         (key, value) for key, value in query.items() if key not in LIST_PARAMS
     )
-    if namespace is not None:
-        given.add("namespace", namespace)
     for field in query.getall("fieldSelector", []):
         for name, value in selectors.filters(served.kind.plural, field):
             if name == "namespace" and namespace is not None:
@@ -295,11 +297,14 @@ def _listed(
             else:
                 given.add(name, value)
     limit, capped = _limit(query.getall("limit", []))
-    given.add("limit", str(limit))
     for cursor in query.getall("continue", []):
         if cursor:
             given.add("cursor", cursor)
-    return given, capped
+    values = typed(given, served.listing.params + PAGE)
+    cursor = values.pop("cursor", None)
+    if namespace is not None:
+        values["namespace"] = namespace
+    return served.listing.asked(values, limit, cursor), capped
 
 
 def _same_namespace(path: str, selected: str) -> None:

@@ -3,10 +3,20 @@
 One room per job: where every query reads (``source``), keyset pages (``paging``),
 the rows as answered (``shapes``), then the questions: jobs, Events, statistics, a
 job's timeline and its log tails. What a read may be asked and how it is checked
-(``reading.params``, which imports no database) is re-exported with every name a
-caller uses, so ``queries.X`` is the one way in.
+(``reading.params`` and ``reading.lists``, which import no database) is re-exported
+with every name a caller uses, so ``queries.X`` is the one way in.
 """
 
+from jobarchive.reading.lists import (
+    Asked,
+    EventQuery,
+    IdentifiedJobQuery,
+    Identity,
+    JobQuery,
+    Listing,
+    PodQuery,
+    Shape,
+)
 from jobarchive.reading.params import (
     BUILTIN,
     DEFAULT_GROUP,
@@ -27,14 +37,9 @@ from jobarchive.reading.params import (
     USAGE_GROUPS,
     USAGE_PARAMS,
     BadQuery,
-    EventQuery,
-    Identity,
-    JobQuery,
     KnownKinds,
-    Listing,
     Page,
     Param,
-    PodQuery,
     fits,
     known_kinds,
     one_of,
@@ -119,8 +124,10 @@ __all__ = [
     "TIMELINE_POD_FIELDS",
     "USAGE_GROUPS",
     "USAGE_PARAMS",
+    "Asked",
     "BadQuery",
     "EventQuery",
+    "IdentifiedJobQuery",
     "Identity",
     "JobQuery",
     "JobUsage",
@@ -129,6 +136,7 @@ __all__ = [
     "Page",
     "Param",
     "PodQuery",
+    "Shape",
     "Timeline",
     "decode_cursor",
     "encode_cursor",

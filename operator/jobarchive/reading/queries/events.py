@@ -4,7 +4,6 @@ What an index reads first (a namespace, a start of the window, the object's uid,
 reason) must be among the filters; the others only sift what it found (decision 15).
 """
 
-from collections.abc import Mapping
 from typing import Any
 
 from tortoise.queryset import QuerySet
@@ -15,6 +14,7 @@ from jobarchive.core.rows import (
     SHORT_TEXT_LENGTH,
     UID_LENGTH,
 )
+from jobarchive.reading.lists import Asked, EventQuery, Listing, Shape
 from jobarchive.reading.params import (
     BUILTIN,
     EVENT_LEADING,
@@ -22,9 +22,7 @@ from jobarchive.reading.params import (
     EVENT_TYPES,
     BadQuery,
     Clusters,
-    EventQuery,
     KnownKinds,
-    Listing,
     Named,
     Page,
     check_namespace,
@@ -46,18 +44,23 @@ async def list_events(
     limit: int | None = None,
     cursor: str | None = None,
     kinds: KnownKinds = BUILTIN,
+    scope: Clusters = None,
+    shape: Shape = event_json,
 ) -> Page:
-    """Events matching the filters, most recent occurrence first, one page."""
-    return await paged(_event_filters(query, kinds), RECENT, page_size(limit), cursor, event_json)
+    """Events matching the filters within the ``scope`` of clusters, most recent
+    occurrence first, one page, each row as ``shape`` makes it."""
+    found = _event_filters(query, kinds).filter(**cluster_filter(scope))
+    return await paged(found, RECENT, page_size(limit), cursor, shape)
 
 
 async def _events_page(
-    filters: Mapping[str, Any], limit: int | None, cursor: str | None, kinds: KnownKinds
+    asked: Asked[EventQuery], scope: Clusters, kinds: KnownKinds, shape: Shape | None
 ) -> Page:
-    return await list_events(EventQuery(**filters), limit, cursor, kinds)
+    shaped = shape or event_json
+    return await list_events(asked.filters, asked.limit, asked.cursor, kinds, scope, shaped)
 
 
-EVENTS = Listing(EVENT_PARAMS, _events_page)
+EVENTS = Listing(EVENT_PARAMS, EventQuery, _events_page)
 
 
 async def event_page_sql(
@@ -74,7 +77,8 @@ def _event_filters(query: EventQuery, kinds: KnownKinds) -> "QuerySet[Event]":
     # be told as such, not a filter to be placed.
     clusters = cluster_filter(query.cluster)
     exact = {
-        "obj_namespace": check_namespace(query.namespace),
+        # Checked as its record was made (``reading.lists``), before its review.
+        "obj_namespace": query.namespace,
         "obj_name": fits("object", query.object_name, NAME_LENGTH),
         "obj_uid": fits("uid", query.object_uid, UID_LENGTH),
         "kind": one_of("kind", query.object_kind, kinds.objects),

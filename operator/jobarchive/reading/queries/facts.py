@@ -8,9 +8,8 @@ from typing import Any, TypeVar
 
 from tortoise.expressions import Q
 
-from jobarchive.core.times import aware
+from jobarchive.core.times import aware, seconds
 from jobarchive.reading.params import EARLIEST, LATEST, check_namespace
-from jobarchive.reading.queries.shapes import seconds
 from jobarchive.reading.queries.source import Head, read
 from jobarchive.reading.usage import overlap
 from jobarchive.storage.models import Job, Pod

@@ -6,13 +6,20 @@ namespace or a creation window leaves (decision 15).
 """
 
 import datetime
-from collections.abc import Mapping
 from typing import Any
 
 from tortoise.functions import Count
 from tortoise.queryset import QuerySet, ValuesListQuery
 
 from jobarchive.core.rows import NAME_LENGTH, SHORT_TEXT_LENGTH, UID_LENGTH
+from jobarchive.reading.lists import (
+    Asked,
+    IdentifiedJobQuery,
+    Identity,
+    JobQuery,
+    Listing,
+    Shape,
+)
 from jobarchive.reading.params import (
     BUILTIN,
     IDENTITY_PARAMS,
@@ -20,10 +27,7 @@ from jobarchive.reading.params import (
     UID,
     BadQuery,
     Clusters,
-    Identity,
-    JobQuery,
     KnownKinds,
-    Listing,
     Named,
     Page,
     check_namespace,
@@ -51,34 +55,41 @@ async def list_jobs(
     cursor: str | None = None,
     kinds: KnownKinds = BUILTIN,
     identity: Identity = ANY,
+    scope: Clusters = None,
+    shape: Shape = job_json,
 ) -> Page:
-    """Jobs matching the filters (and the exact name or uid of ``identity``), newest
-    first (by creation), one page."""
+    """Jobs matching the filters (and the exact name or uid of ``identity``) within the
+    ``scope`` of clusters, newest first (by creation), one page, each row as ``shape``
+    makes it (with the time it is answered at)."""
     now = datetime.datetime.now(datetime.UTC)
-    found = await _hinted(_job_filters(query, kinds, identity), query)
-    return await paged(found, NEWEST, page_size(limit), cursor, lambda row: job_json(row, now))
+    found = _job_filters(query, kinds, identity).filter(**cluster_filter(scope))
+    rows = await _hinted(found, query)
+    return await paged(rows, NEWEST, page_size(limit), cursor, lambda row: shape(row, now))
 
 
 async def _jobs_page(
-    filters: Mapping[str, Any], limit: int | None, cursor: str | None, kinds: KnownKinds
+    asked: Asked[JobQuery], scope: Clusters, kinds: KnownKinds, shape: Shape | None
 ) -> Page:
-    return await list_jobs(JobQuery(**filters), limit, cursor, kinds)
+    shaped = shape or job_json
+    return await list_jobs(asked.filters, asked.limit, asked.cursor, kinds, ANY, scope, shaped)
 
 
-JOBS = Listing(JOB_PARAMS, _jobs_page)
+JOBS = Listing(JOB_PARAMS, JobQuery, _jobs_page)
 
 
 async def _identified_jobs_page(
-    filters: Mapping[str, Any], limit: int | None, cursor: str | None, kinds: KnownKinds
+    asked: Asked[IdentifiedJobQuery], scope: Clusters, kinds: KnownKinds, shape: Shape | None
 ) -> Page:
-    given = dict(filters)
-    identity = Identity(given.pop("exact_name", None), given.pop("uid", None))
-    return await list_jobs(JobQuery(**given), limit, cursor, kinds, identity)
+    query = asked.filters
+    identity = Identity(query.exact_name, query.uid)
+    return await list_jobs(
+        query, asked.limit, asked.cursor, kinds, identity, scope, shape or job_json
+    )
 
 
 # The job list with an exact name and a uid beside its filters: what the aggregated
 # API's field selectors ``metadata.name`` and ``metadata.uid`` ask.
-IDENTIFIED_JOBS = Listing(JOB_PARAMS + IDENTITY_PARAMS, _identified_jobs_page)
+IDENTIFIED_JOBS = Listing(JOB_PARAMS + IDENTITY_PARAMS, IdentifiedJobQuery, _identified_jobs_page)
 
 
 async def job_page_sql(
@@ -98,7 +109,8 @@ def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -
     exact = {
         "name": fits("exact_name", identity.name, NAME_LENGTH),
         "job_id": fits("uid", identity.uid, UID_LENGTH),
-        "namespace": check_namespace(query.namespace),
+        # Checked as its record was made (``reading.lists``), before its review.
+        "namespace": query.namespace,
         "kind": one_of("kind", query.kind, kinds.jobs),
         "status": check_status(query.status),
         "deploy_region": fits("region", query.region, SHORT_TEXT_LENGTH),

@@ -5,23 +5,20 @@ namespace's by (namespace, gmt_created), every pod by gmt_created, a name by
 (namespace, name); a phase only sifts what one of them reads (decision 15).
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tortoise.queryset import QuerySet
 
 from jobarchive.core.rows import NAME_LENGTH, UID_LENGTH
+from jobarchive.reading.lists import Asked, Listing, PodQuery, Shape
 from jobarchive.reading.params import (
-    BUILTIN,
     POD_PARAMS,
     POD_STATUSES,
     BadQuery,
     Clusters,
     KnownKinds,
-    Listing,
     Page,
-    PodQuery,
-    check_namespace,
     cluster_filter,
     fits,
     one_of,
@@ -35,18 +32,26 @@ from jobarchive.storage.models import Job, Pod
 NEWEST_PODS = Order("gmt_created", "archived-pods")
 
 
-async def list_pods(query: PodQuery, limit: int | None = None, cursor: str | None = None) -> Page:
-    """Pods matching the filters, newest first (by creation), one page."""
-    return await paged(_pod_filters(query), NEWEST_PODS, page_size(limit), cursor, pod_json)
+async def list_pods(
+    query: PodQuery,
+    limit: int | None = None,
+    cursor: str | None = None,
+    scope: Clusters = None,
+    shape: Shape = pod_json,
+) -> Page:
+    """Pods matching the filters within the ``scope`` of clusters, newest first (by
+    creation), one page, each row as ``shape`` makes it."""
+    found = _pod_filters(query).filter(**cluster_filter(scope))
+    return await paged(found, NEWEST_PODS, page_size(limit), cursor, shape)
 
 
 async def _pods_page(
-    filters: Mapping[str, Any], limit: int | None, cursor: str | None, _: KnownKinds = BUILTIN
+    asked: Asked[PodQuery], scope: Clusters, _: KnownKinds, shape: Shape | None
 ) -> Page:
-    return await list_pods(PodQuery(**filters), limit, cursor)
+    return await list_pods(asked.filters, asked.limit, asked.cursor, scope, shape or pod_json)
 
 
-PODS = Listing(POD_PARAMS, _pods_page)
+PODS = Listing(POD_PARAMS, PodQuery, _pods_page)
 
 
 def pod_page_sql(query: PodQuery, limit: int | None = None, cursor: str | None = None) -> str:
@@ -60,7 +65,8 @@ def pod_page_sql(query: PodQuery, limit: int | None = None, cursor: str | None =
 def _pod_filters(query: PodQuery) -> "QuerySet[Pod]":
     clusters = cluster_filter(query.cluster)
     exact = {
-        "namespace": check_namespace(query.namespace),
+        # Checked as its record was made (``reading.lists``), before its review.
+        "namespace": query.namespace,
         "job_id": fits("job_uid", query.job_uid, UID_LENGTH),
         "status": one_of("status", query.status, POD_STATUSES),
         "name": fits("exact_name", query.exact_name, NAME_LENGTH),

@@ -2,10 +2,9 @@
 timestamps as RFC 3339 strings in UTC, stored text cut to its bound with the mark."""
 
 import datetime
-import json
 from typing import Any
 
-from jobarchive.core.cutting import clip
+from jobarchive.core.cutting import clip, clipped_json
 from jobarchive.core.rows import (
     IMAGE_LENGTH,
     MESSAGE_LENGTH,
@@ -13,7 +12,7 @@ from jobarchive.core.rows import (
     RESOURCES_LENGTH,
     SHORT_TEXT_LENGTH,
 )
-from jobarchive.core.times import aware, rfc3339
+from jobarchive.core.times import rfc3339, seconds
 from jobarchive.storage.models import (
     LOG_TAIL_LENGTH,
     NOTE_LENGTH,
@@ -24,25 +23,9 @@ from jobarchive.storage.models import (
 )
 
 
-def seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float | None:
-    """Seconds from ``start`` to ``end`` (never negative); None unless both are known."""
-    first, last = aware(start), aware(end)
-    if first is None or last is None:
-        return None
-    return max(0.0, (last - first).total_seconds())
-
-
-def json_or_text(value: str) -> Any:
-    """A JSON column's value parsed, or its text as stored when it is not JSON."""
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
 def job_json(job: Job, now: datetime.datetime | None = None) -> dict[str, Any]:
     """A job row under the seed's field names, with its duration so far or in total."""
-    end = job.gmt_finished or (now if job.is_in_etcd and now is not None else None)
+    end = job.gmt_finished or (now if job.is_in_etcd else None)
     return {
         "id": job.id,
         "name": job.name,
@@ -51,7 +34,7 @@ def job_json(job: Job, now: datetime.datetime | None = None) -> dict[str, Any]:
         "version": job.version,
         "status": job.status,
         "kind": job.kind,
-        "resources": json_or_text(clip(job.resources, RESOURCES_LENGTH)),
+        "resources": clipped_json(job.resources, RESOURCES_LENGTH),
         "deploy_region": job.deploy_region,
         "cluster": job.cluster,
         "tenant": job.tenant,
@@ -80,7 +63,7 @@ def pod_json(pod: Pod) -> dict[str, Any]:
         "status": pod.status,
         "job_id": pod.job_id,
         "replica_type": pod.replica_type,
-        "resources": json_or_text(clip(pod.resources, RESOURCES_LENGTH)),
+        "resources": clipped_json(pod.resources, RESOURCES_LENGTH),
         "gpus": pod.gpus,
         "cpu_millis": pod.cpu_millis,
         "memory_bytes": pod.memory_bytes,
