@@ -76,5 +76,7 @@ def clipped_json(value: str, length: int) -> object:
     cut = clip(value, length)
     try:
         return json.loads(cut)
-    except ValueError:
+    # Nesting deeper than the interpreter's recursion limit: a row a hostile object
+    # could have left, answered as its text rather than as a server error.
+    except (ValueError, RecursionError):
         return cut
