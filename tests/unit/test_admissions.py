@@ -2,6 +2,7 @@
 job's attempts and waits: what one version no longer says, the ones before did."""
 
 import datetime
+from collections.abc import Mapping
 from typing import Any
 
 from jobarchive.recording.admissions import Remembered, attempt_rows, wait_rows
@@ -24,7 +25,9 @@ def replay(names: list[str], remembered: Remembered | None = None) -> dict[str, 
     rows: dict[str, dict[str, Any]] = {}
     for name in names:
         observed = wl.observe(o.fixture(f"kueue/{name}.yaml"), NOW)
-        for row in [*attempt_rows(observed, remembered), *wait_rows(observed, remembered)]:
+        written: list[Mapping[str, Any]] = [*attempt_rows(observed, remembered)]
+        written += wait_rows(observed, remembered)
+        for row in written:
             key = str(row.get("attempt_id") or row.get("wait_id"))
             first = rows.get(key, {}).get("first_seen")
             rows[key] = dict(row)
