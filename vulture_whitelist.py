@@ -2,7 +2,9 @@
 and Tortoise's hooks and settings, Tortoise models' Meta and fields, attributes the Jinja
 templates read, functions operator/main.py calls, imports used in quoted annotations,
 dataclass fields read by name (the export's columns), the failure taxonomy's entry points
-(which only its tests call until the recorder and the read side use them, decision 42).
+(which only its tests call until the recorder and the read side use them, decision 42),
+Kueue's attempts' and waits' columns and figures (rows built as dicts; only their tests
+read the figures until the read side shows them, decision 43).
 Reviewed one by one: a new entry needs the same reason; anything else vulture finds is
 dead code to delete."""
 
@@ -67,3 +69,24 @@ derived_exit_code  # unused variable (operator/jobarchive/core/taxonomy.py:153):
 pod_failure  # unused function (operator/jobarchive/core/taxonomy.py:179): the taxonomy's, decision 42
 job_failure  # unused function (operator/jobarchive/core/taxonomy.py:186): the taxonomy's, decision 42
 load_rules  # unused function (operator/jobarchive/infra/rules.py:21): the taxonomy's, decision 42
+preemptions  # unused variable (operator/jobarchive/core/attempts.py:28): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+quota_wait_s  # unused variable (operator/jobarchive/core/attempts.py:29): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+start_wait_s  # unused variable (operator/jobarchive/core/attempts.py:30): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+requeue_wait_s  # unused variable (operator/jobarchive/core/attempts.py:31): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+attempt_id  # unused variable (operator/jobarchive/core/rows.py:183): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+workload_id  # unused variable (operator/jobarchive/core/rows.py:186): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+workload_name  # unused variable (operator/jobarchive/core/rows.py:187): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+cluster_queue  # unused variable (operator/jobarchive/core/rows.py:189): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+local_queue  # unused variable (operator/jobarchive/core/rows.py:190): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+quota_reserved_at  # unused variable (operator/jobarchive/core/rows.py:193): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+admitted_at  # unused variable (operator/jobarchive/core/rows.py:194): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+running_at  # unused variable (operator/jobarchive/core/rows.py:195): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+preemptor_workload_id  # unused variable (operator/jobarchive/core/rows.py:201): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+preemptor_job_id  # unused variable (operator/jobarchive/core/rows.py:202): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+requeues  # unused variable (operator/jobarchive/core/rows.py:205): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+wait_id  # unused variable (operator/jobarchive/core/rows.py:215): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+first_seen  # unused variable (operator/jobarchive/core/rows.py:223): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+last_seen  # unused variable (operator/jobarchive/core/rows.py:224): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+preempted_gpu_hours  # unused variable (operator/jobarchive/reading/queries/preemptions.py:34): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+evicted_gpu_hours  # unused variable (operator/jobarchive/reading/queries/preemptions.py:35): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+kueue_facts  # unused function (operator/jobarchive/reading/queries/preemptions.py:43): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43

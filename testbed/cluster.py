@@ -71,6 +71,10 @@ ACCESS_REVIEWS = Resource(
 # The API's authorization POSTs these, and an API server stores none of them: they
 # change nothing in the cluster.
 REVIEWS = (TOKEN_REVIEWS, ACCESS_REVIEWS)
+# Kueue's Workload in the version Kueue 0.16 and later serve (and 0.15 and earlier's):
+# served only where a test installs Kueue (``Cluster.serve``), not by default.
+WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
+WORKLOADS_V1BETA1 = Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload")
 
 
 def job_resource(kind: JobKind) -> Resource:

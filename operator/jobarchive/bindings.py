@@ -1,5 +1,5 @@
-"""Kopf bindings: one ``@kopf.on.event`` handler per tracked kind, plus Pods and Events,
-and the operator's start, stop and liveness probe.
+"""Kopf bindings: one ``@kopf.on.event`` handler per tracked kind, plus Kueue's Workloads,
+Pods and Events, and the operator's start, stop and liveness probe.
 
 Only event-watching handlers are used: they keep no state on the objects, so Kopf
 never patches, annotates or finalizes anything it watches. Kopf's posting of
@@ -32,7 +32,7 @@ import kopf
 
 from jobarchive import app
 from jobarchive.config import Settings
-from jobarchive.core.kinds import BATCH_JOB, INTERMEDIATE_KINDS, JobKind
+from jobarchive.core.kinds import BATCH_JOB, INTERMEDIATE_KINDS, KUEUE_GROUP, WORKLOADS, JobKind
 from jobarchive.infra.scope import Scope
 from jobarchive.maintenance.peering import Peering
 
@@ -145,8 +145,8 @@ def _cause(record: logging.LogRecord) -> str:
 def register(settings: Settings) -> None:
     """Register the operator's handlers with Kopf: its start (which builds the operator
     from ``settings``), stop and probes; one handler per tracked job kind and per
-    intermediate kind; batch Jobs, pods and Events. Watches Kopf's log for watches
-    that end."""
+    intermediate kind; batch Jobs, Kueue's Workloads, pods and Events. Watches Kopf's
+    log for watches that end."""
     ended = EndedWatches()
     logging.getLogger(KOPF_LOGGER).addHandler(ended)
     kopf.on.startup()(functools.partial(start, configured=settings))
@@ -163,6 +163,9 @@ def register(settings: Settings) -> None:
                 _intermediate_handler(kind)
             )
     kopf.on.event("batch", "v1", "jobs")(record_batch_job)
+    # No version: the one the API server prefers, v1beta2 where Kueue serves it. Without
+    # Kueue, Kopf says once at start that it cannot serve it (as for any kind not installed).
+    kopf.on.event(KUEUE_GROUP, WORKLOADS)(record_workload)
     kopf.on.event("v1", "pods")(record_pod)
     kopf.on.event("v1", "events")(record_event)
 
@@ -324,6 +327,14 @@ async def record_batch_job(
     """A batch Job: recorded when opted in, else learnt as an intermediate object."""
     with _taken(event) as body:
         await _operator(memo).recorder.batch_job(type, body)
+
+
+async def record_workload(
+    type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any
+) -> None:
+    """Record a Kueue Workload of a tracked job as its attempts and waits."""
+    with _taken(event) as body:
+        await _operator(memo).recorder.workload(type, body)
 
 
 async def record_pod(type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:

@@ -119,14 +119,16 @@ def test_migrating_adds_the_unique_keys_and_widens_kubedls_narrow_columns(
         "WHERE TABLE_SCHEMA = DATABASE() AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' "
         "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
     )
-    # The log tails' and the usage roll-up's tables are the archive's own: migrate
-    # creates them whole.
+    # The log tails', the usage roll-up's and Kueue's attempts' and waits' tables are the
+    # archive's own: migrate creates them whole.
     assert unique == [
         ("container_log_tail", "pod_id"),
         ("container_log_tail", "container"),
         ("container_log_tail", "restart_count"),
         ("event_info", "event_id"),
+        ("job_attempt", "attempt_id"),
         ("job_info", "job_id"),
+        ("job_wait", "wait_id"),
         ("replica_info", "pod_id"),
         ("usage_day", "job_id"),
         ("usage_day", "day"),

@@ -2,6 +2,7 @@
 and either return a complete row or raise InvalidObject; never anything else."""
 
 import contextlib
+import datetime
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from jobarchive.config import load
 from jobarchive.core.kinds import BATCH_JOB
 from jobarchive.core.quantities import parse_quantity
-from jobarchive.core.rows import EventRow, JobRow, PodRow
+from jobarchive.core.rows import AttemptRow, EventRow, JobRow, PodRow, WaitRow
 from jobarchive.recording.convert import (
     InvalidObject,
     event_row,
@@ -21,10 +22,14 @@ from jobarchive.recording.convert import (
     pod_job_link,
     pod_row,
 )
+from jobarchive.recording.convert.evictions import missed
+from jobarchive.recording.convert.workloads import ended, observe
+from jobarchive.recording.convert.workloads import job_link as workload_job_link
 from testbed import objects as o
 from tests.support.strategies import hostile_text
 
 KINDS = load({}).kinds
+NOW = datetime.datetime(2026, 11, 21, tzinfo=datetime.UTC)
 TFJOB = next(k for k in KINDS if k.group == "kubeflow.org" and k.kind == "TFJob")
 PROPERTIES = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -201,3 +206,39 @@ def test_unusable_uids_are_invalid(uid: Any) -> None:
     obj = o.with_meta(JOB, uid=uid)
     with pytest.raises(InvalidObject):
         job_row(obj, TFJOB, None)
+
+
+WORKLOADS = [o.fixture(f"kueue/{name}.yaml") for name in ("preempted", "requeued", "readmitted")]
+WORKLOAD_PATHS = [
+    ("status", "admission"),
+    ("status", "admission", "podSetAssignments"),
+    ("status", "schedulingStats"),
+    ("status", "schedulingStats", "evictions"),
+    ("status", "requeueState"),
+    ("spec", "queueName"),
+    ("metadata", "managedFields"),
+]
+
+
+@pytest.mark.parametrize("base", WORKLOADS, ids=["preempted", "requeued", "readmitted"])
+@PROPERTIES
+@given(data=st.data())
+def test_any_workload_is_observed_or_is_invalid(base: dict[str, Any], data: st.DataObject) -> None:
+    obj = data.draw(scramble(base))
+    for path, value in data.draw(st.lists(st.tuples(st.sampled_from(WORKLOAD_PATHS), json_value))):
+        target = obj
+        for key in path[:-1]:
+            target = target.setdefault(key, {}) if isinstance(target.get(key, {}), dict) else {}
+        target[path[-1]] = value
+    workload_job_link(obj, KINDS)
+    try:
+        seen = observe(obj, NOW)
+    except InvalidObject:
+        return
+    for row, shape in ((seen.attempt, AttemptRow), (seen.wait, WaitRow)):
+        assert row is None or shape.__required_keys__ <= row.keys()
+    previous = observe(WORKLOADS[0], NOW).attempt
+    assert previous is not None
+    missed(previous, seen.evictions, seen.previously)
+    if seen.ending is not None:
+        ended(previous, seen.ending, seen.version)

@@ -4,10 +4,18 @@ import typing
 
 import pytest
 
-from jobarchive.core.rows import EventRow, JobRow, LogTailRow, PodRow
+from jobarchive.core.rows import AttemptRow, EventRow, JobRow, LogTailRow, PodRow, WaitRow
+from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import WRITTEN, Event, Job, LogTail, Pod, Stamped
 
-SHAPES = [(JobRow, Job), (PodRow, Pod), (EventRow, Event), (LogTailRow, LogTail)]
+SHAPES = [
+    (JobRow, Job),
+    (PodRow, Pod),
+    (EventRow, Event),
+    (LogTailRow, LogTail),
+    (AttemptRow, Attempt),
+    (WaitRow, Wait),
+]
 
 
 def keys(shape: type) -> set[str]:

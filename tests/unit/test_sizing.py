@@ -107,3 +107,10 @@ def test_a_shard_is_told_its_own_scope() -> None:
 def test_a_limit_below_the_base_asks_only_for_more_memory() -> None:
     line = sizing.warning(Counts(pods=10), Scope(("team-a",)), 1, sizing.BASE_BYTES // 2)
     assert line is not None and "shards" not in line and "raise the limit" in line
+
+
+def test_kueues_workloads_weigh_as_pods_and_are_said_only_where_there_are_some() -> None:
+    each = sizing.OBJECT_BYTES
+    assert sizing.predict(Counts(pods=10, workloads=5)) == sizing.BASE_BYTES + 15 * each
+    assert Counts(pods=1, workloads=2) + Counts(workloads=3) == Counts(pods=1, workloads=5)
+    assert Counts(100, 20, 5, 7).describe() == ("100 pods, 20 Events, 5 jobs and 7 Kueue Workloads")

@@ -56,6 +56,8 @@ def prune(where: Where, days: int | None, dry_run: bool, cluster: str | None, ou
         "pods": pruned.pods,
         "events": pruned.events,
         "log_tails": pruned.log_tails,
+        "attempts": pruned.attempts,
+        "waits": pruned.waits,
     }
     if output == "json":
         rendering.print_json({**counts, "dry_run": dry_run, "finished_before": before.isoformat()})
@@ -63,7 +65,8 @@ def prune(where: Where, days: int | None, dry_run: bool, cluster: str | None, ou
     verb = "Would delete" if dry_run else "Deleted"
     click.echo(
         f"{verb} {pruned.jobs} jobs finished before {before:%Y-%m-%d %H:%M} UTC, "
-        f"{pruned.pods} pods, {pruned.events} Events and {pruned.log_tails} log tails"
+        f"{pruned.pods} pods, {pruned.events} Events, {pruned.log_tails} log tails and "
+        f"{pruned.attempts} Kueue attempts ({pruned.waits} waits)"
     )
 
 

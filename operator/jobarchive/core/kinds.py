@@ -77,6 +77,20 @@ def is_intermediate(api_version: object, kind: object) -> bool:
     return _INTERMEDIATES.find(api_version, kind) is not None
 
 
+# Kueue's Workload (decision 43), watched in the version the API server prefers: v1beta2
+# where served (Kueue 0.16 and later), else v1beta1; counted at start in this order.
+KUEUE_GROUP = "kueue.x-k8s.io"
+WORKLOAD = "Workload"
+WORKLOADS = "workloads"
+WORKLOAD_VERSIONS = ("v1beta2", "v1beta1")
+
+
+def is_workload(api_version: object, kind: object) -> bool:
+    """Whether an apiVersion/kind names Kueue's Workload, whatever its version."""
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else None
+    return group == KUEUE_GROUP and kind == WORKLOAD
+
+
 # What JOBARCHIVE_EXTRA_KINDS may (and must) give: kinds of the Kubeflow v1 shape.
 _EXTRA_KIND_FIELDS = ("group", "version", "plural", "kind", "replica_specs_key", "main_container")
 

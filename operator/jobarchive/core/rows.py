@@ -51,6 +51,9 @@ MESSAGE_LENGTH = 4096
 REMARK_LENGTH = 4096
 # A job's roles and a pod's resources as JSON: a few hundred characters in practice.
 RESOURCES_LENGTH = 8192
+# The key of a Kueue attempt (its Workload's uid and when its quota was reserved) or of
+# a wait (its Workload's uid and a digest of its reason and start).
+KEY_LENGTH = 128
 
 
 def valid_cluster(raw: str) -> str:
@@ -175,8 +178,59 @@ class LogTailRow(TypedDict):
     cluster: NotRequired[str | None]
 
 
-# The rows of the recorded objects, upserted by their uid.
-Row = JobRow | PodRow | EventRow
+class AttemptRow(TypedDict):
+    """A ``job_attempt`` row: one admission of a job by Kueue, by its Workload's uid and
+    when its quota was reserved (``attempt_id``); upserted as the Workload changes."""
+
+    attempt_id: str
+    version: str
+    job_id: str
+    workload_id: str
+    workload_name: str
+    namespace: str
+    cluster_queue: str | None
+    local_queue: str | None
+    # Per pod set, the flavor assigned to each resource, as JSON.
+    flavors: str
+    quota_reserved_at: datetime.datetime
+    admitted_at: datetime.datetime | None
+    running_at: datetime.datetime | None
+    ended_at: datetime.datetime | None
+    # ``Finished``, ``Deleted``, or the eviction's reason as Kueue gives it.
+    end_reason: str | None
+    underlying_cause: str | None
+    message: str | None
+    preemptor_workload_id: str | None
+    preemptor_job_id: str | None
+    # The Workload's evictions so far, by reason (and underlying cause), as JSON.
+    evictions: str | None
+    requeues: int | None
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
+
+
+class WaitRow(TypedDict):
+    """A ``job_wait`` row: why Kueue kept a job waiting, one reason over one stretch of
+    waiting, with when it was first and last seen (``wait_id``)."""
+
+    wait_id: str
+    version: str
+    job_id: str
+    workload_id: str
+    namespace: str
+    local_queue: str | None
+    reason: str
+    message: str
+    first_seen: datetime.datetime
+    last_seen: datetime.datetime
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
+
+
+# The rows of the recorded objects (and of Kueue's attempts and waits), upserted by key.
+Row = JobRow | PodRow | EventRow | AttemptRow | WaitRow
 # Every row the writer takes: the recorded objects', and the log tails' (inserted once).
 WrittenRow = Row | LogTailRow
 # The rows whose object can be gone from the cluster (Events have no such state).

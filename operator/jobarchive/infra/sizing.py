@@ -1,11 +1,12 @@
 """What the catch-up will hold in memory, told before Kopf begins to list.
 
 Kopf's listing has no backpressure: every object listed waits in memory for its
-worker, so a catch-up's peak grows with the pods, Events and jobs in scope. At start
-the operator counts them (metadata-only lists, paged), predicts the peak from the
-memory model of ARCHITECTURE.md decision 38, reads its container's memory limit from
-the cgroup files, and when the prediction passes the limit says so in one line with
-the figures and the remedy, then goes on: the count is a forecast, not a gate.
+worker, so a catch-up's peak grows with the pods, Events, jobs and Kueue Workloads in
+scope. At start the operator counts them (metadata-only lists, paged), predicts the
+peak from the memory model of ARCHITECTURE.md decision 38, reads its container's
+memory limit from the cgroup files, and when the prediction passes the limit says so
+in one line with the figures and the remedy, then goes on: the count is a forecast,
+not a gate.
 """
 
 import asyncio
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobarchive.core.kinds import JobKind
+from jobarchive.core.kinds import KUEUE_GROUP, WORKLOAD_VERSIONS, WORKLOADS, JobKind
 from jobarchive.infra.cluster import api_client, list_path, pages
 from jobarchive.infra.logs import shown
 from jobarchive.infra.scope import Scope
@@ -54,19 +55,31 @@ class Counts:
     pods: int = 0
     events: int = 0
     jobs: int = 0
+    # Kueue's Workloads (decision 43), weighed as pods are: none without Kueue.
+    workloads: int = 0
 
     def __add__(self, other: "Counts") -> "Counts":
-        return Counts(self.pods + other.pods, self.events + other.events, self.jobs + other.jobs)
+        return Counts(
+            self.pods + other.pods,
+            self.events + other.events,
+            self.jobs + other.jobs,
+            self.workloads + other.workloads,
+        )
 
     def describe(self) -> str:
-        """The counts for a log line."""
-        return f"{self.pods:,} pods, {self.events:,} Events and {self.jobs:,} jobs"
+        """The counts for a log line (Workloads only where there are some)."""
+        if not self.workloads:
+            return f"{self.pods:,} pods, {self.events:,} Events and {self.jobs:,} jobs"
+        return (
+            f"{self.pods:,} pods, {self.events:,} Events, {self.jobs:,} jobs and "
+            f"{self.workloads:,} Kueue Workloads"
+        )
 
 
 def predict(counts: Counts, namespaces: int | None = None) -> int:
     """The catch-up's predicted peak resident memory, in bytes, for one operator over
     every namespace (``namespaces`` None) or a shard serving that many."""
-    objects = counts.pods + counts.events + counts.jobs
+    objects = counts.pods + counts.events + counts.jobs + counts.workloads
     return BASE_BYTES + objects * OBJECT_BYTES + (namespaces or 0) * NAMESPACE_BYTES
 
 
@@ -136,28 +149,36 @@ async def count_list(api: client.ApiClient, path: str) -> int:
 async def count(
     api: client.ApiClient, kinds: Iterable[JobKind], places: Sequence[str | None]
 ) -> Counts:
-    """Pods, Events and jobs of ``kinds`` in ``places`` (None: the whole cluster); a
-    kind not installed (404) counts none."""
+    """Pods, Events, jobs of ``kinds`` and Kueue's Workloads in ``places`` (None: the
+    whole cluster); a kind not installed (404) counts none, a Workload in the first of
+    its versions served."""
     limit = asyncio.Semaphore(CONCURRENCY)
 
-    async def one(path: str, field: str) -> Counts:
+    async def one(paths: Sequence[str], field: str) -> Counts:
         async with limit:
-            try:
-                found = await count_list(api, path)
-            except ApiException as exc:
-                if exc.status != NOT_FOUND:
-                    raise
-                return Counts()
-        return Counts(**{field: found})
+            for path in paths:
+                try:
+                    return Counts(**{field: await count_list(api, path)})
+                except ApiException as exc:
+                    if exc.status != NOT_FOUND:
+                        raise
+        return Counts()
 
-    lists = [(list_path("", "v1", "pods", place), "pods") for place in places]
-    lists += [(list_path("", "v1", "events", place), "events") for place in places]
+    lists = [([list_path("", "v1", "pods", place)], "pods") for place in places]
+    lists += [([list_path("", "v1", "events", place)], "events") for place in places]
     lists += [
-        (list_path(kind.group, kind.version, kind.plural, place), "jobs")
+        ([list_path(kind.group, kind.version, kind.plural, place)], "jobs")
         for kind in kinds
         for place in places
     ]
-    counted = await asyncio.gather(*(one(path, field) for path, field in lists))
+    lists += [
+        (
+            [list_path(KUEUE_GROUP, version, WORKLOADS, place) for version in WORKLOAD_VERSIONS],
+            "workloads",
+        )
+        for place in places
+    ]
+    counted = await asyncio.gather(*(one(paths, field) for paths, field in lists))
     return sum(counted, Counts())
 
 

@@ -8,7 +8,8 @@
   and by ``obj_uid`` every other Event about the job or its pods (rows from before
   ``event_info.job_id`` name none). That is everything a job's detail shows. The
   log tails of its failed containers go with it (``container_log_tail``, by job_id),
-  and its days in the usage roll-up (``usage_day``).
+  its days in the usage roll-up (``usage_day``), and Kueue's attempts and waits of it
+  (``job_attempt``, ``job_wait``, by job_id).
 - A pod whose job was never recorded (deleted before the operator saw it) is pruned
   after the same period: once gone and last written before the cutoff, with the
   Events about it and its log tails.
@@ -45,6 +46,7 @@ from jobarchive.infra.logs import shown
 from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage import failures
+from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, UsageDay, utcnow
 
 logger = logging.getLogger(__name__)
@@ -65,6 +67,9 @@ class Pruned:
     orphan_pods: int = 0
     orphan_events: int = 0
     log_tails: int = 0
+    # Kueue's attempts and waits of the jobs pruned.
+    attempts: int = 0
+    waits: int = 0
 
 
 def cutoff(days: int, now: datetime.datetime | None = None) -> datetime.datetime:
@@ -147,6 +152,9 @@ class _Pruning:
             pruned.events += await self.drain(events.filter(unnamed, obj_uid__in=job_uids))
             tails = LogTail.filter(self.within(LogTail), job_id__in=job_uids)
             pruned.log_tails += await self.drain(tails)
+            attempts = Attempt.filter(self.within(Attempt), job_id__in=job_uids)
+            pruned.attempts += await self.drain(attempts)
+            pruned.waits += await self.drain(Wait.filter(self.within(Wait), job_id__in=job_uids))
             # Its days in the usage roll-up (decision 33): derived from its pods, not counted;
             # by the uid alone, as the job is this prune's already.
             await self.drain(UsageDay.filter(job_id__in=job_uids))
@@ -272,12 +280,15 @@ async def prune_forever(
 def _report(pruned: Pruned, days: int) -> None:
     if pruned.jobs:
         logger.info(
-            "Pruned %d jobs finished over %d days ago, with %d pods and %d Events (%d log tails)",
+            "Pruned %d jobs finished over %d days ago, with %d pods and %d Events (%d log "
+            "tails, %d Kueue attempts and %d waits)",
             pruned.jobs,
             days,
             pruned.pods - pruned.orphan_pods,
             pruned.events - pruned.orphan_events,
             pruned.log_tails,
+            pruned.attempts,
+            pruned.waits,
         )
     if pruned.orphan_pods or pruned.orphan_events:
         logger.info(

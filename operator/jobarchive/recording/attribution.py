@@ -28,12 +28,12 @@ import dataclasses
 import enum
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from jobarchive.config import DEFAULTS
 from jobarchive.core.bounded import Lru, Weighed
-from jobarchive.core.rows import EventRow, PodRow
+from jobarchive.core.rows import AttemptRow, EventRow, PodRow, WaitRow
 
 
 class Unrelated(enum.Enum):
@@ -64,8 +64,8 @@ ENTRY_OVERHEAD = 600
 @dataclasses.dataclass(slots=True, eq=False)
 class Waiting:
     """An object waiting for attribution, as the few fields that store it: its kind
-    (Pod, Event, or an intermediate kind), identity, namespace, converted row (the job
-    filled in on release) and, for a TrainJob's JobSet, the roles it states."""
+    (Pod, Event, Workload, or an intermediate kind), identity, namespace, converted rows
+    (the job filled in on release) and, for a TrainJob's JobSet, the roles it states."""
 
     kind: str
     uid: str
@@ -73,6 +73,9 @@ class Waiting:
     name: str
     pod: PodRow | None = None
     event: EventRow | None = None
+    # A Kueue Workload's attempts and waits (decision 43).
+    attempts: list[AttemptRow] | None = None
+    waits: list[WaitRow] | None = None
     # The roles a TrainJob's JobSet states, as the job row's resources JSON.
     roles: str | None = None
     # When the object last changed (epoch seconds), for the lag metric.
@@ -83,13 +86,26 @@ class Waiting:
 
     def size(self) -> int:
         """Bytes this object costs while it waits, as near as is cheap to count."""
-        row = self.pod if self.pod is not None else self.event
+        rows: list[Mapping[str, object]] = [*(self.attempts or ()), *(self.waits or ())]
+        rows += [row for row in (self.pod, self.event) if row is not None]
         total = ENTRY_OVERHEAD + sys.getsizeof(self.namespace) + sys.getsizeof(self.uid)
-        if row is not None:
+        for row in rows:
             total += sys.getsizeof(row) + sum(map(sys.getsizeof, row.values()))
         if self.roles is not None:
             total += sys.getsizeof(self.roles)
         return total
+
+    def absorb(self, older: "Waiting") -> None:
+        """Keep the rows of an older version of this object that this one does not
+        rewrite: a Workload's versions each write only what they changed."""
+        if older.attempts:
+            keys = {row["attempt_id"] for row in self.attempts or ()}
+            kept = [row for row in older.attempts if row["attempt_id"] not in keys]
+            self.attempts = kept + (self.attempts or [])
+        if older.waits:
+            keys = {row["wait_id"] for row in self.waits or ()}
+            waited = [row for row in older.waits if row["wait_id"] not in keys]
+            self.waits = waited + (self.waits or [])
 
 
 class WaitingSet:
@@ -120,6 +136,7 @@ class WaitingSet:
             self._subjects.setdefault(subject, {})[item.uid] = None
         else:
             item.gone = item.gone or old.gone
+            item.absorb(old)
             self._count(old, -1)
         self._count(item, 1)
         return self._forget(self._entries.put(key, item, item.size()))

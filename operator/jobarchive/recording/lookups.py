@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
-from jobarchive.core.rows import JobRow
+from jobarchive.core.rows import AttemptRow, JobRow
 from jobarchive.recording.attribution import Attributed, Attribution, Subject
 from jobarchive.recording.convert import IntermediateLink, NameLink, OwnerLink
 from jobarchive.storage.models import Job
@@ -117,6 +117,10 @@ class Lookups:
         """The stored row of the job ``job_uid``, if it is stored."""
         rows = await ride_out(lambda: self.store.rows(Job, [job_uid]))
         return rows[0] if rows else None
+
+    async def latest_attempt(self, workload_uid: str) -> AttemptRow | None:
+        """The stored row of a Workload's latest attempt, if one is stored."""
+        return await ride_out(lambda: self.store.latest_attempt(workload_uid))
 
     async def _ask_job(self, job_uid: str) -> None:
         row = await self.job_row(job_uid)

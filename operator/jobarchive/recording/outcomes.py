@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from jobarchive.core.rows import EventRow, JobRow, PodRow
+from jobarchive.core.rows import AttemptRow, EventRow, JobRow, PodRow, WaitRow
 from jobarchive.core.untrusted import mapping, text
 from jobarchive.infra import metrics
 from jobarchive.infra.logs import shown
@@ -20,7 +20,7 @@ from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 
-R = TypeVar("R", JobRow, PodRow, EventRow)
+R = TypeVar("R", JobRow, PodRow, EventRow, AttemptRow, WaitRow)
 # Objects named in one line about what was dropped or expired; the rest are counted.
 NAMED_IN_A_LINE = 5
 # Each one's namespace/name is cut to this there, so that five fit a line.
@@ -97,18 +97,20 @@ class RowWriter:
         stored = []
         errors = await self.writer.write(model, rows, changed)
         for row, error in zip(rows, errors, strict=True):
+            fields: Mapping[str, Any] = row
             if error is None:
                 stored.append(row)
-                fields: Mapping[str, Any] = row
                 if model is Pod and self.tails is not None:
                     self.tails.recorded(str(fields["pod_id"]), str(fields["job_id"]))
                 continue
             namespace = row.get("namespace", row.get("obj_namespace")) or "-"
+            # A Workload's attempt or wait is named by its Workload (a wait, by its uid).
+            name = fields.get("name") or fields.get("workload_name") or fields.get("workload_id")
             logger.error(
                 "Could not store %s %s/%s: %s",
                 kind,
                 shown(namespace),
-                shown(row.get("name")),
+                shown(name),
                 shown(error, REASON_LENGTH),
             )
         return stored

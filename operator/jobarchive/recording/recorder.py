@@ -4,8 +4,10 @@ The Kopf handlers call one method of ``Recorder`` per watched resource and nothi
 else. A DELETED event marks the row gone instead of deleting it, since the point is
 to keep the history; pods and Events are stored only when they belong to a tracked
 job (directly or through an intermediate object: a JobSet, a batch Job, a
-RayCluster) in the job's own namespace, and what cannot be attributed yet waits in
-``Attribution`` instead of being dropped, as its converted row.
+RayCluster; Events also through Kueue's Workload) in the job's own namespace, and
+what cannot be attributed yet waits in ``Attribution`` instead of being dropped, as
+its converted row. Kueue's Workloads become their jobs' attempts and waits
+(``admissions``).
 
 ``Recorder`` finds the job each object names (its owner, a label, the subject of an
 Event), asking the database through ``lookups`` when memory cannot say;
@@ -24,11 +26,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from jobarchive.config import Settings, matches
-from jobarchive.core.kinds import BATCH_JOB, JobKind, is_intermediate
+from jobarchive.core.kinds import BATCH_JOB, WORKLOAD, JobKind, is_intermediate, is_workload
 from jobarchive.core.untrusted import controller_of, mapping, text
 from jobarchive.infra import metrics
 from jobarchive.logtails.capture import Capture
 from jobarchive.recording import convert
+from jobarchive.recording.admissions import Admissions
 from jobarchive.recording.attribution import (
     EVENT,
     POD,
@@ -123,6 +126,7 @@ class Recorder:
         self.roles = Roles(self.lookups, self.rows)
         self.settler = Settler(attribution, self.lookups, self.rows, self.roles)
         self.intermediates = Intermediates(settings, attribution, self.settler)
+        self.admissions = Admissions(settings, attribution, self.lookups, self.settler)
         self.settler.dropped(
             attribution.bound_waiting(settings.waiting_max, settings.waiting_bytes)
         )
@@ -170,6 +174,13 @@ class Recorder:
         to, then store what waited for it. Nothing of the object itself is stored."""
         with self._guard(kind, body):
             await self.intermediates.seen(kind, body)
+
+    async def workload(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Record a Kueue Workload of a tracked job as the job's attempts and waits, and
+        learn it as the job's (for the Events about it)."""
+        with self._guard(WORKLOAD, body):
+            gone = event_type == DELETED
+            await self.admissions.seen(body, gone, changed_at(event_type, body))
 
     async def batch_job(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A batch Job: a training job of its own when opted in (no controller, labels
@@ -231,7 +242,10 @@ class Recorder:
         job_uid: Attributed | None = UNRELATED
         if self.settings.kinds.find(involved.api_version, involved.kind) is not None:
             job_uid = involved.uid or UNRELATED
-        elif involved.uid and is_intermediate(involved.api_version, involved.kind):
+        elif involved.uid and (
+            is_intermediate(involved.api_version, involved.kind)
+            or is_workload(involved.api_version, involved.kind)
+        ):
             job_uid = self.attribution.owner_job(involved.uid)
         elif involved.uid and involved.kind == POD:
             job_uid = await self.lookups.pod_job(involved.uid)

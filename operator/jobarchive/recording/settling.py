@@ -11,8 +11,8 @@ from typing import Any
 from jobarchive.config import Settings
 from jobarchive.core.bounded import Lru
 from jobarchive.core.cutting import clip
-from jobarchive.core.kinds import is_intermediate
-from jobarchive.core.rows import UID_LENGTH, EventRow, PodRow
+from jobarchive.core.kinds import WORKLOAD, is_intermediate
+from jobarchive.core.rows import UID_LENGTH, AttemptRow, EventRow, PodRow, WaitRow
 from jobarchive.core.untrusted import controller_of, mapping, text
 from jobarchive.infra import metrics
 from jobarchive.infra.logs import shown
@@ -30,6 +30,7 @@ from jobarchive.recording.convert.resources import resources_json
 from jobarchive.recording.convert.strategies import jobset_roles
 from jobarchive.recording.lookups import Lookups
 from jobarchive.recording.outcomes import RowWriter, given_up, named, reason
+from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import Event, Job, Pod, utcnow
 
 logger = logging.getLogger(__name__)
@@ -150,7 +151,7 @@ class Settler:
 
     def _unrelated(self, item: Waiting) -> list[Waiting]:
         """Count an object that is no tracked job's; return what waited for it."""
-        if item.kind in (POD, EVENT):
+        if item.kind in (POD, EVENT, WORKLOAD):
             metrics.OBJECTS.labels(item.kind, "skipped_unrelated").inc()
         if item.kind == POD:
             return self.attribution.pod_unrelated(item.uid)
@@ -182,7 +183,21 @@ class Settler:
         event_changes = [item.changed for item in items if item.event is not None]
         await self.rows.write(Pod, POD, pods, pod_changes)
         await self.rows.write(Event, EVENT, events, event_changes)
+        await self._store_admissions(items, job_uid)
         return released
+
+    async def _store_admissions(self, items: list[Waiting], job_uid: str) -> None:
+        """Store the Kueue attempts and waits among ``items`` as the job ``job_uid``'s."""
+        job = clip(job_uid, UID_LENGTH)
+        attempts: list[AttemptRow] = []
+        waits: list[WaitRow] = []
+        for item in items:
+            attempts += [{**row, "job_id": job} for row in item.attempts or ()]
+            waits += [{**row, "job_id": job} for row in item.waits or ()]
+        changes = [item.changed for item in items for _ in item.attempts or ()]
+        await self.rows.write(Attempt, WORKLOAD, attempts, changes)
+        changes = [item.changed for item in items for _ in item.waits or ()]
+        await self.rows.write(Wait, WORKLOAD, waits, changes)
 
 
 class Intermediates:

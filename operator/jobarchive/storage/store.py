@@ -18,10 +18,20 @@ from typing import Any, TypeVar, cast, overload
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 
-from jobarchive.core.rows import DEFAULT_CLUSTER, EventRow, JobRow, PodRow, Row, WrittenRow
+from jobarchive.core.rows import (
+    DEFAULT_CLUSTER,
+    AttemptRow,
+    EventRow,
+    JobRow,
+    PodRow,
+    Row,
+    WrittenRow,
+)
+from jobarchive.core.times import aware
 from jobarchive.infra.logs import shown
 from jobarchive.storage import daily, dialects
 from jobarchive.storage import database as db
+from jobarchive.storage.kueue import Attempt
 from jobarchive.storage.models import INSERTED, TABLES, Event, Job, Pod, Stamped, Table, utcnow
 
 # Keep one statement well under SQLite's 32,766 bound parameters and MySQL's packet
@@ -281,6 +291,26 @@ class Store:
         found = await query.using_db(self.connection).values()
         # The columns but ``id`` are the row's keys: a test holds the shapes to the models.
         return [cast(Row, {k: v for k, v in row.items() if k != "id"}) for row in found]
+
+    async def latest_attempt(self, workload_uid: str) -> AttemptRow | None:
+        """The stored row of a Workload's latest attempt in this cluster, as the upsert
+        takes it (times aware), if one is stored."""
+        found = (
+            await Attempt.filter(cluster=self.cluster, workload_id=workload_uid)
+            .using_db(self.connection)
+            .order_by("-quota_reserved_at")
+            .first()
+            .values()
+        )
+        if found is None:
+            return None
+        row = {
+            key: aware(value) if isinstance(value, datetime.datetime) else value
+            for key, value in found.items()
+            if key != "id"
+        }
+        # The columns but ``id`` are the row's keys: a test holds the shapes to the models.
+        return cast(AttemptRow, row)
 
     async def live_jobs(
         self, namespaces: Sequence[str] | None = None

@@ -1,0 +1,289 @@
+"""Kueue's Workloads recorded by the real operator on the emulated API, which serves them
+as Kueue v0.19 writes them (tests/fixtures/kueue/: conditions with their reasons and
+messages, admission, requeueState, schedulingStats), each scenario's figures computed
+here by hand (decision 43)."""
+
+import copy
+import datetime
+from typing import Any
+
+import pytest
+
+from jobarchive.core.attempts import Figures
+from jobarchive.core.kinds import BUILTIN_KINDS
+from jobarchive.reading.queries.preemptions import kueue_facts
+from jobarchive.storage.kueue import Attempt, Wait
+from jobarchive.storage.models import Event, Pod
+from testbed import objects as o
+from testbed.cluster import (
+    EVENTS,
+    PODS,
+    WORKLOADS,
+    WORKLOADS_V1BETA1,
+    Cluster,
+    Resource,
+    job_resource,
+    resource_of,
+)
+from testbed.operator import OperatorProcess
+from tests.support.operators import OperatorFactory
+from tests.support.usage_workload import pod_body, started
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.e2e
+PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
+TFJOBS = resource_of("kubeflow.org", "TFJob")
+RAYJOBS = resource_of("ray.io", "RayJob")
+JOBS = [job_resource(kind) for kind in BUILTIN_KINDS]
+
+
+def at(clock: str, day: int = 20) -> datetime.datetime:
+    hour, minute, second = map(int, clock.split(":"))
+    return datetime.datetime(2026, 11, day, hour, minute, second, tzinfo=datetime.UTC)
+
+
+async def serving(cluster: Cluster, start: OperatorFactory, workloads: Resource) -> OperatorProcess:
+    """An operator on a cluster where Kueue serves its Workloads as ``workloads``."""
+    cluster.serve(workloads)
+    process = await start()
+    await cluster.wait_watching([PODS, EVENTS, workloads, *JOBS])
+    return process
+
+
+@pytest.fixture
+async def kueue(cluster: Cluster, start_operator: OperatorFactory) -> OperatorProcess:
+    """An operator on a cluster where Kueue serves v1beta2 Workloads."""
+    return await serving(cluster, start_operator, WORKLOADS)
+
+
+class Workload:
+    """One Workload in the emulated API, moved from state to state of its fixtures as
+    Kueue writes them: the status whole, the managed fields' times."""
+
+    def __init__(self, cluster: Cluster, resource: Resource = WORKLOADS) -> None:
+        self.cluster = cluster
+        self.resource = resource
+        self.body: dict[str, Any] = {}
+
+    async def create(self, state: str, **meta: Any) -> dict[str, Any]:
+        self.body = o.with_meta(o.fixture(f"kueue/{state}.yaml"), **meta)
+        self.body = await self.cluster.create(self.resource, self.body)
+        return self.body
+
+    async def become(self, state: str | dict[str, Any]) -> None:
+        wanted = o.fixture(f"kueue/{state}.yaml") if isinstance(state, str) else state
+        status = {key: None for key in self.body.get("status", {})}
+        status.update(wanted["status"])
+        meta = self.body["metadata"]
+        patch = {
+            "status": status,
+            "metadata": {"managedFields": wanted["metadata"]["managedFields"]},
+        }
+        self.body = await self.cluster.patch(self.resource, meta["namespace"], meta["name"], patch)
+
+
+async def attempt_pods(
+    cluster: Cluster, job: dict[str, Any], start: str, finish: str, gone: bool
+) -> None:
+    """The job's master and three workers of one attempt, one GPU each, run from
+    ``start`` to ``finish`` (then deleted when ``gone``: the job suspended)."""
+    ns = job["metadata"]["namespace"]
+    for role, index in [("Master", 0), ("Worker", 0), ("Worker", 1), ("Worker", 2)]:
+        pod = pod_body(job, role, index, gpus=1)
+        pod["status"] = started(f"2026-11-20T{start}Z")
+        created = await cluster.create(PODS, pod)
+        done = o.terminated_status(pod["status"], 0, "Completed", f"2026-11-20T{finish}Z")
+        await cluster.patch(PODS, ns, created["metadata"]["name"], {"status": done})
+        if gone:
+            await cluster.delete(PODS, ns, created["metadata"]["name"])
+
+
+def pytorch_job() -> dict[str, Any]:
+    """The PyTorchJob of the fixtures' Workload: a master and three workers, a GPU each."""
+    job = copy.deepcopy(o.fixture("kueue-pytorchjob.yaml"))
+    del job["status"]
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    specs["Worker"]["replicas"] = 3
+    return job
+
+
+async def test_a_job_preempted_then_readmitted_has_two_attempts_its_waits_and_its_costs(
+    cluster: Cluster, kueue: OperatorProcess, archive: str
+) -> None:
+    job = await cluster.create(PYTORCHJOBS, pytorch_job())
+    uid = job["metadata"]["uid"]
+    workload = Workload(cluster)
+    await workload.create("pending")
+    wait = await eventually(lambda: Wait.filter(job_id=uid).first())
+    assert (wait.reason, wait.first_seen, wait.last_seen) == (
+        "Pending",
+        at("10:00:02"),
+        at("10:00:02"),
+    )
+
+    # Kueue's message changes as quota frees up: the same reason, seen longer.
+    fewer = o.fixture("kueue/pending.yaml")
+    fewer["status"]["conditions"][0]["message"] = fewer["status"]["conditions"][0][
+        "message"
+    ].replace("4 more", "2 more")
+    fewer["metadata"]["managedFields"][1]["time"] = "2026-11-20T10:02:00Z"
+    await workload.become(fewer)
+    wait = await eventually(lambda: Wait.filter(job_id=uid, last_seen=at("10:02:00")).first())
+    assert wait.message.endswith("2 more needed") and wait.first_seen == at("10:00:02")
+
+    for state in ("admitted", "running"):
+        await workload.become(state)
+    await attempt_pods(cluster, job, "10:06:00", "11:00:20", gone=True)
+    for state in ("preempted", "requeued", "readmitted"):
+        await workload.become(state)
+    await attempt_pods(cluster, job, "11:20:30", "13:00:00", gone=False)
+    await workload.become("finished")
+    await eventually(lambda: Attempt.filter(job_id=uid, end_reason="Finished").first())
+
+    attempts = await Attempt.filter(job_id=uid).order_by("quota_reserved_at")
+    assert [
+        (a.quota_reserved_at, a.admitted_at, a.running_at, a.ended_at, a.end_reason)
+        for a in attempts
+    ] == [
+        (at("10:05:00"), at("10:05:00"), at("10:06:30"), at("11:00:00"), "Preempted"),
+        (at("11:20:00"), at("11:20:00"), at("11:21:00"), at("13:00:00"), "Finished"),
+    ]
+    first = attempts[0]
+    assert (first.preemptor_workload_id, first.preemptor_job_id) == (
+        "2f4a6c8e-0000-4000-8000-00000000beef",
+        "7d3b1f9a-0000-4000-8000-00000000cafe",
+    )
+    assert (first.cluster_queue, first.local_queue, first.namespace) == (
+        "cq-a100",
+        "user-queue",
+        "team-a",
+    )
+    waits = await Wait.filter(job_id=uid).order_by("first_seen")
+    assert [(w.reason, w.first_seen, w.last_seen) for w in waits] == [
+        ("Pending", at("10:00:02"), at("10:05:00")),
+        ("Pending", at("11:00:40"), at("11:20:00")),
+    ]
+    # Created 10:00:00; reserved 10:05:00 and 11:20:00; every replica ready 90 s and 60 s
+    # after; evicted at 11:00:00. The first attempt's four one-GPU pods ran 10:06:00 to
+    # 11:00:20: 4 x 3,260 s = 3.622 GPU-hours lost to the preemption.
+    facts = (await kueue_facts([uid]))[uid]
+    assert facts.figures == Figures(2, 1, 300.0, 150.0, 1200.0)
+    assert (facts.preempted_gpu_hours, facts.evicted_gpu_hours) == (3.622, 0.0)
+
+    # Kueue's Events about the Workload are the job's.
+    await cluster.create(
+        EVENTS,
+        o.event(workload.body, "Preempted", first.message or "", component="kueue-admission"),
+    )
+    await eventually(lambda: Event.filter(job_id=uid, reason="Preempted").first())
+
+    # Kueue's retention policy deletes the finished Workload before its job: its attempts
+    # stay as they were.
+    meta = workload.body["metadata"]
+    await cluster.delete(WORKLOADS, meta["namespace"], meta["name"])
+    assert [
+        (a.end_reason, a.ended_at) for a in await Attempt.filter(job_id=uid).order_by("id")
+    ] == [
+        ("Preempted", at("11:00:00")),
+        ("Finished", at("13:00:00")),
+    ]
+
+
+async def test_a_workload_in_another_namespace_naming_the_job_is_not_believed(
+    cluster: Cluster, kueue: OperatorProcess, archive: str
+) -> None:
+    job = await cluster.create(PYTORCHJOBS, pytorch_job())
+    uid = job["metadata"]["uid"]
+    intruder = Workload(cluster)
+    await intruder.create(
+        "finished", namespace="team-x", uid="0e0e0e0e-0000-4000-8000-0000000000aa"
+    )
+    own = Workload(cluster)
+    await own.create("running")
+    await eventually(lambda: Attempt.filter(job_id=uid).first())
+
+    async def refused() -> bool:
+        return "Not attributing Workload team-x/pytorchjob-pytorch-simple-8d3e1" in kueue.log()
+
+    await eventually(refused)
+    assert await Attempt.filter(workload_id="0e0e0e0e-0000-4000-8000-0000000000aa").count() == 0
+    assert [a.workload_id for a in await Attempt.filter(job_id=uid)] == [
+        own.body["metadata"]["uid"]
+    ]
+
+
+async def test_an_eviction_for_the_podsready_timeout_and_multikueues_managers_workload(
+    cluster: Cluster, kueue: OperatorProcess, archive: str
+) -> None:
+    tfjob = o.with_meta(
+        o.example("tfjob-simple.yaml"),
+        name="mnist-slow",
+        namespace="team-b",
+        uid="6e2d8b4a-1c3f-4a5e-8b7d-9f0a1b2c3d4e",
+        creationTimestamp="2026-11-20T12:00:00Z",
+    )
+    await cluster.create(TFJOBS, tfjob)
+    manager_job = o.with_meta(
+        pytorch_job(),
+        name="dist-train",
+        uid="8f1a2b3c-4d5e-4f60-8172-93a4b5c6d7e8",
+        creationTimestamp="2026-11-20T09:00:00Z",
+    )
+    await cluster.create(PYTORCHJOBS, manager_job)
+    await Workload(cluster).create("podsready-timeout")
+    await Workload(cluster).create("multikueue-manager")
+    slow = await eventually(lambda: Attempt.filter(job_id=tfjob["metadata"]["uid"]).first())
+    assert (slow.end_reason, slow.underlying_cause, slow.requeues) == (
+        "PodsReadyTimeout",
+        "WaitForStart",
+        1,
+    )
+    assert (slow.ended_at, slow.running_at) == (at("12:10:05"), None)
+    manager = await eventually(
+        lambda: Attempt.filter(job_id=manager_job["metadata"]["uid"]).first()
+    )
+    assert (manager.cluster_queue, manager.end_reason, manager.admitted_at) == (
+        "cq-multikueue",
+        "ClusterQueueStopped",
+        at("09:00:09"),
+    )
+    facts = await kueue_facts([tfjob["metadata"]["uid"], manager_job["metadata"]["uid"]])
+    # Quota reserved 5 s and 3 s after creation; neither ran, one attempt each.
+    assert facts[tfjob["metadata"]["uid"]].figures == Figures(1, 0, 5.0, None, 0.0)
+    assert facts[manager_job["metadata"]["uid"]].figures == Figures(1, 0, 3.0, None, 0.0)
+
+
+async def test_a_cluster_serving_only_v1beta1_workloads_is_recorded_the_same(
+    cluster: Cluster, start_operator: OperatorFactory, archive: str
+) -> None:
+    await serving(cluster, start_operator, WORKLOADS_V1BETA1)
+    rayjob = o.with_meta(
+        o.fixture("rayjob.yaml"),
+        name="rl-sweep",
+        namespace="team-c",
+        uid="2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f",
+        creationTimestamp="2026-11-19T08:00:00Z",
+    )
+    await cluster.create(RAYJOBS, rayjob)
+    await Workload(cluster, WORKLOADS_V1BETA1).create("v1beta1-preempted")
+    attempt = await eventually(lambda: Attempt.filter(job_id=rayjob["metadata"]["uid"]).first())
+    assert (attempt.quota_reserved_at, attempt.ended_at, attempt.end_reason) == (
+        at("08:30:00", 19),
+        at("09:00:00", 19),
+        "Preempted",
+    )
+
+
+async def test_without_kueue_nothing_changes_and_nothing_is_said_per_object(
+    cluster: Cluster, operator: OperatorProcess, archive: str
+) -> None:
+    job = await cluster.create(PYTORCHJOBS, pytorch_job())
+    await attempt_pods(cluster, job, "10:06:00", "11:00:20", gone=False)
+
+    async def recorded() -> bool:
+        return await Pod.filter(job_id=job["metadata"]["uid"]).count() == 4
+
+    await eventually(recorded)
+    said = [line for line in operator.log().splitlines() if "orkload" in line]
+    assert len(said) == 1 and "Unresolved resources" in said[0], said
+    assert await Attempt.all().count() == 0 and await Wait.all().count() == 0
