@@ -90,3 +90,9 @@ last_seen  # unused variable (operator/jobarchive/core/rows.py:224): Kueue's att
 preempted_gpu_hours  # unused variable (operator/jobarchive/reading/queries/preemptions.py:34): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
 evicted_gpu_hours  # unused variable (operator/jobarchive/reading/queries/preemptions.py:35): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
 kueue_facts  # unused function (operator/jobarchive/reading/queries/preemptions.py:43): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
+quota_id  # unused variable (operator/jobarchive/core/rows.py:237): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44
+queue_id  # unused variable (operator/jobarchive/core/rows.py:239): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44
+borrowing_limit  # unused variable (operator/jobarchive/core/rows.py:245): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44
+lending_limit  # unused variable (operator/jobarchive/core/rows.py:246): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44
+valid_from  # unused variable (operator/jobarchive/core/rows.py:247): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44
+valid_until  # unused variable (operator/jobarchive/core/rows.py:248): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44

@@ -1,5 +1,5 @@
-"""Kopf bindings: one ``@kopf.on.event`` handler per tracked kind, plus Kueue's Workloads,
-Pods and Events, and the operator's start, stop and liveness probe.
+"""Kopf bindings: one ``@kopf.on.event`` handler per tracked kind, plus Kueue's Workloads
+and ClusterQueues, Pods and Events, and the operator's start, stop and liveness probe.
 
 Only event-watching handlers are used: they keep no state on the objects, so Kopf
 never patches, annotates or finalizes anything it watches. Kopf's posting of
@@ -32,7 +32,14 @@ import kopf
 
 from jobarchive import app
 from jobarchive.config import Settings
-from jobarchive.core.kinds import BATCH_JOB, INTERMEDIATE_KINDS, KUEUE_GROUP, WORKLOADS, JobKind
+from jobarchive.core.kinds import (
+    BATCH_JOB,
+    CLUSTER_QUEUES,
+    INTERMEDIATE_KINDS,
+    KUEUE_GROUP,
+    WORKLOADS,
+    JobKind,
+)
 from jobarchive.infra.scope import Scope
 from jobarchive.maintenance.peering import Peering
 
@@ -145,8 +152,8 @@ def _cause(record: logging.LogRecord) -> str:
 def register(settings: Settings) -> None:
     """Register the operator's handlers with Kopf: its start (which builds the operator
     from ``settings``), stop and probes; one handler per tracked job kind and per
-    intermediate kind; batch Jobs, Kueue's Workloads, pods and Events. Watches Kopf's
-    log for watches that end."""
+    intermediate kind; batch Jobs, Kueue's Workloads and ClusterQueues, pods and Events.
+    Watches Kopf's log for watches that end."""
     ended = EndedWatches()
     logging.getLogger(KOPF_LOGGER).addHandler(ended)
     kopf.on.startup()(functools.partial(start, configured=settings))
@@ -166,6 +173,7 @@ def register(settings: Settings) -> None:
     # No version: the one the API server prefers, v1beta2 where Kueue serves it. Without
     # Kueue, Kopf says once at start that it cannot serve it (as for any kind not installed).
     kopf.on.event(KUEUE_GROUP, WORKLOADS)(record_workload)
+    kopf.on.event(KUEUE_GROUP, CLUSTER_QUEUES)(record_cluster_queue)
     kopf.on.event("v1", "pods")(record_pod)
     kopf.on.event("v1", "events")(record_event)
 
@@ -335,6 +343,14 @@ async def record_workload(
     """Record a Kueue Workload of a tracked job as its attempts and waits."""
     with _taken(event) as body:
         await _operator(memo).recorder.workload(type, body)
+
+
+async def record_cluster_queue(
+    type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any
+) -> None:
+    """Record a Kueue ClusterQueue's GPU quotas as they change (decision 44)."""
+    with _taken(event) as body:
+        await _operator(memo).recorder.cluster_queue(type, body)
 
 
 async def record_pod(type: str | None, event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from jobarchive.config import load, validate_db_url
-from jobarchive.core.kinds import INTERMEDIATE_KINDS, KUEUE_GROUP, WORKLOADS
+from jobarchive.core.kinds import CLUSTER_QUEUES, INTERMEDIATE_KINDS, KUEUE_GROUP, WORKLOADS
 from jobarchive.reading import auth
 from testbed.operator import REPO
 from tests.support.manifests import (
@@ -150,10 +150,13 @@ def test_the_role_can_read_every_tracked_kind_pods_and_events() -> None:
         assert {"get", "list", "watch"} <= verbs.get(resource, set()), resource
 
 
-def test_the_role_reads_kueues_workloads_and_nothing_more_of_kueue() -> None:
+def test_the_role_reads_kueues_workloads_and_cluster_queues_and_nothing_more_of_kueue() -> None:
     verbs = granted(one("ClusterRole", "jobarchive"))
     kueue = {resource: allowed for resource, allowed in verbs.items() if resource[0] == KUEUE_GROUP}
-    assert kueue == {(KUEUE_GROUP, WORKLOADS): {"get", "list", "watch"}}
+    assert kueue == {
+        (KUEUE_GROUP, WORKLOADS): {"get", "list", "watch"},
+        (KUEUE_GROUP, CLUSTER_QUEUES): {"get", "list", "watch"},
+    }
 
 
 def test_the_role_cannot_write_anything_it_watches() -> None:

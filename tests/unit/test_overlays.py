@@ -170,7 +170,12 @@ def test_the_shard_role_reads_every_tracked_kind_and_writes_only_its_peering() -
     verbs = granted(role)
     cluster_role = granted(by_name(plain())["ClusterRole", "jobarchive"])
     # What the cluster-wide operator reads in every namespace, the shard reads in its own.
-    cluster_wide = ("namespaces", "customresourcedefinitions", "clusterkopfpeerings")
+    cluster_wide = (
+        "namespaces",
+        "customresourcedefinitions",
+        "clusterkopfpeerings",
+        "clusterqueues",
+    )
     namespaced = {
         resource: allowed
         for resource, allowed in cluster_role.items()
@@ -184,6 +189,7 @@ def test_the_shard_role_reads_every_tracked_kind_and_writes_only_its_peering() -
     assert granted(cluster) == {
         ("", "namespaces"): {"get", "list", "watch"},
         ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
+        ("kueue.x-k8s.io", "clusterqueues"): {"get", "list", "watch"},
         **{review: {"create"} for review in REVIEWS},
     }
 

@@ -4,8 +4,16 @@ import typing
 
 import pytest
 
-from jobarchive.core.rows import AttemptRow, EventRow, JobRow, LogTailRow, PodRow, WaitRow
-from jobarchive.storage.kueue import Attempt, Wait
+from jobarchive.core.rows import (
+    AttemptRow,
+    EventRow,
+    JobRow,
+    LogTailRow,
+    PodRow,
+    QuotaRow,
+    WaitRow,
+)
+from jobarchive.storage.kueue import Attempt, Quota, Wait
 from jobarchive.storage.models import WRITTEN, Event, Job, LogTail, Pod, Stamped
 
 SHAPES = [
@@ -15,6 +23,7 @@ SHAPES = [
     (LogTailRow, LogTail),
     (AttemptRow, Attempt),
     (WaitRow, Wait),
+    (QuotaRow, Quota),
 ]
 
 

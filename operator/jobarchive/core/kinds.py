@@ -83,6 +83,8 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 WORKLOAD = "Workload"
 WORKLOADS = "workloads"
 WORKLOAD_VERSIONS = ("v1beta2", "v1beta1")
+# Kueue's ClusterQueue (decision 44): cluster-scoped, its quotas recorded over time.
+CLUSTER_QUEUES = "clusterqueues"
 
 
 def is_workload(api_version: object, kind: object) -> bool:

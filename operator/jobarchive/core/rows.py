@@ -229,8 +229,31 @@ class WaitRow(TypedDict):
     cluster: NotRequired[str | None]
 
 
-# The rows of the recorded objects (and of Kueue's attempts and waits), upserted by key.
-Row = JobRow | PodRow | EventRow | AttemptRow | WaitRow
+class QuotaRow(TypedDict):
+    """A ``queue_quota`` row: a Kueue ClusterQueue's quota of one flavor and accelerator
+    resource, in whole GPUs, from when it was seen in force (``valid_from``) until it
+    changed or the queue went (``valid_until``; NULL while in force), by ``quota_id``."""
+
+    quota_id: str
+    version: str
+    queue_id: str
+    cluster_queue: str
+    cohort: str | None
+    flavor: str
+    resource: str
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+    valid_from: datetime.datetime
+    valid_until: datetime.datetime | None
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
+
+
+# The rows of the recorded objects (and of Kueue's attempts, waits and quotas), upserted
+# by key.
+Row = JobRow | PodRow | EventRow | AttemptRow | WaitRow | QuotaRow
 # Every row the writer takes: the recorded objects', and the log tails' (inserted once).
 WrittenRow = Row | LogTailRow
 # The rows whose object can be gone from the cluster (Events have no such state).

@@ -15,11 +15,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
-from jobarchive.core.rows import AttemptRow, JobRow
+from jobarchive.core.rows import AttemptRow, JobRow, QuotaRow
 from jobarchive.recording.attribution import Attributed, Attribution, Subject
 from jobarchive.recording.convert import IntermediateLink, NameLink, OwnerLink
 from jobarchive.storage.models import Job
-from jobarchive.storage.store import Store
+from jobarchive.storage.store import Store, quotas_of
 from jobarchive.storage.waiting import ride_out
 
 K = TypeVar("K", bound=Hashable)
@@ -121,6 +121,10 @@ class Lookups:
     async def latest_attempt(self, workload_uid: str) -> AttemptRow | None:
         """The stored row of a Workload's latest attempt, if one is stored."""
         return await ride_out(lambda: self.store.latest_attempt(workload_uid))
+
+    async def quotas_of(self, queue_uid: str) -> tuple[bool, list[QuotaRow]]:
+        """Whether any quota row of a ClusterQueue is stored, and its rows in force."""
+        return await ride_out(lambda: quotas_of(self.store, queue_uid))
 
     async def _ask_job(self, job_uid: str) -> None:
         row = await self.job_row(job_uid)

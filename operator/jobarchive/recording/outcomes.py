@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from jobarchive.core.rows import AttemptRow, EventRow, JobRow, PodRow, WaitRow
+from jobarchive.core.rows import AttemptRow, EventRow, JobRow, PodRow, QuotaRow, WaitRow
 from jobarchive.core.untrusted import mapping, text
 from jobarchive.infra import metrics
 from jobarchive.infra.logs import shown
@@ -20,7 +20,7 @@ from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 
-R = TypeVar("R", JobRow, PodRow, EventRow, AttemptRow, WaitRow)
+R = TypeVar("R", JobRow, PodRow, EventRow, AttemptRow, WaitRow, QuotaRow)
 # Objects named in one line about what was dropped or expired; the rest are counted.
 NAMED_IN_A_LINE = 5
 # Each one's namespace/name is cut to this there, so that five fit a line.
@@ -104,8 +104,14 @@ class RowWriter:
                     self.tails.recorded(str(fields["pod_id"]), str(fields["job_id"]))
                 continue
             namespace = row.get("namespace", row.get("obj_namespace")) or "-"
-            # A Workload's attempt or wait is named by its Workload (a wait, by its uid).
-            name = fields.get("name") or fields.get("workload_name") or fields.get("workload_id")
+            # A Workload's attempt or wait is named by its Workload (a wait, by its uid); a
+            # quota by its ClusterQueue.
+            name = (
+                fields.get("name")
+                or fields.get("workload_name")
+                or fields.get("workload_id")
+                or fields.get("cluster_queue")
+            )
             logger.error(
                 "Could not store %s %s/%s: %s",
                 kind,

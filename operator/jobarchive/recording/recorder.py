@@ -7,7 +7,7 @@ job (directly or through an intermediate object: a JobSet, a batch Job, a
 RayCluster; Events also through Kueue's Workload) in the job's own namespace, and
 what cannot be attributed yet waits in ``Attribution`` instead of being dropped, as
 its converted row. Kueue's Workloads become their jobs' attempts and waits
-(``admissions``).
+(``admissions``), its ClusterQueues their quotas over time (``capacity``).
 
 ``Recorder`` finds the job each object names (its owner, a label, the subject of an
 Event), asking the database through ``lookups`` when memory cannot say;
@@ -40,6 +40,7 @@ from jobarchive.recording.attribution import (
     Attribution,
     Waiting,
 )
+from jobarchive.recording.capacity import CLUSTER_QUEUE, Capacities
 from jobarchive.recording.lookups import Lookups
 from jobarchive.recording.outcomes import RowWriter, describe, reason
 from jobarchive.recording.settling import Intermediates, Roles, Settler
@@ -127,6 +128,7 @@ class Recorder:
         self.settler = Settler(attribution, self.lookups, self.rows, self.roles)
         self.intermediates = Intermediates(settings, attribution, self.settler)
         self.admissions = Admissions(settings, attribution, self.lookups, self.settler)
+        self.capacities = Capacities(settings.accelerators, self.lookups, self.rows)
         self.settler.dropped(
             attribution.bound_waiting(settings.waiting_max, settings.waiting_bytes)
         )
@@ -181,6 +183,12 @@ class Recorder:
         with self._guard(WORKLOAD, body):
             gone = event_type == DELETED
             await self.admissions.seen(body, gone, changed_at(event_type, body))
+
+    async def cluster_queue(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Record a Kueue ClusterQueue's GPU quotas as they change."""
+        with self._guard(CLUSTER_QUEUE, body):
+            gone = event_type == DELETED
+            await self.capacities.seen(body, gone, changed_at(event_type, body))
 
     async def batch_job(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A batch Job: a training job of its own when opted in (no controller, labels

@@ -102,3 +102,31 @@ class Wait(Stamped):
         table = "job_wait"
         # A job's waits in order (its detail, retention).
         indexes = (("job_id", "first_seen"),)
+
+
+class Quota(Stamped):
+    """A ClusterQueue's quota of one flavor and accelerator resource (``queue_quota``),
+    in whole GPUs, over the time it was in force: a history, one row per change, so that
+    usage integrates each period against the quota of each of its parts (decision 44).
+
+    A ClusterQueue is cluster-scoped: the row has no namespace, only its cluster.
+    """
+
+    id = fields.BigIntField(primary_key=True)
+    quota_id = fields.CharField(max_length=KEY_LENGTH, unique=True)
+    version = fields.CharField(max_length=VERSION_LENGTH)
+    queue_id = fields.CharField(max_length=UID_LENGTH)
+    cluster_queue = fields.CharField(max_length=NAME_LENGTH)
+    cohort = fields.CharField(max_length=NAME_LENGTH, null=True)
+    flavor = fields.CharField(max_length=NAME_LENGTH)
+    resource = fields.CharField(max_length=NAME_LENGTH)
+    nominal = fields.BigIntField()
+    borrowing_limit = fields.BigIntField(null=True)
+    lending_limit = fields.BigIntField(null=True)
+    valid_from = fields.DatetimeField()
+    valid_until = fields.DatetimeField(null=True)
+
+    class Meta:
+        table = "queue_quota"
+        # A queue's rows in force (the recorder's lookup after a restart); a window's.
+        indexes = (("queue_id", "valid_until"), ("valid_from", "cluster_queue"))

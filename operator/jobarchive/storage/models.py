@@ -40,7 +40,7 @@ from jobarchive.core.rows import (
     UID_LENGTH,
     VERSION_LENGTH,
 )
-from jobarchive.storage.kueue import Attempt, Wait
+from jobarchive.storage.kueue import Attempt, Quota, Wait
 from jobarchive.storage.stamped import Stamped as Stamped
 from jobarchive.storage.stamped import utcnow as utcnow
 
@@ -321,6 +321,7 @@ TABLES: dict[type[Stamped], Table] = {
     Event: _table(Event, "event_id"),
     Attempt: _table(Attempt, "attempt_id"),
     Wait: _table(Wait, "wait_id"),
+    Quota: _table(Quota, "quota_id"),
 }
 
 

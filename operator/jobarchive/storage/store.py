@@ -24,6 +24,7 @@ from jobarchive.core.rows import (
     EventRow,
     JobRow,
     PodRow,
+    QuotaRow,
     Row,
     WrittenRow,
 )
@@ -31,7 +32,7 @@ from jobarchive.core.times import aware
 from jobarchive.infra.logs import shown
 from jobarchive.storage import daily, dialects
 from jobarchive.storage import database as db
-from jobarchive.storage.kueue import Attempt
+from jobarchive.storage.kueue import Attempt, Quota
 from jobarchive.storage.models import INSERTED, TABLES, Event, Job, Pod, Stamped, Table, utcnow
 
 # Keep one statement well under SQLite's 32,766 bound parameters and MySQL's packet
@@ -345,3 +346,22 @@ class Store:
             .values_list("pod_id", "job_id")
         )
         return [(str(pod), str(job)) for pod, job in rows]
+
+
+async def quotas_of(store: Store, queue_uid: str) -> tuple[bool, list[QuotaRow]]:
+    """Whether the store's cluster's archive holds any quota row of a ClusterQueue, and
+    its rows in force (``valid_until`` NULL), as the upsert takes them (times aware)."""
+    rows = Quota.filter(cluster=store.cluster, queue_id=queue_uid).using_db(store.connection)
+    found = await rows.filter(valid_until__isnull=True).values()
+    known = bool(found) or await rows.exists()
+    return known, [
+        cast(
+            QuotaRow,
+            {
+                k: aware(v) if isinstance(v, datetime.datetime) else v
+                for k, v in row.items()
+                if k != "id"
+            },
+        )
+        for row in found
+    ]
