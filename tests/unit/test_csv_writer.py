@@ -89,6 +89,12 @@ def usage_rows(draw: st.DrawFn, group: str, every: bool) -> dict[str, Any]:
     reason = st.fixed_dictionaries(
         {"reason": TEXT, "gpu_hours": st.floats(0, 1e6), "jobs": st.integers(0, 10**6)}
     )
+    if group == usage.CLUSTER_QUEUE:
+        return {
+            group: draw(FIELD),
+            **({"period": draw(st.sampled_from(["2026-11-20", "2026-11"]))} if every else {}),
+            **{name: draw(NUMBER) for name in usage.QUEUE_FIGURES},
+        }
     return {
         group: draw(FIELD),
         **({"period": draw(st.sampled_from(["2026-11-20", "2026-11"]))} if every else {}),
@@ -106,7 +112,12 @@ def test_the_usage_csv_reads_back_as_written_and_runs_nothing(
     names = usage.columns(group, "day" if every else None)
     rows = data.draw(st.lists(usage_rows(group, every), max_size=4))
     text = usage.to_csv(rows, names)
-    written = [{**row, usage.REASONS: usage.reasons_text(row[usage.REASONS])} for row in rows]
+    written = [
+        {**row, usage.REASONS: usage.reasons_text(row[usage.REASONS])}
+        if usage.REASONS in row
+        else row
+        for row in rows
+    ]
     types = usage_types(names)
     with tempfile.TemporaryDirectory() as folder:
         path = pathlib.Path(folder) / "usage.csv"

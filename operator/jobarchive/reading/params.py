@@ -40,8 +40,17 @@ LOG_TAILS_MAX = 100
 STATS_GROUPS = ("status", "kind", "owner", "namespace", "tenant")
 DEFAULT_GROUP = "status"
 # What usage rolls up by: a job's columns (``cluster`` among them, decision 35), and its
-# pods' nodes.
-USAGE_GROUPS = ("namespace", "owner", "tenant", "queue", "kind", "node", "cluster")
+# pods' nodes; and the Kueue cluster queue its jobs were admitted to (decision 44).
+USAGE_GROUPS = (
+    "namespace",
+    "owner",
+    "tenant",
+    "queue",
+    "kind",
+    "node",
+    "cluster",
+    "clusterqueue",
+)
 # What a DATETIME column can hold; a bound beyond it means "no bound" and is clamped.
 EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)
 LATEST = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)

@@ -28,8 +28,19 @@ COUNTS = ("jobs", "succeeded", "failed")
 WAIT_PERCENTS = (50, 95)
 WAIT_FIGURES = tuple(f"queue_wait_p{p}_s" for p in WAIT_PERCENTS)
 FIGURES = ("gpu_hours", "failed_gpu_hours", "cpu_hours", *WAIT_FIGURES)
+# By Kueue's cluster queue (decision 44, ``reading.utilization``): other figures.
+CLUSTER_QUEUE = "clusterqueue"
+QUEUE_WAITS = ("queue_wait", "quota_wait", "start_wait")
+QUEUE_FIGURES = (
+    "allocated_gpu_hours",
+    "quota_gpu_hours",
+    "utilization",
+    "borrowed_gpu_hours",
+    "preempted_gpu_hours",
+    *(f"{wait}_p{p}_s" for wait in QUEUE_WAITS for p in WAIT_PERCENTS),
+)
 # The columns written as numbers; the group, the period and the reasons are text.
-NUMBERS = frozenset((*COUNTS, *FIGURES))
+NUMBERS = frozenset((*COUNTS, *FIGURES, *QUEUE_FIGURES))
 REASONS = "top_failure_reasons"
 
 
@@ -279,8 +290,12 @@ def finished_row(
 
 def columns(group: str, every: str | None) -> tuple[str, ...]:
     """The columns of a roll-up's rows: the group under its dimension's name, the
-    period when asked for, the counts, the figures, the costliest reasons."""
-    return (group, *(("period",) if every else ()), *COUNTS, *FIGURES, REASONS)
+    period when asked for, the counts, the figures, the costliest reasons; by cluster
+    queue, the queue's figures (``QUEUE_FIGURES``)."""
+    period = ("period",) if every else ()
+    if group == CLUSTER_QUEUE:
+        return (group, *period, *QUEUE_FIGURES)
+    return (group, *period, *COUNTS, *FIGURES, REASONS)
 
 
 def reasons_text(reasons: Iterable[Mapping[str, Any]]) -> str:
@@ -292,7 +307,9 @@ def to_csv(rows: Iterable[Mapping[str, Any]], names: Sequence[str]) -> str:
     """The rows as CSV with a header line, by the one writer (``csvsafe``): the counts
     and figures as numbers (a missing figure an empty cell), every other column as text,
     the reasons as ``reasons_text``."""
-    cells = ({**row, REASONS: reasons_text(row[REASONS])} for row in rows)
+    cells = (
+        {**row, REASONS: reasons_text(row[REASONS])} if REASONS in names else row for row in rows
+    )
     return csvsafe.table(cells, names, NUMBERS)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from jobarchive.reading import usage
 from jobarchive.reading.params import BadQuery, Clusters, Named, check_namespace, one_of
+from jobarchive.reading.queries.allocation import queue_rollup
 from jobarchive.reading.queries.facts import first_ran_sql
 from jobarchive.reading.queries.windows import Window, period_sql
 from jobarchive.storage import daily
@@ -232,7 +233,8 @@ async def rollup(
     """The usage rows of [since, until) by ``group_by``, per ``every`` period when asked
     for (``usage.columns`` names them); BadQuery for input that cannot be answered.
     ``from_pods``: the pods' hours all read from the pods (the same figures, slower);
-    ``cluster``: one cluster's jobs, those of a caller's scope, or (None) every cluster's."""
+    ``cluster``: one cluster's jobs, those of a caller's scope, or (None) every cluster's.
+    By ``clusterqueue``, the queues' figures instead (``queries.allocation``)."""
     group = usage.group_of(group_by)
     period = one_of("every", every, usage.EVERY)
     start, end = usage.window(since, until)
@@ -242,6 +244,8 @@ async def rollup(
         raise BadQuery(Named("every"), f": {exc}; narrow the window") from None
     namespace = check_namespace(namespace)
     w = Window(group, start, end, namespace, period, cluster)
+    if group == usage.CLUSTER_QUEUE:
+        return await queue_rollup(w, cut)
     counts = await _job_counts(w, cut)
     usage.check_rows(group, counts, len(cut))
     hours, days = await _hours(w, cut, from_pods)
