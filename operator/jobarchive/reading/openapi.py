@@ -4,7 +4,7 @@ parameter tables, so they cannot drift) and the shape of every answer, as JSON S
 
 from typing import Any
 
-from jobarchive.reading import queries
+from jobarchive.reading import queries, usage
 from jobarchive.reading.described import (
     CURSOR,
     EVENT,
@@ -142,13 +142,21 @@ SCHEMAS: dict[str, Schema] = {
                 "items": {
                     "type": "object",
                     "description": "One group (named by its dimension: namespace, owner, "
-                    "...) and, with every, its UTC period (period: YYYY-MM-DD, or YYYY-MM); "
+                    "...) and, with every, its UTC period (period: YYYY-MM-DD, or YYYY-MM); by "
+                    "clusterqueue, the queue's allocated, quota, borrowed and preempted "
+                    "GPU-hours, utilization and waits (null where unknown); "
                     "as text/csv when asked for by Accept, the reasons as reason=hours; ...",
                     "properties": {
                         **{name: NUMBER for name in ("jobs", "succeeded", "failed")},
                         **{name: HOURS for name in ("gpu_hours", "failed_gpu_hours", "cpu_hours")},
                         "queue_wait_p50_s": SECONDS,
                         "queue_wait_p95_s": SECONDS,
+                        # By clusterqueue (decision 44): none of the above but the waits.
+                        **{
+                            name: SECONDS
+                            for name in usage.QUEUE_FIGURES
+                            if name not in ("queue_wait_p50_s", "queue_wait_p95_s")
+                        },
                         "top_failure_reasons": {
                             "type": "array",
                             "items": _object(

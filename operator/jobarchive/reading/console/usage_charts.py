@@ -28,15 +28,20 @@ def _named(value: Any) -> str:
 
 
 def gpu_days(
-    rows: Sequence[dict[str, Any]], group: str, days: Sequence[str], link: Linked | None = None
+    rows: Sequence[dict[str, Any]],
+    group: str,
+    days: Sequence[str],
+    link: Linked | None = None,
+    figure: str = "gpu_hours",
 ) -> DayChart:
     """GPU-hours per day stacked by ``group`` from the roll-up's rows by day: a day chart
     whose segments' ``status`` is the group's colour (0 the costliest, ``SERIES`` the
     rest), whose legend (``statuses``) names the groups, and whose segments lead to
-    ``link(day, group's value)`` (never the rest's)."""
+    ``link(day, group's value)`` (never the rest's). ``figure``: the rows' GPU-hours
+    (a cluster queue's are ``allocated_gpu_hours``)."""
     totals: dict[str, float] = {}
     for row in rows:
-        totals[_named(row[group])] = totals.get(_named(row[group]), 0.0) + row["gpu_hours"]
+        totals[_named(row[group])] = totals.get(_named(row[group]), 0.0) + row[figure]
     ranked = sorted(totals, key=lambda name: (-totals[name], name))
     shown = ranked[:SERIES] + ([OTHERS] if len(ranked) > SERIES else [])
     hours: dict[str, dict[str, float]] = {day: {} for day in days}
@@ -45,7 +50,7 @@ def gpu_days(
         series = name if name in shown else OTHERS
         if row["period"] in hours:
             per = hours[row["period"]]
-            per[series] = per.get(series, 0.0) + row["gpu_hours"]
+            per[series] = per.get(series, 0.0) + row[figure]
     return stack(
         hours,
         shown,
