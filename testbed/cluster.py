@@ -75,6 +75,10 @@ REVIEWS = (TOKEN_REVIEWS, ACCESS_REVIEWS)
 # served only where a test installs Kueue (``Cluster.serve``), not by default.
 WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 WORKLOADS_V1BETA1 = Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload")
+# Kueue's ClusterQueue: cluster-scoped, served where a test installs Kueue.
+CLUSTER_QUEUES = Resource(
+    "kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue", namespaced=False
+)
 
 
 def job_resource(kind: JobKind) -> Resource:
