@@ -119,8 +119,8 @@ def test_migrating_adds_the_unique_keys_and_widens_kubedls_narrow_columns(
         "WHERE TABLE_SCHEMA = DATABASE() AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' "
         "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
     )
-    # The log tails', the usage roll-up's and Kueue's attempts' and waits' tables are the
-    # archive's own: migrate creates them whole.
+    # The log tails', the usage roll-up's and Kueue's attempts', waits' and queues' quotas'
+    # tables are the archive's own: migrate creates them whole.
     assert unique == [
         ("container_log_tail", "pod_id"),
         ("container_log_tail", "container"),
@@ -129,6 +129,7 @@ def test_migrating_adds_the_unique_keys_and_widens_kubedls_narrow_columns(
         ("job_attempt", "attempt_id"),
         ("job_info", "job_id"),
         ("job_wait", "wait_id"),
+        ("queue_quota", "quota_id"),
         ("replica_info", "pod_id"),
         ("usage_day", "job_id"),
         ("usage_day", "day"),
