@@ -21,6 +21,7 @@ from bench import (
     logtails_bench,
     memory_bench,
     query_bench,
+    queues_bench,
     reads_bench,
     reviews_bench,
     scale_bench,
@@ -35,6 +36,7 @@ BENCHES = [
     "e2e",
     "queries",
     "usage",
+    "queues",
     "reads",
     "reviews",
     "fair",
@@ -101,6 +103,15 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
                 line(name, f"{p50:,.0f}" if p99 == 0 else f"{p50:.1f} / {p99:.1f}")
             month = timings["usage: a month by namespace, from the roll-up table"][0] / 1000
             results.append(ratio("usage of a month p50, s", month, 1.0, higher_is_better=False))
+        if "queues" in args.only:
+            url = databases.create("jobarchive_bench_queues")
+            pods = args.usage_jobs * args.usage_pods
+            print(f"Queues: a month of {args.usage_jobs:,} jobs and {pods:,} pods; p50 / p99 ms")
+            timings = await queues_bench.run(url, args.usage_jobs, args.usage_pods)
+            for name, (p50, p99) in timings.items():
+                line(name, f"{p50:.1f} / {p99:.1f}")
+            month = timings["usage by clusterqueue: a month"][0] / 1000
+            results.append(ratio("usage by clusterqueue of a month p50, s", month, 1.0, False))
         if "reads" in args.only:
             results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
         if "reviews" in args.only:

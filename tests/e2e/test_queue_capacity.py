@@ -72,7 +72,7 @@ async def test_usage_by_cluster_queue_across_a_quota_change_mid_day(
         "spec": changed["spec"],
         "metadata": {"managedFields": changed["metadata"]["managedFields"]},
     }
-    await cluster.patch(CLUSTER_QUEUES, None, queue["metadata"]["name"], patch)
+    await cluster.patch(CLUSTER_QUEUES, "", queue["metadata"]["name"], patch)
     await eventually(lambda: Quota.filter(cluster_queue="cq-a100", nominal=2).first())
     history = await Quota.filter(cluster_queue="cq-a100").order_by("valid_from")
     assert [(q.flavor, q.nominal, q.valid_from, q.valid_until) for q in history] == [
