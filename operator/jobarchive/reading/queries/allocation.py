@@ -18,11 +18,15 @@ from jobarchive.reading.params import BadQuery, Named
 from jobarchive.reading.queries.facts import first_ran_sql
 from jobarchive.reading.queries.windows import Window
 
-# The attempt a pod started in: its job's latest reserved at or before its start.
+# Each attempt with the reservation of its job's next (NULL for the latest), so that a
+# pod's attempt, its job's latest reserved at or before its start, is found by a range.
+_ATTEMPTS = (
+    "(SELECT x.job_id, x.cluster_queue, x.end_reason, x.quota_reserved_at, "
+    "LEAD(x.quota_reserved_at) OVER (PARTITION BY x.job_id ORDER BY x.quota_reserved_at) "
+    "AS next_at FROM job_attempt x WHERE x.cluster_queue IS NOT NULL) a"
+)
 _OWNING = (
-    "a.quota_reserved_at <= p.gmt_started AND NOT EXISTS (SELECT 1 FROM job_attempt x "
-    "WHERE x.job_id = a.job_id AND x.quota_reserved_at > a.quota_reserved_at "
-    "AND x.quota_reserved_at <= p.gmt_started)"
+    "a.quota_reserved_at <= p.gmt_started AND (a.next_at IS NULL OR p.gmt_started < a.next_at)"
 )
 _ATTEMPT_TIMES = ("quota_reserved_at", "admitted_at", "running_at", "ended_at")
 
@@ -36,9 +40,9 @@ async def _held(w: Window) -> list[dict[str, Any]]:
     pods = (
         f"SELECT {w.dialect.exact('a.cluster_queue')} AS grp, "
         f"CASE WHEN a.end_reason = '{PREEMPTED}' THEN 1 ELSE 0 END AS pre, p.gpus AS g, "
-        f"{w.rel(begun)} AS a, {w.rel(ending)} AS b FROM job_attempt a "
+        f"{w.rel(begun)} AS a, {w.rel(ending)} AS b FROM {_ATTEMPTS} "
         "JOIN replica_info p ON p.job_id = a.job_id JOIN job_info j ON j.job_id = a.job_id "
-        f"WHERE a.cluster_queue IS NOT NULL AND p.gpus > 0 AND p.gmt_started IS NOT NULL "
+        f"WHERE p.gpus > 0 AND p.gmt_started IS NOT NULL "
         f"AND p.gmt_started < {w.time(w.until)} "
         f"AND (p.gmt_finished IS NULL OR p.gmt_finished > {w.time(w.since)}) "
         f"AND {_OWNING}{w.scope()}"
