@@ -8,9 +8,10 @@ import io
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive.core.rows import AttemptRow, QuotaRow
-from jobarchive.reading import usage
+from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import BadQuery, rollup
 from jobarchive.storage.kueue import Attempt, Quota
 from jobarchive.storage.models import Job, Pod
@@ -202,3 +203,27 @@ async def test_the_csv_has_the_queue_s_columns(archive: None) -> None:
     header, first, *_ = csv.reader(io.StringIO(text))
     assert header == list(usage.columns("clusterqueue", "day"))
     assert first[:8] == ["gpu-a", "2026-11-20", "46.0", "144.0", "0.3194", "8.0", "10.0", "3600.0"]
+
+
+async def test_the_api_and_the_console_answer_the_same_rows(archive: None) -> None:
+    window = "since=2026-11-20T00:00:00Z&until=2026-11-22T00:00:00Z"
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).site())) as client:
+        answer = await client.get(f"{api.PREFIX}/usage?by=clusterqueue&{window}")
+        assert answer.status == 200
+        items = (await answer.json())["items"]
+        csv_answer = await client.get(
+            f"{api.PREFIX}/usage?by=clusterqueue&{window}", headers={"Accept": "text/csv"}
+        )
+        csv_text = await csv_answer.text()
+        page = await client.get(f"/usage?by=clusterqueue&{window}")
+        html = await page.text()
+        refused = await client.get(f"{api.PREFIX}/usage?by=clusterqueue&namespace=team-a&{window}")
+        said = await refused.text()
+    assert items == await rollup("clusterqueue", since=SINCE, until=UNTIL)
+    [header, *_] = csv.reader(io.StringIO(csv_text))
+    assert header == list(usage.columns("clusterqueue", None))
+    assert page.status == 200, html
+    row = next(r for r in html.split('<tr class="usage-row">')[1:] if "gpu-a" in r)
+    cells = [cell.split("</td>")[0] for cell in row.split('<td class="number">')[1:6]]
+    assert cells == ["171", "276", "0.62", "11", "18"]
+    assert refused.status == 400 and "namespace" in said
