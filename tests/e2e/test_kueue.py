@@ -3,14 +3,11 @@ as Kueue v0.19 writes them (tests/fixtures/kueue/: conditions with their reasons
 messages, admission, requeueState, schedulingStats), each scenario's figures computed
 here by hand (decision 43)."""
 
-import copy
 import datetime
-from typing import Any
 
 import pytest
 
 from jobarchive.core.attempts import Figures
-from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.reading.queries.preemptions import kueue_facts
 from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import Event, Pod
@@ -22,19 +19,16 @@ from testbed.cluster import (
     WORKLOADS_V1BETA1,
     Cluster,
     Resource,
-    job_resource,
     resource_of,
 )
 from testbed.operator import OperatorProcess
+from tests.support.kueue_workloads import JOBS, PYTORCHJOBS, Workload, attempt_pods, pytorch_job
 from tests.support.operators import OperatorFactory
-from tests.support.usage_workload import pod_body, started
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
-PYTORCHJOBS = resource_of("kubeflow.org", "PyTorchJob")
 TFJOBS = resource_of("kubeflow.org", "TFJob")
 RAYJOBS = resource_of("ray.io", "RayJob")
-JOBS = [job_resource(kind) for kind in BUILTIN_KINDS]
 
 
 def at(clock: str, day: int = 20) -> datetime.datetime:
@@ -54,57 +48,6 @@ async def serving(cluster: Cluster, start: OperatorFactory, workloads: Resource)
 async def kueue(cluster: Cluster, start_operator: OperatorFactory) -> OperatorProcess:
     """An operator on a cluster where Kueue serves v1beta2 Workloads."""
     return await serving(cluster, start_operator, WORKLOADS)
-
-
-class Workload:
-    """One Workload in the emulated API, moved from state to state of its fixtures as
-    Kueue writes them: the status whole, the managed fields' times."""
-
-    def __init__(self, cluster: Cluster, resource: Resource = WORKLOADS) -> None:
-        self.cluster = cluster
-        self.resource = resource
-        self.body: dict[str, Any] = {}
-
-    async def create(self, state: str, **meta: Any) -> dict[str, Any]:
-        self.body = o.with_meta(o.fixture(f"kueue/{state}.yaml"), **meta)
-        self.body = await self.cluster.create(self.resource, self.body)
-        return self.body
-
-    async def become(self, state: str | dict[str, Any]) -> None:
-        wanted = o.fixture(f"kueue/{state}.yaml") if isinstance(state, str) else state
-        status = {key: None for key in self.body.get("status", {})}
-        status.update(wanted["status"])
-        meta = self.body["metadata"]
-        patch = {
-            "status": status,
-            "metadata": {"managedFields": wanted["metadata"]["managedFields"]},
-        }
-        self.body = await self.cluster.patch(self.resource, meta["namespace"], meta["name"], patch)
-
-
-async def attempt_pods(
-    cluster: Cluster, job: dict[str, Any], start: str, finish: str, gone: bool
-) -> None:
-    """The job's master and three workers of one attempt, one GPU each, run from
-    ``start`` to ``finish`` (then deleted when ``gone``: the job suspended)."""
-    ns = job["metadata"]["namespace"]
-    for role, index in [("Master", 0), ("Worker", 0), ("Worker", 1), ("Worker", 2)]:
-        pod = pod_body(job, role, index, gpus=1)
-        pod["status"] = started(f"2026-11-20T{start}Z")
-        created = await cluster.create(PODS, pod)
-        done = o.terminated_status(pod["status"], 0, "Completed", f"2026-11-20T{finish}Z")
-        await cluster.patch(PODS, ns, created["metadata"]["name"], {"status": done})
-        if gone:
-            await cluster.delete(PODS, ns, created["metadata"]["name"])
-
-
-def pytorch_job() -> dict[str, Any]:
-    """The PyTorchJob of the fixtures' Workload: a master and three workers, a GPU each."""
-    job = copy.deepcopy(o.fixture("kueue-pytorchjob.yaml"))
-    del job["status"]
-    specs = job["spec"]["pytorchReplicaSpecs"]
-    specs["Worker"]["replicas"] = 3
-    return job
 
 
 async def test_a_job_preempted_then_readmitted_has_two_attempts_its_waits_and_its_costs(

@@ -17,8 +17,8 @@ from jobarchive.storage.kueue import Attempt, Quota
 from jobarchive.storage.models import Pod
 from testbed import objects as o
 from testbed.cluster import CLUSTER_QUEUES, EVENTS, PODS, WORKLOADS, Cluster
-from tests.e2e.test_kueue import JOBS, PYTORCHJOBS, Workload, attempt_pods, pytorch_job
 from tests.support.console import serving_console
+from tests.support.kueue_workloads import JOBS, PYTORCHJOBS, Workload, attempt_pods, pytorch_job
 from tests.support.operators import OperatorFactory
 from tests.support.small_archive import run
 from tests.support.waiting import eventually
