@@ -1,0 +1,156 @@
+"""The failure taxonomy's pass (decision 42): failed jobs classified from their stored
+rows, off the recording path.
+
+Evidence arrives at different times: a pod's row when it fails, its Events around it,
+its log tails later (read asynchronously, decision 19). So a job is classified once it
+finished ``settle`` seconds ago, and again whenever a log tail of it is stored after its
+class was written. A round takes at most ``BATCH_JOBS`` jobs and their rows, classifies
+them with the pure taxonomy (``core.evidence``) and hands the rows to ``write``: the
+writer's queue in the operator, a direct upsert in ``jobarchive migrate``. Only the
+rows of one cluster are read and written: a job's class is its own cluster's.
+"""
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from tortoise.expressions import Subquery
+
+from jobarchive.core.evidence import FAILED, Classified, JobEvidence, classify_job
+from jobarchive.core.rows import FailureRow
+from jobarchive.core.ruletable import Rule
+from jobarchive.infra.logs import shown
+from jobarchive.maintenance.peering import Activity
+from jobarchive.storage import failures
+from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.kueue import Attempt
+from jobarchive.storage.models import Event, Job, LogTail, Pod, utcnow
+from jobarchive.storage.store import Store
+
+logger = logging.getLogger(__name__)
+# Jobs per round: their pods, tails (each at most JOBARCHIVE_LOG_TAIL_BYTES), Events and
+# attempts are held at once (``infra.sizing`` counts them).
+BATCH_JOBS = 20
+# How long after a job finished its log tails are waited for before it is classified.
+SETTLE = 120.0
+# How long after a job's class was written a log tail stored later reclassifies it: a
+# tail is read within minutes of its container's end, or never.
+RECENT = 3600.0
+# Between rounds that found nothing to do.
+INTERVAL = 30.0
+
+Write = Callable[[list[FailureRow]], Awaitable[None]]
+
+
+class Classifier:
+    """Classifies the store's cluster's failed jobs in rounds, with ``rules``."""
+
+    def __init__(self, rules: Sequence[Rule], store: Store, write: Write) -> None:
+        self.rules = rules
+        self.store = store
+        self.write = write
+
+    @property
+    def cluster(self) -> str:
+        """The cluster whose jobs are classified: the store's, known once it started."""
+        return self.store.cluster
+
+    async def round(self, settle: float = SETTLE) -> int:
+        """Classify the next jobs due, unclassified ones first; returns how many."""
+        due = await self.unclassified(settle) or await self.changed()
+        if not due:
+            return 0
+        rows = [failure_row(job, self.classified(job, *await _rows(job))) for job in due]
+        await self.write(rows)
+        return len(rows)
+
+    def classified(self, job: dict[str, Any], *rows: Sequence[dict[str, Any]]) -> Classified:
+        """A job classified from its rows."""
+        pods, tails, events, attempts = rows
+        return classify_job(JobEvidence(job, pods, tails, events, attempts), self.rules)
+
+    async def unclassified(self, settle: float) -> list[dict[str, Any]]:
+        """Failed jobs finished ``settle`` seconds ago (or with no finish time) without a
+        class."""
+        cut = utcnow() - datetime.timedelta(seconds=settle)
+        done = FailedJob.filter(cluster=self.cluster).values("job_id")
+        jobs = Job.filter(cluster=self.cluster, status=FAILED, gmt_finished__lte=cut)
+        unfinished = Job.filter(cluster=self.cluster, status=FAILED, gmt_finished__isnull=True)
+        for query in (jobs, unfinished):
+            found = await query.exclude(job_id__in=Subquery(done)).limit(BATCH_JOBS).values(*_JOB)
+            if found:
+                return list(found)
+        return []
+
+    async def changed(self) -> list[dict[str, Any]]:
+        """Jobs classified within ``RECENT`` seconds a log tail of which was stored after
+        their class (a tail read later than ``settle``)."""
+        since = utcnow() - datetime.timedelta(seconds=RECENT)
+        stamps = dict(
+            await FailedJob.filter(cluster=self.cluster, gmt_modified__gte=since)
+            .order_by("gmt_modified")
+            .values_list("job_id", "gmt_modified")
+        )
+        late: list[str] = []
+        for tail_job, stored in await LogTail.filter(
+            job_id__in=list(stamps), cluster=self.cluster
+        ).values_list("job_id", "gmt_created"):
+            if stored > stamps[tail_job] and tail_job not in late:
+                late.append(tail_job)
+        return list(await Job.filter(job_id__in=late[:BATCH_JOBS]).values(*_JOB)) if late else []
+
+
+async def _rows(job: dict[str, Any]) -> tuple[list[dict[str, Any]], ...]:
+    """A job's pods, log tails, Events and Kueue attempts."""
+    uid = job["job_id"]
+    pods = await Pod.filter(job_id=uid).values(*_POD)
+    tails = await LogTail.filter(job_id=uid).values(*_TAIL)
+    events = await Event.filter(job_id=uid).values(*_EVENT)
+    attempts = await Attempt.filter(job_id=uid).values(*_ATTEMPT)
+    return list(pods), list(tails), list(events), list(attempts)
+
+
+def failure_row(job: dict[str, Any], classified: Classified) -> FailureRow:
+    """The ``job_failure`` row of a classified job."""
+    failure = classified.failure.failure
+    return {
+        "job_id": job["job_id"],
+        "version": job["version"],
+        "namespace": job["namespace"],
+        "failure_class": failure.failure_class,
+        "pod_id": classified.pod_id,
+        "pod_name": classified.pod_name,
+        "container": failure.container or None,
+        "exit_code": failure.exit_code,
+        "signal": failure.signal,
+        "detail": failure.detail,
+        "derived_exit_code": classified.failure.derived_exit_code,
+        "gmt_created": None,
+    }
+
+
+async def classify_forever(classifier: Classifier, activity: Activity) -> None:
+    """Rounds while this replica is the active one, at once after a full round, every
+    ``INTERVAL`` seconds otherwise; errors are logged, not fatal."""
+    while True:
+        if activity.standing_by:
+            await activity.until_active()
+        try:
+            done = await classifier.round()
+        except Exception as exc:
+            logger.warning(
+                "Classifying failed jobs failed, trying again later: %s",
+                shown(failures.describe(exc)),
+            )
+            done = 0
+        if done < BATCH_JOBS:
+            await asyncio.sleep(INTERVAL)
+
+
+_JOB = ("job_id", "version", "namespace", "status")
+_POD = ("pod_id", "name", "status", "remark", "gmt_created", "gmt_finished")
+_TAIL = ("pod_id", "container", "exit_code", "reason", "gmt_failed", "captured", "log_tail")
+_EVENT = ("obj_uid", "reason", "message", "first_timestamp", "last_timestamp")
+_ATTEMPT = ("quota_reserved_at", "end_reason", "underlying_cause", "message")
