@@ -12,7 +12,8 @@ from jobarchive.infra.rules import load_rules
 from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.text import tail
 from jobarchive.maintenance import retention
-from jobarchive.maintenance.classifying import Classifier
+from jobarchive.maintenance.classifying import CLASSIFIED, Classifier, classify_archive
+from jobarchive.storage import database as db
 from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
@@ -157,3 +158,24 @@ async def test_a_jobs_class_is_pruned_with_it(database: str) -> None:
     assert await FailedJob.all().count() == 1
     await retention.prune(FINISHED + datetime.timedelta(days=1))
     assert await FailedJob.all().count() == 0
+
+
+async def test_the_migrate_step_classifies_every_clusters_old_failed_jobs(database: str) -> None:
+    await failed_job()
+    await failed_pod("p0", remark="OOMKilled (exit code 137)")
+    await Store(cluster="east").upsert(Job, [rows.job("job-e", status="Failed")])
+    counted = await classify_archive(db.connection(), load_rules(), dry_run=True)
+    assert counted is not None and (counted.table, counted.what, counted.count) == (
+        "job_failure",
+        CLASSIFIED,
+        2,
+    )
+    assert await FailedJob.all().count() == 0
+    done = await classify_archive(db.connection(), load_rules(), dry_run=False)
+    assert done is not None and done.count == 2
+    classes = (
+        await FailedJob.all().order_by("job_id").values_list("job_id", "cluster", "failure_class")
+    )
+    assert classes == [("job-1", "default", "OOMKilled"), ("job-e", "east", "Unknown")]
+    # A second run finds nothing to do.
+    assert await classify_archive(db.connection(), load_rules(), dry_run=False) is None

@@ -12,10 +12,12 @@ rows of one cluster are read and written: a job's class is its own cluster's.
 
 import asyncio
 import datetime
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Subquery
 
 from jobarchive.core.evidence import FAILED, Classified, JobEvidence, classify_job
@@ -23,9 +25,10 @@ from jobarchive.core.rows import FailureRow
 from jobarchive.core.ruletable import Rule
 from jobarchive.infra.logs import shown
 from jobarchive.maintenance.peering import Activity
-from jobarchive.storage import failures
+from jobarchive.storage import failures, introspection
 from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.kueue import Attempt
+from jobarchive.storage.migration.steps import Step
 from jobarchive.storage.models import Event, Job, LogTail, Pod, utcnow
 from jobarchive.storage.store import Store
 
@@ -41,6 +44,13 @@ RECENT = 3600.0
 # Between rounds that found nothing to do.
 INTERVAL = 30.0
 
+# What ``jobarchive migrate`` says it did: what the rows of an old archive cannot tell.
+CLASSIFIED = (
+    "classify failed jobs from what they hold (a container without a log tail's row "
+    "known by its pod's remark alone; a tail never read leaves Error or Unknown)"
+)
+
+TABLE = FailedJob._meta.db_table
 Write = Callable[[list[FailureRow]], Awaitable[None]]
 
 
@@ -59,12 +69,22 @@ class Classifier:
 
     async def round(self, settle: float = SETTLE) -> int:
         """Classify the next jobs due, unclassified ones first; returns how many."""
-        due = await self.unclassified(settle) or await self.changed()
+        return await self.classify(await self.unclassified(settle) or await self.changed())
+
+    async def classify(self, due: list[dict[str, Any]]) -> int:
+        """Classify these jobs and write their rows; returns how many."""
         if not due:
             return 0
         rows = [failure_row(job, self.classified(job, *await _rows(job))) for job in due]
         await self.write(rows)
         return len(rows)
+
+    async def backlog(self) -> int:
+        """Classify every failed job without a class, however recent; returns how many."""
+        done = 0
+        while classified := await self.classify(await self.unclassified(0)):
+            done += classified
+        return done
 
     def classified(self, job: dict[str, Any], *rows: Sequence[dict[str, Any]]) -> Classified:
         """A job classified from its rows."""
@@ -129,6 +149,41 @@ def failure_row(job: dict[str, Any], classified: Classified) -> FailureRow:
         "derived_exit_code": classified.failure.derived_exit_code,
         "gmt_created": None,
     }
+
+
+async def classify_archive(
+    conn: BaseDBAsyncClient, rules: Sequence[Rule], dry_run: bool
+) -> Step | None:
+    """``jobarchive migrate``'s step: every cluster's failed jobs without a class (an
+    archive recorded before the taxonomy) classified from what their rows hold. A dry
+    run counts them on the schema as it is (neither ``cluster`` nor the table yet)."""
+    schema = introspection.of(conn)
+    if not await schema.columns(conn, Job._meta.db_table):
+        return None
+    if dry_run:
+        count = await _unclassified_count(conn, bool(await schema.columns(conn, TABLE)))
+        return Step(TABLE, CLASSIFIED, count) if count else None
+    unclassified = Job.filter(status=FAILED, cluster__isnull=False).exclude(
+        job_id__in=Subquery(FailedJob.all().values("job_id"))
+    )
+    count = 0
+    for cluster in sorted(set(await unclassified.using_db(conn).values_list("cluster", flat=True))):
+        store = Store(conn, str(cluster))
+        count += await Classifier(rules, store, functools.partial(_upsert, store)).backlog()
+    return Step(TABLE, CLASSIFIED, count) if count else None
+
+
+async def _unclassified_count(conn: BaseDBAsyncClient, classes: bool) -> int:
+    # A literal status, no parameter: the same SQL on every engine.
+    sql = f"SELECT COUNT(*) AS n FROM {Job._meta.db_table} WHERE status = '{FAILED}'"
+    if classes:
+        sql += f" AND job_id NOT IN (SELECT job_id FROM {TABLE})"
+    [row] = await conn.execute_query_dict(sql)
+    return int(row["n"])
+
+
+async def _upsert(store: Store, rows: list[FailureRow]) -> None:
+    await store.upsert(FailedJob, rows)
 
 
 async def classify_forever(classifier: Classifier, activity: Activity) -> None:
