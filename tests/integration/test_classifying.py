@@ -13,6 +13,8 @@ from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.text import tail
 from jobarchive.maintenance import retention
 from jobarchive.maintenance.classifying import CLASSIFIED, Classifier, classify_archive
+from jobarchive.reading.lists import JobQuery
+from jobarchive.reading.queries import jobs
 from jobarchive.storage import database as db
 from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.models import Event, Job, Pod
@@ -179,3 +181,35 @@ async def test_the_migrate_step_classifies_every_clusters_old_failed_jobs(databa
     assert classes == [("job-1", "default", "OOMKilled"), ("job-e", "east", "Unknown")]
     # A second run finds nothing to do.
     assert await classify_archive(db.connection(), load_rules(), dry_run=False) is None
+
+
+async def test_the_jobs_detail_shows_its_failure_and_the_list_filters_by_class(
+    database: str,
+) -> None:
+    await failed_job()
+    await failed_job("job-2")
+    await failed_pod("p0")
+    await failed_tail("p0", excerpt("pytorch-cuda-oom.log"), finished_at=at(5))
+    await failed_pod("q0", job="job-2", remark="OOMKilled (exit code 137)")
+    await classifier().round(settle=0)
+    detail = await jobs.job_detail("job-1")
+    assert detail is not None
+    failure = detail["failure"]
+    assert {k: v for k, v in failure.items() if k != "detail"} == {
+        "class": "GPUOutOfMemory",
+        "pod": "w-p0",
+        "container": "pytorch",
+        "exit_code": 1,
+        "signal": None,
+        "derived_exit_code": 1,
+    }
+    assert "CUDA out of memory" in failure["detail"]
+    page = await jobs.list_jobs(JobQuery(failure="GPUOutOfMemory"))
+    assert [row["job_id"] for row in page.items] == ["job-1"]
+    page = await jobs.list_jobs(JobQuery(failure="OOMKilled"))
+    assert [row["job_id"] for row in page.items] == ["job-2"]
+    assert (await jobs.list_jobs(JobQuery(failure="NCCLError"))).items == []
+    # A job not failed, or not classified yet, has none.
+    await Store().upsert(Job, [rows.job("job-3")])
+    running = await jobs.job_detail("job-3")
+    assert running is not None and running["failure"] is None
