@@ -95,7 +95,11 @@ def maintenance(
         reconciling = reconciler.run_forever(settings.resync_interval, activity)
         tasks.append(asyncio.create_task(reconciling))
         # Failed jobs classified (decision 42) where the archive is kept in step.
-        tasks.append(asyncio.create_task(classifying.classify_forever(classifier, activity)))
+        tasks.append(
+            asyncio.create_task(
+                classifying.classify_forever(classifier, activity, settings.failure_settle)
+            )
+        )
     if settings.retention_days:
         pruning = retention.prune_forever(
             settings.retention_days,

@@ -36,13 +36,14 @@ logger = logging.getLogger(__name__)
 # Jobs per round: their pods, tails (each at most JOBARCHIVE_LOG_TAIL_BYTES), Events and
 # attempts are held at once (``infra.sizing`` counts them).
 BATCH_JOBS = 20
-# How long after a job finished its log tails are waited for before it is classified.
+# How long after a job finished its log tails are waited for before it is classified
+# (JOBARCHIVE_FAILURE_SETTLE's default).
 SETTLE = 120.0
 # How long after a job's class was written a log tail stored later reclassifies it: a
 # tail is read within minutes of its container's end, or never.
 RECENT = 3600.0
-# Between rounds that found nothing to do.
-INTERVAL = 30.0
+# Between rounds that found nothing to do: a quarter of the settling time, within these.
+INTERVAL = (1.0, 30.0)
 
 # What ``jobarchive migrate`` says it did: what the rows of an old archive cannot tell.
 CLASSIFIED = (
@@ -186,14 +187,18 @@ async def _upsert(store: Store, rows: list[FailureRow]) -> None:
     await store.upsert(FailedJob, rows)
 
 
-async def classify_forever(classifier: Classifier, activity: Activity) -> None:
+async def classify_forever(
+    classifier: Classifier, activity: Activity, settle: float = SETTLE
+) -> None:
     """Rounds while this replica is the active one, at once after a full round, every
-    ``INTERVAL`` seconds otherwise; errors are logged, not fatal."""
+    quarter of ``settle`` (within ``INTERVAL``) otherwise; errors are logged, not fatal."""
+    low, high = INTERVAL
+    pause = min(max(settle / 4, low), high)
     while True:
         if activity.standing_by:
             await activity.until_active()
         try:
-            done = await classifier.round()
+            done = await classifier.round(settle)
         except Exception as exc:
             logger.warning(
                 "Classifying failed jobs failed, trying again later: %s",
@@ -201,7 +206,7 @@ async def classify_forever(classifier: Classifier, activity: Activity) -> None:
             )
             done = 0
         if done < BATCH_JOBS:
-            await asyncio.sleep(INTERVAL)
+            await asyncio.sleep(pause)
 
 
 _JOB = ("job_id", "version", "namespace", "status")
