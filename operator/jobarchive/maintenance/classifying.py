@@ -23,6 +23,7 @@ from tortoise.expressions import Subquery
 from jobarchive.core.evidence import FAILED, Classified, JobEvidence, classify_job
 from jobarchive.core.rows import FailureRow
 from jobarchive.core.ruletable import Rule
+from jobarchive.core.times import aware
 from jobarchive.infra.logs import shown
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage import failures, introspection
@@ -124,13 +125,18 @@ class Classifier:
 
 
 async def _rows(job: dict[str, Any]) -> tuple[list[dict[str, Any]], ...]:
-    """A job's pods, log tails, Events and Kueue attempts."""
+    """A job's pods, log tails, Events and Kueue attempts, their times aware."""
     uid = job["job_id"]
     pods = await Pod.filter(job_id=uid).values(*_POD)
     tails = await LogTail.filter(job_id=uid).values(*_TAIL)
     events = await Event.filter(job_id=uid).values(*_EVENT)
     attempts = await Attempt.filter(job_id=uid).values(*_ATTEMPT)
-    return list(pods), list(tails), list(events), list(attempts)
+    return tuple([_aware(row) for row in found] for found in (pods, tails, events, attempts))
+
+
+def _aware(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the database gives it, its times aware (MySQL's are naive, in UTC)."""
+    return {k: aware(v) if isinstance(v, datetime.datetime) else v for k, v in row.items()}
 
 
 def failure_row(job: dict[str, Any], classified: Classified) -> FailureRow:
