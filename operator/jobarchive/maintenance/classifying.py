@@ -34,8 +34,8 @@ from jobarchive.storage.models import Event, Job, LogTail, Pod, utcnow
 from jobarchive.storage.store import Store
 
 logger = logging.getLogger(__name__)
-# Jobs per round: their pods, tails (each at most JOBARCHIVE_LOG_TAIL_BYTES), Events and
-# attempts are held at once (``infra.sizing`` counts them).
+# Jobs per round, each one's pods, tails, Events and attempts held in turn
+# (``infra.sizing`` counts them).
 BATCH_JOBS = 20
 # How long after a job finished its log tails are waited for before it is classified
 # (JOBARCHIVE_FAILURE_SETTLE's default).
@@ -43,6 +43,8 @@ SETTLE = 120.0
 # How long after a job's class was written a log tail stored later reclassifies it: a
 # tail is read within minutes of its container's end, or never.
 RECENT = 3600.0
+# A job's log tails read at most, its first failures first: what decides its class.
+TAILS = 50
 # Between rounds that found nothing to do: a quarter of the settling time, within these.
 INTERVAL = (1.0, 30.0)
 
@@ -128,7 +130,7 @@ async def _rows(job: dict[str, Any]) -> tuple[list[dict[str, Any]], ...]:
     """A job's pods, log tails, Events and Kueue attempts, their times aware."""
     uid = job["job_id"]
     pods = await Pod.filter(job_id=uid).values(*_POD)
-    tails = await LogTail.filter(job_id=uid).values(*_TAIL)
+    tails = await LogTail.filter(job_id=uid).order_by("gmt_failed").limit(TAILS).values(*_TAIL)
     events = await Event.filter(job_id=uid).values(*_EVENT)
     attempts = await Attempt.filter(job_id=uid).values(*_ATTEMPT)
     return tuple([_aware(row) for row in found] for found in (pods, tails, events, attempts))
