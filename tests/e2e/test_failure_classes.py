@@ -52,6 +52,11 @@ async def test_a_worker_whose_tail_shows_a_cuda_oom_files_its_job_under_it(
     failure = json.loads(shown.stdout)["failure"]
     assert failure["class"] == "GPUOutOfMemory" and failure["derived_exit_code"] == 1
     assert failure["detail"].startswith("torch.OutOfMemoryError: CUDA out of memory")
+    why = jobarchive("job", "ml/oom", cwd=tmp_path, env=env).stdout.splitlines()[0]
+    assert why.startswith(
+        f"Why: GPUOutOfMemory (pod {worker['metadata']['name']}, container pytorch, exit code 1)"
+        ": torch.OutOfMemoryError: CUDA out of memory"
+    )
     listed = jobarchive("jobs", "--failure", "GPUOutOfMemory", cwd=tmp_path, env=env)
     assert listed.returncode == 0, listed.stderr
     assert "ml/oom" in listed.stdout.split()
