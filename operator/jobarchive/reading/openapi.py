@@ -67,24 +67,21 @@ OMISSION = _object(
 )
 
 
-FAILURE: Schema = {
-    **_object(
-        {
-            "class": {**TEXT, "description": "The failure class (decision 42), e.g. OOMKilled."},
-            "pod": {**MAYBE_TEXT, "description": "The first failing pod's name."},
-            "container": {**MAYBE_TEXT, "description": "The container it was read from."},
-            "exit_code": MAYBE_NUMBER,
-            "signal": MAYBE_NUMBER,
-            "detail": {**MAYBE_TEXT, "description": "One line: what the class was read from."},
-            "derived_exit_code": {
-                **MAYBE_NUMBER,
-                "description": "The highest exit code of the job's pods.",
-            },
+FAILURE: Schema = _object(
+    {
+        "class": {**TEXT, "description": "The failure class (decision 42), e.g. OOMKilled."},
+        "pod": {**MAYBE_TEXT, "description": "The first failing pod's name."},
+        "container": {**MAYBE_TEXT, "description": "The container it was read from."},
+        "exit_code": MAYBE_NUMBER,
+        "signal": MAYBE_NUMBER,
+        "detail": {**MAYBE_TEXT, "description": "One line: what the class was read from."},
+        "derived_exit_code": {
+            **MAYBE_NUMBER,
+            "description": "The highest exit code of the job's pods.",
         },
-        "Why the job failed; null for a job not failed, or not classified yet.",
-    ),
-    "type": ["object", "null"],
-}
+    },
+    "Why the job failed; absent for a job not failed, or not classified yet.",
+)
 
 
 def _ref(name: str) -> Schema:
@@ -127,6 +124,7 @@ SCHEMAS: dict[str, Schema] = {
         "pods_next_cursor",
         "events",
         "events_next_cursor",
+        "failure",
         "omitted",
     ),
     "Stats": _object(

@@ -375,6 +375,9 @@ async def job_detail(
         replicas=await replica_summary(job_uid),
         events=events.items,
         events_next_cursor=events.next_cursor,
-        failure=await failure_json(job_uid),
     )
+    # Why it failed (decision 42): absent for a job not failed, or not classified yet.
+    failure = await failure_json(job_uid)
+    if failure is not None:
+        detail["failure"] = failure
     return detail
