@@ -213,3 +213,7 @@ async def test_the_jobs_detail_shows_its_failure_and_the_list_filters_by_class(
     await Store().upsert(Job, [rows.job("job-3")])
     running = await jobs.job_detail("job-3")
     assert running is not None and "failure" not in running
+    # Failed, classified, then run again (a newer version): not failed any more.
+    await Store().upsert(Job, [rows.job("job-2", version="11")])
+    rerun = await jobs.job_detail("job-2")
+    assert rerun is not None and "failure" not in rerun

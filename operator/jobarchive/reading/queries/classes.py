@@ -11,6 +11,8 @@ from jobarchive.reading.params import fits
 from jobarchive.reading.queries.source import read
 from jobarchive.storage.failed import FailedJob
 
+# The one status a class is shown for: a job failed, then run again, is not failed.
+FAILED = "Failed"
 FIELDS = ("failure_class", "pod_name", "container", "exit_code", "signal", "detail")
 
 

@@ -37,7 +37,7 @@ from jobarchive.reading.params import (
     one_of,
     page_size,
 )
-from jobarchive.reading.queries.classes import failed_as, failure_json
+from jobarchive.reading.queries.classes import FAILED, failed_as, failure_json
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.reading.queries.source import bounded, read
@@ -377,7 +377,7 @@ async def job_detail(
         events_next_cursor=events.next_cursor,
     )
     # Why it failed (decision 42): absent for a job not failed, or not classified yet.
-    failure = await failure_json(job_uid)
+    failure = await failure_json(job_uid) if job.status == FAILED else None
     if failure is not None:
         detail["failure"] = failure
     return detail
