@@ -1,7 +1,7 @@
 """Failure classes end to end (decision 42): the real operator records a failed worker
 and reads its log tail through the emulated pods/log subresource, its classifying pass
 files the job under the tail's CUDA OOM, and the job's JSON and ``jobarchive jobs
---failure`` show it."""
+--failure`` show it; a site's rules file that does not parse stops the operator."""
 
 import json
 import pathlib
@@ -62,3 +62,16 @@ async def test_a_worker_whose_tail_shows_a_cuda_oom_files_its_job_under_it(
     assert "ml/oom" in listed.stdout.split()
     other = jobarchive("jobs", "--failure", "NCCLError", "-o", "json", cwd=tmp_path, env=env)
     assert other.returncode == 0 and json.loads(other.stdout)["items"] == []
+
+
+async def test_a_rules_file_that_does_not_parse_stops_the_operator_in_one_line(
+    start_operator: OperatorFactory, tmp_path: pathlib.Path
+) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("- class: Mine\n  tail: ['(a+)+']\n")
+    operator = await start_operator(JOBARCHIVE_FAILURE_RULES_FILE=str(rules))
+    assert await operator.exited() == 1
+    [line] = [line for line in operator.log().splitlines() if "configuration error" in line]
+    assert line.startswith(
+        f"jobarchive: configuration error: JOBARCHIVE_FAILURE_RULES_FILE: {rules}:"
+    )
