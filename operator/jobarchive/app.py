@@ -138,7 +138,10 @@ class Operator:
         # Checked at start already (``operator/main.py``); the class rows go through the
         # one writer too.
         self.classifier = Classifier(
-            rules.load_rules(settings.failure_rules_file), self.store, self._classified
+            rules.load_rules(settings.failure_rules_file),
+            self.store,
+            self._classified,
+            self.scope,
         )
         self._servers: list[web.AppRunner] = []
         self._background: set[asyncio.Task[None]] = set()

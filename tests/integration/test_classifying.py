@@ -9,6 +9,7 @@ from typing import Any
 
 from jobarchive.core.rows import FailureRow
 from jobarchive.infra.rules import load_rules
+from jobarchive.infra.scope import Scope
 from jobarchive.logtails import inserts as tails
 from jobarchive.logtails.text import tail
 from jobarchive.maintenance import retention
@@ -217,3 +218,21 @@ async def test_the_jobs_detail_shows_its_failure_and_the_list_filters_by_class(
     await Store().upsert(Job, [rows.job("job-2", version="11")])
     rerun = await jobs.job_detail("job-2")
     assert rerun is not None and "failure" not in rerun
+
+
+async def test_a_shard_classifies_only_its_own_namespaces_jobs(database: str) -> None:
+    await failed_job("job-k", namespace="kubeflow")
+    await failed_job("job-a", namespace="team-a")
+    await failed_job("job-b", namespace="team-b")
+    store = Store()
+
+    async def write(written: list[FailureRow]) -> None:
+        await store.upsert(FailedJob, written)
+
+    named = Classifier(load_rules(), store, write, Scope(("team-a",)))
+    assert await named.round(settle=0) == 1
+    patterned = Classifier(load_rules(), store, write, Scope(("team-*",)))
+    assert await patterned.round(settle=0) == 1
+    assert await named.round(settle=0) == 0
+    classified = [row.job_id for row in await FailedJob.all().order_by("job_id")]
+    assert classified == ["job-a", "job-b"]

@@ -19,12 +19,14 @@ from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Subquery
+from tortoise.queryset import QuerySet
 
 from jobarchive.core.evidence import FAILED, Classified, JobEvidence, classify_job
 from jobarchive.core.rows import FailureRow
 from jobarchive.core.ruletable import Rule
 from jobarchive.core.times import aware
 from jobarchive.infra.logs import shown
+from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage import failures, introspection
 from jobarchive.storage.failed import FailedJob
@@ -61,10 +63,15 @@ Write = Callable[[list[FailureRow]], Awaitable[None]]
 class Classifier:
     """Classifies the store's cluster's failed jobs in rounds, with ``rules``."""
 
-    def __init__(self, rules: Sequence[Rule], store: Store, write: Write) -> None:
+    def __init__(
+        self, rules: Sequence[Rule], store: Store, write: Write, scope: Scope = CLUSTER
+    ) -> None:
         self.rules = rules
         self.store = store
         self.write = write
+        # A shard classifies its own namespaces' jobs: by name in SQL where it serves
+        # names, by pattern as they are read otherwise.
+        self.scope = scope
 
     @property
     def cluster(self) -> str:
@@ -103,10 +110,21 @@ class Classifier:
         jobs = Job.filter(cluster=self.cluster, status=FAILED, gmt_finished__lte=cut)
         unfinished = Job.filter(cluster=self.cluster, status=FAILED, gmt_finished__isnull=True)
         for query in (jobs, unfinished):
-            found = await query.exclude(job_id__in=Subquery(done)).limit(BATCH_JOBS).values(*_JOB)
+            query = self.within(query.exclude(job_id__in=Subquery(done)))
+            found = [job for job in await query.limit(BATCH_JOBS).values(*_JOB) if self.serves(job)]
             if found:
-                return list(found)
+                return found
         return []
+
+    def within(self, query: "QuerySet[Job]") -> "QuerySet[Job]":
+        """The jobs of the namespaces a shard serves by name; all of them otherwise."""
+        if self.scope.clusterwide or not self.scope.exact:
+            return query
+        return query.filter(namespace__in=sorted(set(self.scope.patterns)))
+
+    def serves(self, job: dict[str, Any]) -> bool:
+        """Whether the job is in a namespace this operator serves."""
+        return self.scope.matches(str(job["namespace"]))
 
     async def changed(self) -> list[dict[str, Any]]:
         """Jobs classified within ``RECENT`` seconds a log tail of which was stored after
@@ -123,7 +141,10 @@ class Classifier:
         ).values_list("job_id", "gmt_created"):
             if stored > stamps[tail_job] and tail_job not in late:
                 late.append(tail_job)
-        return list(await Job.filter(job_id__in=late[:BATCH_JOBS]).values(*_JOB)) if late else []
+        if not late:
+            return []
+        found = await self.within(Job.filter(job_id__in=late[:BATCH_JOBS])).values(*_JOB)
+        return [job for job in found if self.serves(job)]
 
 
 async def _rows(job: dict[str, Any]) -> tuple[list[dict[str, Any]], ...]:
