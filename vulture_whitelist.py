@@ -65,10 +65,6 @@ backend  # unused variable (operator/jobarchive/storage/readpool.py:96)
 backend  # unused variable (operator/jobarchive/storage/readpool.py:136)
 get_client_class  # unused function (operator/jobarchive/storage/readpool.py:183)
 _.job_namespace  # unused method (operator/jobarchive/recording/attribution.py:239): the tests' view of what attribution knows
-derived_exit_code  # unused variable (operator/jobarchive/core/taxonomy.py:153): the taxonomy's, decision 42
-pod_failure  # unused function (operator/jobarchive/core/taxonomy.py:179): the taxonomy's, decision 42
-job_failure  # unused function (operator/jobarchive/core/taxonomy.py:186): the taxonomy's, decision 42
-load_rules  # unused function (operator/jobarchive/infra/rules.py:21): the taxonomy's, decision 42
 preemptions  # unused variable (operator/jobarchive/core/attempts.py:28): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
 quota_wait_s  # unused variable (operator/jobarchive/core/attempts.py:29): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43
 start_wait_s  # unused variable (operator/jobarchive/core/attempts.py:30): Kueue's attempts and waits, read by name (the rows are dicts); shown by the read side later, decision 43

@@ -2,7 +2,8 @@
 
 Kopf imports this file before it starts anything: no event loop runs yet, no
 login, no server. So this is where a run that cannot work is stopped, with one
-line and exit status 1, before a file is created or a port opened: a bad setting,
+line and exit status 1, before a file is created or a port opened: a bad setting
+(a failure rules file that does not parse among them),
 no cluster to watch (checked with a request of its own, on a loop of its own), or a
 database it must not write to before ``jobarchive migrate`` (KubeDL's tables).
 Only then are the handlers registered with Kopf, for the kinds the settings name;
@@ -13,13 +14,18 @@ import asyncio
 import sys
 
 from jobarchive import bindings, config
-from jobarchive.infra import cluster
+from jobarchive.infra import cluster, rules
 from jobarchive.storage import database, schema
 
 try:
     settings = config.load()
 except config.ConfigError as exc:
     sys.exit(f"jobarchive: configuration error: {exc}")
+
+try:
+    rules.load_rules(settings.failure_rules_file)
+except ValueError as exc:
+    sys.exit(f"jobarchive: configuration error: JOBARCHIVE_FAILURE_RULES_FILE: {exc}")
 
 try:
     asyncio.run(cluster.preflight())

@@ -19,11 +19,13 @@ from aiohttp import web
 
 from jobarchive.config import Settings
 from jobarchive.core.kinds import BATCH_JOB
-from jobarchive.infra import identity, metrics, scope, sizing
+from jobarchive.core.rows import FailureRow
+from jobarchive.infra import identity, metrics, rules, scope, sizing
 from jobarchive.infra.certificates import CertificateError
 from jobarchive.logtails.capture import Capture
+from jobarchive.maintenance import classifying, retention
 from jobarchive.maintenance import peering as peerings
-from jobarchive.maintenance import retention
+from jobarchive.maintenance.classifying import Classifier
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
 from jobarchive.reading import api, auth, queries
@@ -34,6 +36,7 @@ from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, schema
+from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
@@ -75,7 +78,7 @@ def databases(settings: Settings) -> str:
 
 
 def maintenance(
-    settings: Settings, reconciler: Reconciler, peering: Peering
+    settings: Settings, reconciler: Reconciler, peering: Peering, classifier: Classifier
 ) -> list[asyncio.Task[None]]:
     """The work the operator starts itself, as tasks: with ``--peering``, creating the
     peering object wherever it is missing (Kopf waits for it, see
@@ -91,6 +94,12 @@ def maintenance(
     if settings.resync_interval:
         reconciling = reconciler.run_forever(settings.resync_interval, activity)
         tasks.append(asyncio.create_task(reconciling))
+        # Failed jobs classified (decision 42) where the archive is kept in step.
+        tasks.append(
+            asyncio.create_task(
+                classifying.classify_forever(classifier, activity, settings.failure_settle)
+            )
+        )
     if settings.retention_days:
         pruning = retention.prune_forever(
             settings.retention_days,
@@ -126,11 +135,25 @@ class Operator:
         # they be taken for gone.
         kinds = [*settings.kinds, *([BATCH_JOB] if settings.batch_job_selector else [])]
         self.reconciler = Reconciler(kinds, self.store, self.writer, self.scope)
+        # Checked at start already (``operator/main.py``); the class rows go through the
+        # one writer too.
+        self.classifier = Classifier(
+            rules.load_rules(settings.failure_rules_file),
+            self.store,
+            self._classified,
+            self.scope,
+        )
         self._servers: list[web.AppRunner] = []
         self._background: set[asyncio.Task[None]] = set()
         self._metrics_served = False
         self.identity: identity.Identity | None = None
         self._forecast = False
+
+    async def _classified(self, rows: list[FailureRow]) -> None:
+        """Write the classifying pass's rows through the writer; raise its first error."""
+        refused = [error for error in await self.writer.write(FailedJob, rows) if error]
+        if refused:
+            raise refused[0]
 
     async def start(self, peering: Peering) -> None:
         """Serve the metrics, open the database, then write, serve the API and maintain.
@@ -148,7 +171,9 @@ class Operator:
         await self.capture.start()
         await self.serve_api()
         joined = peerings.joined(peering, self.scope)
-        self._background.update(maintenance(self.settings, self.reconciler, joined))
+        self._background.update(
+            maintenance(self.settings, self.reconciler, joined, self.classifier)
+        )
         logger.info(
             "Recording %d job kinds, their pods and Events in %s (region: %s)",
             len(self.settings.kinds),

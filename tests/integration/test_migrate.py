@@ -9,6 +9,7 @@ import time
 import pytest
 
 from jobarchive.config import DbTls
+from jobarchive.maintenance import classifying
 from jobarchive.storage import database as db
 from testbed.mariadb import Databases
 from tests.support.commands import JOBARCHIVE, jobarchive
@@ -119,14 +120,15 @@ def test_migrating_adds_the_unique_keys_and_widens_kubedls_narrow_columns(
         "WHERE TABLE_SCHEMA = DATABASE() AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' "
         "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
     )
-    # The log tails', the usage roll-up's and Kueue's attempts', waits' and queues' quotas'
-    # tables are the archive's own: migrate creates them whole.
+    # The log tails', the usage roll-up's, Kueue's attempts', waits' and queues' quotas'
+    # and the failure classes' tables are the archive's own: migrate creates them whole.
     assert unique == [
         ("container_log_tail", "pod_id"),
         ("container_log_tail", "container"),
         ("container_log_tail", "restart_count"),
         ("event_info", "event_id"),
         ("job_attempt", "attempt_id"),
+        ("job_failure", "job_id"),
         ("job_info", "job_id"),
         ("job_wait", "wait_id"),
         ("queue_quota", "quota_id"),
@@ -349,3 +351,18 @@ def test_migrating_gives_kubedls_rows_the_cluster_named_and_needs_one(
         " AND TABLE_NAME = 'job_info' AND COLUMN_NAME = 'cluster'",
     )
     assert default == [("NULL",)]
+
+
+def test_migrating_classifies_the_failed_jobs_recorded_before_the_taxonomy(
+    kubedl_url: str, tmp_path: pathlib.Path
+) -> None:
+    dry = migrate(kubedl_url, tmp_path, "--dry-run").stdout.splitlines()
+    step = f"job_failure: {classifying.CLASSIFIED}: 1"
+    assert f"{step} (dry run)" in dry
+    result = migrate(kubedl_url, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert step in result.stdout.splitlines()
+    # KubeDL kept no pod of it, no Event, no tail: nothing tells why.
+    assert query(kubedl_url, "SELECT job_id, failure_class, pod_id, cluster FROM job_failure") == [
+        ("uid-b", "Unknown", "", KUBEDLS_CLUSTER)
+    ]

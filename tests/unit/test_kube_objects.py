@@ -469,3 +469,16 @@ def test_other_field_selectors_are_refused_naming_what_is_supported(
     with pytest.raises(BadQuery, match=None) as refused:
         selectors.filters("archivedjobs", selector)
     assert message in str(refused.value)
+
+
+def test_a_failed_jobs_detail_carries_its_failure_as_kubernetes_spells_it() -> None:
+    detail = job_json(a_job(), NOW)
+    failure: dict[str, Any] = {"class": "OOMKilled", "pod": "mnist-worker-0"}
+    failure.update(container="tensorflow", exit_code=137, signal=9, detail="OOMKilled")
+    failure["derived_exit_code"] = 137
+    detail.update(replicas={}, failure=failure)
+    job = objects.job_with_detail(detail, {})
+    shown = job["status"]["failure"]
+    assert (shown["class"], shown["exitCode"], shown["derivedExitCode"]) == ("OOMKilled", 137, 137)
+    assert "exit_code" not in shown
+    assert objects.detail_row(job) == detail

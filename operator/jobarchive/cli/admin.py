@@ -93,8 +93,15 @@ def migrate(where: Where, dry_run: bool, cluster: str | None) -> None:
     def report(step: migration.Step) -> None:
         rendering.echo(step.describe(dry_run))
 
+    from jobarchive.infra import rules
+    from jobarchive.maintenance import classifying
+
     # Pods' GPUs are counted as the operator counts them (decision 32).
     settings = session.settings_of(where.database())
+    try:
+        failure_rules = rules.load_rules(settings.failure_rules_file)
+    except ValueError as exc:
+        raise click.ClickException(f"JOBARCHIVE_FAILURE_RULES_FILE: {exc}") from None
 
     async def work() -> list[migration.Step]:
         conn = db.connection()
@@ -106,9 +113,15 @@ def migrate(where: Where, dry_run: bool, cluster: str | None) -> None:
                 raise click.ClickException(
                     f"which cluster the rows come from is not known: {exc}, or pass --cluster"
                 ) from None
-        return await migration.Migration(
+        steps = await migration.Migration(
             conn, accelerators=settings.accelerators, cluster=named or DEFAULT_CLUSTER
         ).run(dry_run, report)
+        # Failed jobs recorded before the taxonomy get their classes (decision 42).
+        classified = await classifying.classify_archive(conn, failure_rules, dry_run)
+        if classified is not None:
+            report(classified)
+            steps.append(classified)
+        return steps
 
     steps = session.writing(where.database(), work, adopted=False)
     if not steps:

@@ -200,6 +200,8 @@ def print_job(detail: Mapping[str, Any], reference: str, output: str) -> None:
     Events, and the commands that show more (naming the job as ``reference`` did); of
     the lists the API left out (``omitted``), neither a table nor a column."""
     wide, moment = output == "wide", now()
+    if detail.get("failure"):
+        echo(why(detail["failure"]))
     table("job", JOB_COLUMNS, job_rows([detail], wide, moment), output)
     replicas = [
         [replica, *(str(counts[key]) for key in REPLICA_COUNTS)]
@@ -213,6 +215,24 @@ def print_job(detail: Mapping[str, Any], reference: str, output: str) -> None:
         table("events", EVENT_COLUMNS, event_rows(detail["events"], wide, moment), output)
         if detail["events_next_cursor"]:
             more(len(detail["events"]), "Events", "--events-cursor", detail["events_next_cursor"])
+
+
+def why(failure: Mapping[str, Any]) -> str:
+    """A failed job's "why" line: ``Why: GPUOutOfMemory (pod p, container c, exit code
+    1): <detail>``, its highest exit code when another pod's is higher."""
+    where = [
+        f"{name} {failure[key]}"
+        for name, key in (("pod", "pod"), ("container", "container"), ("exit code", "exit_code"))
+        if failure.get(key) is not None
+    ]
+    if failure.get("signal") is not None:
+        where.append(f"signal {failure['signal']}")
+    derived = failure.get("derived_exit_code")
+    if derived is not None and derived != failure.get("exit_code"):
+        where.append(f"highest exit code {derived}")
+    placed = f" ({', '.join(where)})" if where else ""
+    detail = f": {failure['detail']}" if failure.get("detail") else ""
+    return f"Why: {failure['class']}{placed}{detail}"
 
 
 def _print_pods(detail: Mapping[str, Any], reference: str, output: str) -> None:

@@ -93,6 +93,9 @@ class Numbers:
     log_tails_per_namespace: Annotated[
         int, Bounded("JOBARCHIVE_LOG_TAILS_PER_NAMESPACE", 500, 1, 5_000)
     ]
+    # Seconds after a failed job finished before it is classified: its log tails' time
+    # to arrive (decision 42).
+    failure_settle: Annotated[float, Bounded("JOBARCHIVE_FAILURE_SETTLE", 120, 0, 24 * 3600)]
 
 
 def _table() -> dict[str, Bounded | Flag]:

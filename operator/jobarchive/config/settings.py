@@ -53,6 +53,9 @@ class Settings(Numbers):
     accelerators: frozenset[str]
     # Where the container's cgroup files are read, for its memory limit (decision 38).
     cgroup_root: pathlib.Path
+    # JOBARCHIVE_FAILURE_RULES_FILE: a site's failure taxonomy rules, read before the
+    # shipped ones (decision 42); read and checked at start (``operator/main.py``).
+    failure_rules_file: pathlib.Path | None
 
     @property
     def db_url_redacted(self) -> str:
@@ -95,8 +98,13 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         api_auth=_api_auth(env.get("JOBARCHIVE_API_AUTH")),
         api_tls=api_tls(env),
         cgroup_root=pathlib.Path(env.get("JOBARCHIVE_CGROUP_ROOT") or CGROUP_ROOT),
+        failure_rules_file=_path(env.get("JOBARCHIVE_FAILURE_RULES_FILE")),
         **numbers,
     )
+
+
+def _path(raw: str | None) -> pathlib.Path | None:
+    return pathlib.Path(raw.strip()) if raw and raw.strip() else None
 
 
 def _cluster(raw: str | None) -> str | None:

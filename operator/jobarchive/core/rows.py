@@ -251,9 +251,29 @@ class QuotaRow(TypedDict):
     cluster: NotRequired[str | None]
 
 
-# The rows of the recorded objects (and of Kueue's attempts, waits and quotas), upserted
-# by key.
-Row = JobRow | PodRow | EventRow | AttemptRow | WaitRow | QuotaRow
+class FailureRow(TypedDict):
+    """A ``job_failure`` row: a failed job's class (decision 42), its first failing pod's,
+    written by the classifying pass under the job's ``version``."""
+
+    job_id: str
+    version: str
+    namespace: str
+    failure_class: str
+    pod_id: str
+    pod_name: str
+    container: str | None
+    exit_code: int | None
+    signal: int | None
+    detail: str | None
+    derived_exit_code: int | None
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
+
+
+# The rows of the recorded objects (and of Kueue's attempts, waits and quotas, and
+# the failure classes), upserted by key.
+Row = JobRow | PodRow | EventRow | AttemptRow | WaitRow | QuotaRow | FailureRow
 # Every row the writer takes: the recorded objects', and the log tails' (inserted once).
 WrittenRow = Row | LogTailRow
 # The rows whose object can be gone from the cluster (Events have no such state).

@@ -37,7 +37,10 @@ MIB = 1024 * 1024
 # on kubelet-written bodies (pods 6-53 kB of JSON, Events 1.2-2.1 kB). A shard holds more
 # per namespace it serves: two busy streams each, each with its worker limit in flight
 # and a page listed ahead (decision 22).
-BASE_BYTES = 150 * MIB
+# The classifying pass (decision 42) holds one job's evidence at a time, its log tails
+# at most ``classifying.TAILS`` of JOBARCHIVE_LOG_TAIL_BYTES (64 KiB by default) each.
+CLASSIFYING_BYTES = 4 * MIB
+BASE_BYTES = 150 * MIB + CLASSIFYING_BYTES
 OBJECT_BYTES = 1434
 NAMESPACE_BYTES = 34 * MIB
 # cgroup v1 writes "no limit" as 2**63 rounded down to a page; anything this large is none.

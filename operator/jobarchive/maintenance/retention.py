@@ -9,7 +9,7 @@
   ``event_info.job_id`` name none). That is everything a job's detail shows. The
   log tails of its failed containers go with it (``container_log_tail``, by job_id),
   its days in the usage roll-up (``usage_day``), and Kueue's attempts and waits of it
-  (``job_attempt``, ``job_wait``, by job_id).
+  (``job_attempt``, ``job_wait``, by job_id), and its failure class (``job_failure``).
 - A pod whose job was never recorded (deleted before the operator saw it) is pruned
   after the same period: once gone and last written before the cutoff, with the
   Events about it and its log tails.
@@ -46,6 +46,7 @@ from jobarchive.infra.logs import shown
 from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage import failures
+from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, UsageDay, utcnow
 
@@ -155,9 +156,11 @@ class _Pruning:
             attempts = Attempt.filter(self.within(Attempt), job_id__in=job_uids)
             pruned.attempts += await self.drain(attempts)
             pruned.waits += await self.drain(Wait.filter(self.within(Wait), job_id__in=job_uids))
-            # Its days in the usage roll-up (decision 33): derived from its pods, not counted;
-            # by the uid alone, as the job is this prune's already.
+            # Its days in the usage roll-up (decision 33) and its failure class (decision
+            # 42): derived from its rows, not counted; by the uid alone, as the job is
+            # this prune's already.
             await self.drain(UsageDay.filter(job_id__in=job_uids))
+            await self.drain(FailedJob.filter(job_id__in=job_uids))
             pruned.pods += await self.drain(pods)
             pruned.jobs += await self.drain(Job.filter(id__in=[pk for pk, _ in due]))
 

@@ -52,6 +52,7 @@ class JobQuery:
     finished_since: datetime.datetime | None = None
     finished_until: datetime.datetime | None = None
     in_cluster: bool | None = None
+    failure: str | None = None
 
     def __post_init__(self) -> None:
         _placed(self.namespace, self.cluster)

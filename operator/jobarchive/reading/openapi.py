@@ -11,6 +11,7 @@ from jobarchive.reading.described import (
     HOURS,
     JOB,
     LOG_TAIL,
+    MAYBE_NUMBER,
     MAYBE_TEXT,
     NUMBER,
     POD,
@@ -66,6 +67,23 @@ OMISSION = _object(
 )
 
 
+FAILURE: Schema = _object(
+    {
+        "class": {**TEXT, "description": "The failure class (decision 42), e.g. OOMKilled."},
+        "pod": {**MAYBE_TEXT, "description": "The first failing pod's name."},
+        "container": {**MAYBE_TEXT, "description": "The container it was read from."},
+        "exit_code": MAYBE_NUMBER,
+        "signal": MAYBE_NUMBER,
+        "detail": {**MAYBE_TEXT, "description": "One line: what the class was read from."},
+        "derived_exit_code": {
+            **MAYBE_NUMBER,
+            "description": "The highest exit code of the job's pods.",
+        },
+    },
+    "Why the job failed; absent for a job not failed, or not classified yet.",
+)
+
+
 def _ref(name: str) -> Schema:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -94,6 +112,7 @@ SCHEMAS: dict[str, Schema] = {
                 "replicas": {"type": "object", "additionalProperties": POD_COUNTS},
                 "events": {"type": "array", "items": _ref("Event")},
                 "events_next_cursor": CURSOR,
+                "failure": FAILURE,
                 "omitted": {"type": "array", "items": OMISSION},
             },
             "One job with a page of its pods and of its Events, and its pods counted by "
@@ -105,6 +124,7 @@ SCHEMAS: dict[str, Schema] = {
         "pods_next_cursor",
         "events",
         "events_next_cursor",
+        "failure",
         "omitted",
     ),
     "Stats": _object(

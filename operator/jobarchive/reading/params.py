@@ -137,6 +137,7 @@ JOB_PARAMS = (
     Param("finished_since", "time", "Finished at or after."),
     Param("finished_until", "time", "Finished before.", label="Finished before"),
     Param("in_cluster", "boolean", "Still in the cluster (true), or gone (false).", label="Where"),
+    Param("failure", "string", "Failure class, e.g. GPUOutOfMemory: failed jobs of that class."),
 )
 EVENT_PARAMS = (
     Param("namespace", "string", "The involved object's namespace."),

@@ -1,7 +1,8 @@
 """The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``,
 ``container_log_tail`` for the logs of failed containers, ``usage_day``, the daily
-usage roll-up, and Kueue's ``job_attempt`` and ``job_wait`` (``storage.kueue``, named
-here so that Tortoise finds them with the rest); and what hand-written SQL knows of
+usage roll-up, Kueue's ``job_attempt`` and ``job_wait`` (``storage.kueue``) and the
+failure classes' ``job_failure`` (``storage.failed``), named here so that Tortoise finds
+them with the rest; and what hand-written SQL knows of
 each table (``TABLES``, ``INSERTED``).
 
 Column names are KubeDL's (its ``dmo`` package), so KubeDL's consumers keep
@@ -40,6 +41,7 @@ from jobarchive.core.rows import (
     UID_LENGTH,
     VERSION_LENGTH,
 )
+from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.kueue import Attempt, Quota, Wait
 from jobarchive.storage.stamped import Stamped as Stamped
 from jobarchive.storage.stamped import utcnow as utcnow
@@ -322,6 +324,7 @@ TABLES: dict[type[Stamped], Table] = {
     Attempt: _table(Attempt, "attempt_id"),
     Wait: _table(Wait, "wait_id"),
     Quota: _table(Quota, "quota_id"),
+    FailedJob: _table(FailedJob, "job_id"),
 }
 
 

@@ -23,11 +23,22 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.core.rows import CLUSTER_PATTERN, DEFAULT_CLUSTER
 from jobarchive.storage import dialects, introspection
+from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.kueue import Attempt, Quota, Wait
 from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped, UsageDay
 
 logger = logging.getLogger(__name__)
-MODELS: tuple[type[Stamped], ...] = (Job, Pod, Event, LogTail, UsageDay, Attempt, Wait, Quota)
+MODELS: tuple[type[Stamped], ...] = (
+    Job,
+    Pod,
+    Event,
+    LogTail,
+    UsageDay,
+    Attempt,
+    Wait,
+    Quota,
+    FailedJob,
+)
 
 
 class NotAdopted(Exception):

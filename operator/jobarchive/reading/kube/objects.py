@@ -311,6 +311,11 @@ OMITTED_FIELDS = {
 }
 
 
+# A job's failure (decision 42): the JSON API's fields, as Kubernetes spells them.
+FAILURE_FIELDS = {"exit_code": "exitCode", "derived_exit_code": "derivedExitCode"}
+FAILURE_NAMES = {shown: field for field, shown in FAILURE_FIELDS.items()}
+
+
 def job_with_detail(detail: Mapping[str, Any], job_names: Mapping[str, str]) -> Object:
     """An ArchivedJob as a GET answers it: a job's detail (``queries.job_detail``) with
     its replicas, a page of its pods and of its Events in its status, and the
@@ -329,6 +334,8 @@ def job_with_detail(detail: Mapping[str, Any], job_names: Mapping[str, str]) -> 
     ):
         if detail.get(cursor) is not None:
             status[key] = detail[cursor]
+    if detail.get("failure") is not None:
+        status["failure"] = _renamed_keys(detail["failure"], FAILURE_FIELDS)
     if "omitted" in detail:
         status["omitted"] = _renamed(detail["omitted"], OMITTED_FIELDS)
     return job
@@ -346,10 +353,16 @@ def detail_row(job: Mapping[str, Any]) -> dict[str, Any]:
     if "events" in status:
         row["events"] = [event_row(event) for event in status["events"]]
         row["events_next_cursor"] = status.get("eventsContinue")
+    if "failure" in status:
+        row["failure"] = _renamed_keys(status["failure"], FAILURE_NAMES)
     if "omitted" in status:
         fields = {shown: field for field, shown in OMITTED_FIELDS.items()}
         row["omitted"] = _renamed(status["omitted"], fields)
     return row
+
+
+def _renamed_keys(found: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    return {names.get(key, key): value for key, value in found.items()}
 
 
 def _renamed(omitted: list[dict[str, str]], names: Mapping[str, str]) -> list[dict[str, str]]:

@@ -155,6 +155,7 @@ def _job_detail(status: Schema) -> None:
             "items": _ref(EVENTS.kind, "An Event about the job."),
         },
         "eventsContinue": {**TEXT, "description": "Pass it back as events_cursor for more."},
+        "failure": _failure(),
         "omitted": {
             "type": "array",
             "description": "The lists left out, and why: the caller may not read them.",
@@ -162,6 +163,16 @@ def _job_detail(status: Schema) -> None:
         },
     }
     status["properties"].update(extras)
+
+
+def _failure() -> Schema:
+    """The JSON API's failure, its fields as Kubernetes spells them."""
+    failure = copy.deepcopy(json_api.FAILURE)
+    properties = failure["properties"]
+    for field, shown in objects.FAILURE_FIELDS.items():
+        properties[shown] = properties.pop(field)
+    failure["required"] = list(properties)
+    return failure
 
 
 def components() -> dict[str, Schema]:

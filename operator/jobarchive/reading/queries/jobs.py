@@ -37,6 +37,7 @@ from jobarchive.reading.params import (
     one_of,
     page_size,
 )
+from jobarchive.reading.queries.classes import FAILED, failed_as, failure_json
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.reading.queries.source import bounded, read
@@ -130,7 +131,7 @@ def _job_filters(query: JobQuery, kinds: KnownKinds, identity: Identity = ANY) -
     }
     # After every value's check: an unknown status is told as such, not as a scan.
     _refuse_scans(query)
-    found = bounded(Job).filter(**clusters)
+    found = bounded(Job).filter(**clusters, **failed_as(query.failure))
     found = found.filter(**{field: value for field, value in exact.items() if value is not None})
     if prefix is not None:
         found = _prefix_range(found, prefix)
@@ -375,4 +376,8 @@ async def job_detail(
         events=events.items,
         events_next_cursor=events.next_cursor,
     )
+    # Why it failed (decision 42): absent for a job not failed, or not classified yet.
+    failure = await failure_json(job_uid) if job.status == FAILED else None
+    if failure is not None:
+        detail["failure"] = failure
     return detail

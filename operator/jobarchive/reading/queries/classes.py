@@ -1,0 +1,44 @@
+"""A failed job's class (decision 42), as the classifying pass stored it in
+``job_failure``: the job's ``failure`` in its detail, and the jobs of one class, the
+job list's ``failure`` filter (read along the table's class index)."""
+
+from typing import Any
+
+from tortoise.expressions import Subquery
+
+from jobarchive.core.rows import SHORT_TEXT_LENGTH
+from jobarchive.reading.params import fits
+from jobarchive.reading.queries.source import read
+from jobarchive.storage.failed import FailedJob
+
+# The one status a class is shown for: a job failed, then run again, is not failed.
+FAILED = "Failed"
+FIELDS = ("failure_class", "pod_name", "container", "exit_code", "signal", "detail")
+
+
+async def failure_json(job_uid: str) -> dict[str, Any] | None:
+    """The job's failure: its class, the pod and container it was read from, their exit
+    code and signal, the detail line and ``derived_exit_code``, the highest exit code of
+    its pods; None for a job not failed, or not classified yet."""
+    found = await read(FailedJob).filter(job_id=job_uid).values(*FIELDS, "derived_exit_code")
+    if not found:
+        return None
+    row = found[0]
+    return {
+        "class": row["failure_class"],
+        "pod": row["pod_name"] or None,
+        "container": row["container"],
+        "exit_code": row["exit_code"],
+        "signal": row["signal"],
+        "detail": row["detail"],
+        "derived_exit_code": row["derived_exit_code"],
+    }
+
+
+def failed_as(failure_class: str | None) -> dict[str, Any]:
+    """The job list's filter of one failure class, as Tortoise's keyword arguments: the
+    uids of that class's jobs (none given: no filter)."""
+    if failure_class is None:
+        return {}
+    wanted = fits("failure", failure_class, SHORT_TEXT_LENGTH)
+    return {"job_id__in": Subquery(read(FailedJob).filter(failure_class=wanted).values("job_id"))}
