@@ -84,8 +84,34 @@ def test_any_url_is_taken_whole_or_refused_in_one_line_without_its_password(part
         assert "\n" not in message
         secret = parts["password"]
         if len(secret) >= 4 and secret not in url.replace(f":{secret}@", ""):
-            assert secret not in message
+            assert secret not in message or secret in _refusal(url, secret)
         return
     # Taken: Tortoise reads it as the operator will, without a fault of its own.
     expand_db_url(first_host_url(url))
     assert "***" in redact_url(url) or not has_password(url)
+
+
+def _refusal(url: str, secret: str) -> str:
+    """The refusal of the same URL with another password of the same length: the text
+    every refusal holds whatever the password (a secret ``sqli`` is in its hint)."""
+    other = "".join("Q" if char != "Q" else "R" for char in secret)
+    try:
+        validate_db_url(url.replace(f":{secret}@", f":{other}@"), "JOBARCHIVE_DB_URL")
+    except ConfigError as error:
+        return str(error)
+    return ""
+
+
+def test_a_password_read_as_the_query_is_refused_and_masked_without_being_shown() -> None:
+    # An unescaped '?' in the user information: urllib reads ':0000@:/' as the query,
+    # whose parameter name the refusal used to quote, password and all.
+    for url in ("sqlite://0?:0000@:/?", "mysql://u?:s3cr3t@db/archive"):
+        with pytest.raises(ConfigError) as error:
+            validate_db_url(url, "JOBARCHIVE_DB_URL")
+        assert "0000" not in str(error.value) and "s3cr3t" not in str(error.value)
+        assert "0000" not in redact_url(url) and "s3cr3t" not in redact_url(url)
+
+
+def test_a_sqlite_url_with_a_user_is_refused() -> None:
+    with pytest.raises(ConfigError, match="a sqlite URL takes no user name or password"):
+        validate_db_url("sqlite://:]@[::0:0/?", "JOBARCHIVE_DB_URL")

@@ -37,6 +37,8 @@ def redact_url(url: str) -> str:
     password but the text holds one (``has_password``: a URL it parses otherwise), all
     before the last ``@`` is masked."""
     parts = urllib.parse.urlsplit(url)
+    if _misplaced_userinfo(parts):
+        return url.partition("://")[0] + "://***@" + url.rpartition("@")[2]
     parts = parts._replace(query=redact_query(parts.query))
     if parts.password is not None:
         host = parts.netloc.rpartition("@")[2]
@@ -60,6 +62,14 @@ def url_secrets(url: str) -> frozenset[str]:
     if parts.password:
         found |= {parts.password, urllib.parse.unquote(parts.password)}
     return found
+
+
+def _misplaced_userinfo(parts: urllib.parse.SplitResult) -> bool:
+    """Whether a user name or password holding an unescaped ``?`` or ``#`` made urllib
+    read part of it as the query or the fragment: an ``@`` in a parameter's name or in
+    the fragment (a parameter's value may hold one: ``?password=p@ss``)."""
+    names = (piece.partition("=")[0] for piece in parts.query.split("&"))
+    return "@" not in parts.netloc and ("@" in parts.fragment or any("@" in n for n in names))
 
 
 def has_password(url: str) -> bool:
@@ -215,6 +225,7 @@ def validate_db_url(url: str, source: str) -> None:
         if "," in _authority(url)[1]:
             hosts(url, source)
     try:
+        misplaced = _misplaced_userinfo(urllib.parse.urlsplit(url))
         parts = urllib.parse.urlsplit(first_host_url(url))
         port = parts.port
     except ValueError:
@@ -223,6 +234,12 @@ def validate_db_url(url: str, source: str) -> None:
             f"{source} is not a valid URL (expected mysql://user:password@host:3306/database "
             "or sqlite:///path/file.sqlite3)"
         ) from None
+    if misplaced:
+        # Its parameters' names would be the password's text: refused, shown nowhere.
+        raise ConfigError(
+            f"{source}: an '@' after a '?' or '#': percent-encode '?', '#' and '@' in the "
+            "user name and password (%3F, %23, %40)"
+        )
     if parts.scheme not in _SCHEMES:
         raise ConfigError(
             f"{source}: scheme {parts.scheme!r} is not supported "
@@ -230,6 +247,9 @@ def validate_db_url(url: str, source: str) -> None:
         )
     if parts.scheme == "sqlite" and not (parts.netloc + parts.path):
         raise ConfigError(f"{source}: a sqlite URL needs a file path")
+    if parts.scheme == "sqlite" and "@" in parts.netloc:
+        # A file has no user: Tortoise would rewrite the text before the '@' and fail.
+        raise ConfigError(f"{source}: a sqlite URL takes no user name or password")
     if parts.scheme == "mysql":
         if not parts.hostname:
             raise ConfigError(f"{source}: no host in {redact_url(url)}")
