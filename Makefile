@@ -6,6 +6,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
+# make test's pytest runs in this many processes (pytest-xdist; docs/development.md).
+TEST_WORKERS ?= 2
+# Each file whole on one worker, in the order collected; the Galera files together
+# (tests/support/scheduling.py).
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 LINTED := operator tests testbed bench demo soak
 
 .PHONY: install install-demo install-test run test check docs lint unit bench demo soak mariadb chromium screenshots clean
@@ -29,9 +34,11 @@ $(VENV)/.installed-demo: $(VENV)/.installed
 ## The operator with the test, lint and benchmark tools.
 install-test: $(VENV)/.installed-test
 
+# The test extra holds the demo's: the tests' `make demo` (two may run at once in a
+# parallel run) then installs nothing.
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test]'
-	touch $@
+	touch $@ $(VENV)/.installed-demo
 
 ## Runs the operator against the current kubeconfig (SQLite unless JOBARCHIVE_DB_URL says otherwise).
 run: install
@@ -57,10 +64,10 @@ chromium:
 docs: install-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-## Lint and the documentation, then every test. pytest's exit code 5 (nothing collected)
-## is a failure here.
+## Lint and the documentation, then every test, in TEST_WORKERS processes. pytest's exit
+## code 5 (nothing collected) is a failure here.
 test: install-test docs lint mariadb chromium
-	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; $(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
