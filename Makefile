@@ -6,9 +6,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KOPF_FLAGS ?= --all-namespaces
 PYTEST_ARGS ?=
+# make test's pytest runs in this many processes (pytest-xdist; docs/development.md).
+TEST_WORKERS ?= 2
+# Each file whole on one worker, in the order collected; the Galera files together
+# (tests/support/scheduling.py).
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 LINTED := operator tests testbed bench demo soak
 
-.PHONY: install install-demo install-test run test check docs lint unit bench demo soak mariadb chromium screenshots clean
+.PHONY: install install-demo install-test run test check coverage docs lint unit bench demo soak mariadb chromium screenshots clean
 
 ## The operator and its CLI, nothing else.
 install: $(VENV)/.installed
@@ -29,9 +34,11 @@ $(VENV)/.installed-demo: $(VENV)/.installed
 ## The operator with the test, lint and benchmark tools.
 install-test: $(VENV)/.installed-test
 
+# The test extra holds the demo's: the tests' `make demo` (two may run at once in a
+# parallel run) then installs nothing.
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test]'
-	touch $@
+	touch $@ $(VENV)/.installed-demo
 
 ## Runs the operator against the current kubeconfig (SQLite unless JOBARCHIVE_DB_URL says otherwise).
 run: install
@@ -57,10 +64,10 @@ chromium:
 docs: install-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-## Lint and the documentation, then every test. pytest's exit code 5 (nothing collected)
-## is a failure here.
+## Lint and the documentation, then every test, in TEST_WORKERS processes. pytest's exit
+## code 5 (nothing collected) is a failure here.
 test: install-test docs lint mariadb chromium
-	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; $(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
@@ -96,5 +103,15 @@ unit: install-test
 check: install-test lint
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
+## Every test as make test runs them, under coverage.py (the operator and every other Python
+## process the tests start too): the package's statement coverage, module by module and in
+## total. Not part of make test: it makes the run slower.
+coverage: install-test mariadb chromium
+	@rm -f .coverage .coverage.*
+	@rc=0; $(PY) -m coverage run -m pytest $(PARALLEL) $(PYTEST_ARGS) || rc=$$?; \
+	$(PY) -m coverage combine --quiet && $(PY) -m coverage report; \
+	exit $$rc
+
 clean:
-	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info operator/*.egg-info
+	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info operator/*.egg-info \
+		.coverage .coverage.*

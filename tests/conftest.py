@@ -7,12 +7,19 @@ databases it creates there. ``JOBARCHIVE_TEST_MYSQL_URL`` names an external serv
 instead: then only the databases the tests create are touched, and the tests that
 must stop a server are skipped. Either way no MariaDB or MySQL process that the run
 did not start may be stopped: the session checks it (see ``pytest_sessionfinish``).
+
+``make test`` runs the files in two processes (pytest-xdist). Each worker is a session
+of its own, with its own of every session fixture here: its own MariaDB, TLS server
+and Galera cluster, under its own temporary folders, on ports from its own slice of
+the range (``testbed.ports``). The Galera files share one worker, so that only one
+cluster runs at a time (``tests.support.scheduling``).
 """
 
 import asyncio
 import os
 import pathlib
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 from tortoise import Tortoise
@@ -29,6 +36,7 @@ from testbed.operator import OperatorProcess
 from tests.support.certificates import TLS_DATABASE, TlsServer, start_tls_server
 from tests.support.foreign import ForeignServers
 from tests.support.operators import OperatorFactory, operators_of
+from tests.support.scheduling import GroupedFiles
 
 EXTERNAL_MYSQL_URL = os.environ.get("JOBARCHIVE_TEST_MYSQL_URL") or None
 _FOREIGN = ForeignServers()
@@ -50,6 +58,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         folder = item.path.parent.name
         if folder in FOLDER_MARKERS:
             item.add_marker(FOLDER_MARKERS[folder])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> GroupedFiles | None:
+    """With ``--dist loadfile`` (make test's), the files of a group share a worker."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return GroupedFiles(config, log)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
