@@ -15,6 +15,8 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jobarchive.core.times import seconds
+
 PREEMPTED = "Preempted"
 # Ends that are no eviction: the job's own, and its Workload's deletion.
 NOT_EVICTED = frozenset({"Finished", "Deleted"})
@@ -40,12 +42,6 @@ class Lost:
     evicted: float = 0.0
 
 
-def _seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float | None:
-    if start is None or end is None:
-        return None
-    return (end - start).total_seconds()
-
-
 def ordered(attempts: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Attempts in the order of their reservations."""
     return sorted(attempts, key=lambda attempt: attempt["quota_reserved_at"])
@@ -58,18 +54,18 @@ def figures(created: datetime.datetime | None, attempts: Sequence[Mapping[str, A
     if not rows:
         return Figures(0, 0, None, None, None)
     starts = [
-        _seconds(row["admitted_at"] or row["quota_reserved_at"], row["running_at"])
+        seconds(row["admitted_at"] or row["quota_reserved_at"], row["running_at"])
         for row in rows
         if row["running_at"] is not None
     ]
     gaps = [
-        _seconds(rows[index - 1]["ended_at"], rows[index]["quota_reserved_at"])
+        seconds(rows[index - 1]["ended_at"], rows[index]["quota_reserved_at"])
         for index in range(1, len(rows))
     ]
     return Figures(
         attempts=len(rows),
         preemptions=sum(1 for row in rows if row["end_reason"] == PREEMPTED),
-        quota_wait_s=_seconds(created, rows[0]["quota_reserved_at"]),
+        quota_wait_s=seconds(created, rows[0]["quota_reserved_at"]),
         start_wait_s=sum(start for start in starts if start is not None) if starts else None,
         requeue_wait_s=sum(gap for gap in gaps if gap is not None),
     )
@@ -99,7 +95,7 @@ def lost(
                 owner = row
         if owner is None or not evicted(owner["end_reason"]):
             continue
-        spent = (pod["gpus"] or 0) * max(0.0, _seconds(start, pod["gmt_finished"] or now) or 0.0)
+        spent = (pod["gpus"] or 0) * max(0.0, seconds(start, pod["gmt_finished"] or now) or 0.0)
         if owner["end_reason"] == PREEMPTED:
             preempted += spent
         else:
