@@ -271,9 +271,37 @@ class FailureRow(TypedDict):
     cluster: NotRequired[str | None]
 
 
-# The rows of the recorded objects (and of Kueue's attempts, waits and quotas, and
-# the failure classes), upserted by key.
-Row = JobRow | PodRow | EventRow | AttemptRow | WaitRow | QuotaRow | FailureRow
+class SummaryRow(TypedDict):
+    """A ``pod_efficiency`` row: what Prometheus said of a pod's run (decision 45),
+    written by the summarising pass under the pod's ``version``."""
+
+    pod_id: str
+    version: str
+    job_id: str
+    namespace: str
+    pod_name: str
+    outcome: str
+    source: str | None
+    gpus_seen: int
+    gpu_activity_mean: float | None
+    gpu_activity_peak: float | None
+    gpu_memory_peak: float | None
+    unused_gpus: int | None
+    energy_joules: float | None
+    cpu_seconds: float | None
+    cpu_efficiency: float | None
+    memory_peak_bytes: float | None
+    memory_peak_ratio: float | None
+    per_gpu: str
+    note: str | None
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
+
+
+# The rows of the recorded objects (and of Kueue's attempts, waits and quotas, the
+# failure classes and the pods' efficiency), upserted by key.
+Row = JobRow | PodRow | EventRow | AttemptRow | WaitRow | QuotaRow | FailureRow | SummaryRow
 # Every row the writer takes: the recorded objects', and the log tails' (inserted once).
 WrittenRow = Row | LogTailRow
 # The rows whose object can be gone from the cluster (Events have no such state).

@@ -26,6 +26,7 @@ from jobarchive.storage import dialects, introspection
 from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.kueue import Attempt, Quota, Wait
 from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped, UsageDay
+from jobarchive.storage.summaries import Summary
 
 logger = logging.getLogger(__name__)
 MODELS: tuple[type[Stamped], ...] = (
@@ -38,6 +39,7 @@ MODELS: tuple[type[Stamped], ...] = (
     Wait,
     Quota,
     FailedJob,
+    Summary,
 )
 
 

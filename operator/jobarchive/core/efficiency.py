@@ -1,0 +1,278 @@
+"""A pod's efficiency from Prometheus' answer to its query (``core.promql``), and a
+job's from its pods' (decision 45), pure.
+
+Per pod: GPU activity, mean and peak (dcgm-exporter's ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``,
+a ratio; else ``DCGM_FI_DEV_GPU_UTIL``, a percentage, coarser), the mean over the pod's
+GPUs; the GPU memory peak as used / (used + free), the highest of its GPUs; the GPUs
+never used (a peak activity of zero); the energy its GPUs drew; CPU efficiency, the CPU
+seconds its containers used / (CPU requested x run time); and memory, the peak of its
+containers' summed working set / its memory limit (else its request).
+
+What Prometheus does not have is unknown (None), never zero; a pod that ran shorter
+than two scrape intervals is too short to judge.
+"""
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+
+from jobarchive.core import promql
+
+# A summary's outcome.
+MEASURED = "measured"
+# Ran shorter than two scrape intervals: nothing is judged.
+TOO_SHORT = "too_short"
+# Prometheus has no series of the pod (not scraped, or forgotten).
+NO_DATA = "no_data"
+# Prometheus refused the query or answered something else than a vector.
+REFUSED = "refused"
+OUTCOMES = (MEASURED, TOO_SHORT, NO_DATA, REFUSED)
+# Where activity was read from.
+ENGINE_ACTIVE = "engine_active"
+GPU_UTIL = "gpu_util"
+# dcgm-exporter's energy counter is in millijoules.
+JOULES_PER_MILLIJOULE = 1e-3
+# A GPU's identity: its UUID where exported, else its index; a MIG instance's id beside.
+GPU_LABELS = ("UUID", "gpu")
+MIG_LABEL = "GPU_I_ID"
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One element of Prometheus' answer: its labels and value (None: NaN)."""
+
+    labels: Mapping[str, str]
+    value: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuUse:
+    """One GPU's activity over the pod's run (a ratio) and its memory peak."""
+
+    gpu: str
+    mean: float | None
+    peak: float | None
+    memory_peak: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class PodEfficiency:
+    """A pod's figures; each None where unknown."""
+
+    outcome: str
+    source: str | None = None
+    gpu_activity_mean: float | None = None
+    gpu_activity_peak: float | None = None
+    gpu_memory_peak: float | None = None
+    gpus_seen: int = 0
+    unused_gpus: int | None = None
+    energy_joules: float | None = None
+    cpu_seconds: float | None = None
+    cpu_efficiency: float | None = None
+    memory_peak_bytes: float | None = None
+    memory_peak_ratio: float | None = None
+    per_gpu: tuple[GpuUse, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocated:
+    """What a pod was given and how long it ran."""
+
+    run_seconds: float
+    gpus: int
+    cpu_millis: int | None
+    memory_bytes: int | None
+
+
+def gpu_key(labels: Mapping[str, str]) -> str:
+    """The GPU a series is of: UUID (else index), with its MIG instance if any."""
+    gpu = next((labels[name] for name in GPU_LABELS if labels.get(name)), "?")
+    instance = labels.get(MIG_LABEL)
+    return f"{gpu}/{instance}" if instance else gpu
+
+
+def _by_figure(samples: Sequence[Sample]) -> dict[str, list[Sample]]:
+    found: dict[str, list[Sample]] = {}
+    for sample in samples:
+        if sample.value is not None and math.isfinite(sample.value):
+            found.setdefault(sample.labels.get(promql.FIGURE, ""), []).append(sample)
+    return found
+
+
+def _per_gpu(samples: Sequence[Sample], scale: float = 1.0) -> dict[str, float]:
+    return {gpu_key(s.labels): float(s.value or 0.0) * scale for s in samples}
+
+
+def _activity(
+    figures: Mapping[str, list[Sample]],
+) -> tuple[str | None, dict[str, float], dict[str, float]]:
+    """Activity per GPU, mean and peak, from the finer family where it is present."""
+    if figures.get("active_mean"):
+        return (
+            ENGINE_ACTIVE,
+            _per_gpu(figures["active_mean"]),
+            _per_gpu(figures.get("active_peak", [])),
+        )
+    if figures.get("util_mean"):
+        scale = 0.01
+        means = _per_gpu(figures["util_mean"], scale)
+        return GPU_UTIL, means, _per_gpu(figures.get("util_peak", []), scale)
+    return None, {}, {}
+
+
+def _memory_peaks(figures: Mapping[str, list[Sample]]) -> dict[str, float]:
+    """Per GPU, its framebuffer's peak use / its size (used + free, averaged)."""
+    used = _per_gpu(figures.get("fb_used_mean", []))
+    free = _per_gpu(figures.get("fb_free_mean", []))
+    peaks = _per_gpu(figures.get("fb_used_peak", []))
+    return {
+        gpu: peak / (used[gpu] + free[gpu])
+        for gpu, peak in peaks.items()
+        if gpu in used and gpu in free and used[gpu] + free[gpu] > 0
+    }
+
+
+def _spent(figures: Mapping[str, list[Sample]], last: str, first: str) -> float | None:
+    """A counter's last sample less its first, summed over its series; None if none."""
+    starts = {tuple(sorted(s.labels.items())): s.value or 0.0 for s in figures.get(first, [])}
+    ends = figures.get(last, [])
+    if not ends:
+        return None
+    total = 0.0
+    for sample in ends:
+        labels = dict(sample.labels)
+        labels[promql.FIGURE] = first
+        total += max(0.0, (sample.value or 0.0) - starts.get(tuple(sorted(labels.items())), 0.0))
+    return total
+
+
+def summarise(samples: Sequence[Sample], given: Allocated) -> PodEfficiency:
+    """A pod's efficiency from Prometheus' answer to its query."""
+    figures = _by_figure(samples)
+    if not figures:
+        return PodEfficiency(NO_DATA)
+    source, means, peaks = _activity(figures)
+    memory = _memory_peaks(figures)
+    gpus = sorted(set(means) | set(memory))
+    per_gpu = tuple(GpuUse(g, means.get(g), peaks.get(g), memory.get(g)) for g in gpus)
+    energy = _spent(figures, "energy_last", "energy_first")
+    cpu = _spent(figures, "cpu_last", "cpu_first")
+    working_set = figures.get(promql.MEMORY_PEAK)
+    memory_peak = max(s.value or 0.0 for s in working_set) if working_set else None
+    return PodEfficiency(
+        outcome=MEASURED,
+        source=source,
+        gpu_activity_mean=sum(means.values()) / len(means) if means else None,
+        gpu_activity_peak=max(peaks.values()) if peaks else None,
+        gpu_memory_peak=max(memory.values()) if memory else None,
+        gpus_seen=len(means),
+        unused_gpus=sum(1 for peak in peaks.values() if peak <= 0.0) if peaks else None,
+        energy_joules=energy * JOULES_PER_MILLIJOULE if energy is not None else None,
+        cpu_seconds=cpu,
+        cpu_efficiency=_ratio(cpu, _cpu_seconds_given(given)),
+        memory_peak_bytes=memory_peak,
+        memory_peak_ratio=_ratio(memory_peak, given.memory_bytes),
+        per_gpu=per_gpu,
+    )
+
+
+def _cpu_seconds_given(given: Allocated) -> float | None:
+    if not given.cpu_millis:
+        return None
+    return given.cpu_millis / 1000 * given.run_seconds
+
+
+def _ratio(used: float | None, given: float | None) -> float | None:
+    if used is None or not given:
+        return None
+    return used / given
+
+
+def too_short(run_seconds: float, scrape_interval: float) -> bool:
+    """Whether a run is too short to judge: shorter than two scrape intervals."""
+    return run_seconds < 2 * scrape_interval
+
+
+@dataclasses.dataclass(frozen=True)
+class JobEfficiency:
+    """A job's (or a group's) figures from its pods': means weighted by what each pod
+    was given (GPU activity by GPU-hours, CPU by CPU-hours requested, memory by its
+    limit's byte-hours), sums of the rest; ``unknown`` pods had no summary or no data,
+    ``too_short`` ran too briefly to judge."""
+
+    gpu_hours: float = 0.0
+    gpu_activity_mean: float | None = None
+    idle_gpu_hours: float | None = None
+    unused_gpus: int | None = None
+    unused_gpu_hours: float | None = None
+    gpu_memory_peak: float | None = None
+    cpu_efficiency: float | None = None
+    mem_peak_ratio: float | None = None
+    energy_kwh: float | None = None
+    pods: int = 0
+    unknown: int = 0
+    too_short: int = 0
+
+
+JOULES_PER_KWH = 3.6e6
+
+
+class _Mean:
+    """A weighted mean being summed."""
+
+    def __init__(self) -> None:
+        self.weighted = 0.0
+        self.weight = 0.0
+
+    def add(self, value: float | None, weight: float) -> None:
+        if value is not None and weight > 0:
+            self.weighted += value * weight
+            self.weight += weight
+
+    @property
+    def mean(self) -> float | None:
+        return self.weighted / self.weight if self.weight > 0 else None
+
+
+def _total(values: Sequence[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
+def weigh(pods: Sequence[tuple[Allocated, PodEfficiency | None]]) -> JobEfficiency:
+    """A job's figures from its pods' allocations and summaries (None: not summarised)."""
+    activity, cpu, memory = _Mean(), _Mean(), _Mean()
+    idle: list[float | None] = []
+    unused: list[float | None] = []
+    unused_count: list[float | None] = []
+    for given, pod in pods:
+        hours = given.run_seconds / 3600
+        if pod is None or pod.outcome != MEASURED:
+            continue
+        activity.add(pod.gpu_activity_mean, given.gpus * hours)
+        cpu.add(pod.cpu_efficiency, (given.cpu_millis or 0) / 1000 * hours)
+        memory.add(pod.memory_peak_ratio, (given.memory_bytes or 0) * hours)
+        if pod.gpu_activity_mean is not None:
+            idle.append(given.gpus * hours * (1 - pod.gpu_activity_mean))
+        if pod.unused_gpus is not None:
+            unused.append(pod.unused_gpus * hours)
+            unused_count.append(pod.unused_gpus)
+    outcomes = [pod.outcome if pod else None for _, pod in pods]
+    energies = [pod.energy_joules for _, pod in pods if pod is not None]
+    memory_peaks = [p.gpu_memory_peak for _, p in pods if p and p.gpu_memory_peak is not None]
+    energy = _total(energies)
+    count = _total(unused_count)
+    return JobEfficiency(
+        gpu_hours=sum(given.gpus * given.run_seconds for given, _ in pods) / 3600,
+        gpu_activity_mean=activity.mean,
+        idle_gpu_hours=_total(idle),
+        unused_gpus=int(count) if count is not None else None,
+        unused_gpu_hours=_total(unused),
+        gpu_memory_peak=max(memory_peaks) if memory_peaks else None,
+        cpu_efficiency=cpu.mean,
+        mem_peak_ratio=memory.mean,
+        energy_kwh=energy / JOULES_PER_KWH if energy is not None else None,
+        pods=len(pods),
+        unknown=sum(1 for outcome in outcomes if outcome in (None, NO_DATA, REFUSED)),
+        too_short=outcomes.count(TOO_SHORT),
+    )

@@ -1,0 +1,269 @@
+"""The efficiency pass (decision 45): each finished pod of a recorded job summarised
+from Prometheus, off the recording path, kept as long as the archive keeps its job.
+
+A pod is due ``delay`` seconds after it finished (Prometheus has scraped its last
+samples by then) and until ``horizon`` days after (Prometheus has forgotten it). The
+queue is the archive itself: a due pod without a ``pod_efficiency`` row, so that pods
+survive a restart and pods that ended while the operator was away are summarised when it
+returns. Rounds read due pods in the order they finished, from a mark that moves past
+the pods summarised and goes back to the horizon every ``RESCAN`` seconds (for a pod
+whose row arrived late). Each pod costs one query (``core.promql``), at most
+``concurrency`` at a time and ``rate`` a second. A Prometheus that cannot be reached,
+or answers 5xx or 429, stops the round: the pod stays due, and the next round waits the
+database's backoff (``storage.waiting.Backoff``), said once when it begins and once
+when it ends. A refusal (4xx, a PromQL error, an answer of another type) is the pod's
+answer: it is kept as ``refused`` with Prometheus' words, so one bad pod never stalls
+the others.
+"""
+
+import asyncio
+import dataclasses
+import datetime
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from tortoise.expressions import Subquery
+
+from jobarchive.core import efficiency, promql
+from jobarchive.core.efficiency import Allocated, PodEfficiency, Sample
+from jobarchive.core.quantities import parse_quantity
+from jobarchive.core.rows import SummaryRow
+from jobarchive.core.times import aware, seconds
+from jobarchive.infra.logs import shown
+from jobarchive.infra.scope import CLUSTER, Scope
+from jobarchive.maintenance.peering import Activity
+from jobarchive.storage.models import Pod, utcnow
+from jobarchive.storage.summaries import Summary
+from jobarchive.storage.waiting import Backoff
+
+logger = logging.getLogger(__name__)
+# Pods per round: each one's row and answer held in turn (``infra.sizing`` counts them).
+BATCH_PODS = 64
+# How often the mark goes back to the horizon.
+RESCAN = 3600.0
+# Between rounds that found nothing to do.
+IDLE = 10.0
+# While Prometheus is away: the database's backoff rule, over a longer range.
+BACKOFF = (1.0, 60.0)
+
+Write = Callable[[list[SummaryRow]], Awaitable[None]]
+_POD = (
+    "pod_id",
+    "version",
+    "job_id",
+    "namespace",
+    "name",
+    "gpus",
+    "cpu_millis",
+    "memory_bytes",
+    "resources",
+    "gmt_started",
+    "gmt_finished",
+)
+
+
+class Unreachable(Exception):
+    """Prometheus could not answer now; the round stops and the pods stay due."""
+
+
+class Asker(Protocol):
+    """Prometheus' instant query: the vector at ``at``; raises an error whose
+    ``retryable`` says whether asking again later may answer."""
+
+    async def query(self, expression: str, at: datetime.datetime) -> Sequence[Sample]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Asking:
+    """How pods are asked of Prometheus (the JOBARCHIVE_PROMETHEUS_* settings)."""
+
+    delay: float = 60.0
+    scrape_interval: int = 30
+    horizon_days: int = 15
+    concurrency: int = 4
+    rate: float = 20.0
+    label_pairs: tuple[tuple[str, str], ...] = (
+        ("namespace", "pod"),
+        ("exported_namespace", "exported_pod"),
+    )
+
+
+class Pace:
+    """At most ``rate`` starts a second, spaced evenly."""
+
+    def __init__(self, rate: float) -> None:
+        self.spacing = 1.0 / rate
+        self.next = time.monotonic()
+
+    async def wait(self) -> None:
+        """Wait for the next start's turn."""
+        now = time.monotonic()
+        turn = max(now, self.next)
+        self.next = turn + self.spacing
+        if turn > now:
+            await asyncio.sleep(turn - now)
+
+
+def memory_given(resources: str | None, request: int | None) -> int | None:
+    """A pod's memory limit in bytes from its ``resources`` JSON, else its request."""
+    try:
+        limits = json.loads(resources or "{}").get("limits") or {}
+    except (ValueError, AttributeError):
+        limits = {}
+    quantity = parse_quantity(limits.get("memory")) if isinstance(limits, dict) else None
+    return int(quantity.value) if quantity is not None and quantity.value > 0 else request
+
+
+def allocated(pod: dict[str, Any]) -> Allocated:
+    """What a pod row says it was given, and how long it ran."""
+    run = seconds(aware(pod["gmt_started"]), aware(pod["gmt_finished"]))
+    return Allocated(
+        run_seconds=max(0.0, run or 0.0),
+        gpus=pod["gpus"] or 0,
+        cpu_millis=pod["cpu_millis"],
+        memory_bytes=memory_given(pod["resources"], pod["memory_bytes"]),
+    )
+
+
+def summary_row(pod: dict[str, Any], found: PodEfficiency, note: str | None = None) -> SummaryRow:
+    """The ``pod_efficiency`` row of a pod's figures."""
+    per_gpu = [dataclasses.asdict(gpu) for gpu in found.per_gpu]
+    return {
+        "pod_id": pod["pod_id"],
+        "version": pod["version"],
+        "job_id": pod["job_id"],
+        "namespace": pod["namespace"],
+        "pod_name": pod["name"],
+        "outcome": found.outcome,
+        "source": found.source,
+        "gpus_seen": found.gpus_seen,
+        "gpu_activity_mean": found.gpu_activity_mean,
+        "gpu_activity_peak": found.gpu_activity_peak,
+        "gpu_memory_peak": found.gpu_memory_peak,
+        "unused_gpus": found.unused_gpus,
+        "energy_joules": found.energy_joules,
+        "cpu_seconds": found.cpu_seconds,
+        "cpu_efficiency": found.cpu_efficiency,
+        "memory_peak_bytes": found.memory_peak_bytes,
+        "memory_peak_ratio": found.memory_peak_ratio,
+        "per_gpu": json.dumps(per_gpu, separators=(",", ":")),
+        "note": note,
+        "gmt_created": None,
+    }
+
+
+class Summariser:
+    """Summarises the store's cluster's finished pods from ``prometheus``."""
+
+    def __init__(
+        self,
+        prometheus: Asker,
+        cluster: Callable[[], str],
+        write: Write,
+        asking: Asking = Asking(),
+        scope: Scope = CLUSTER,
+    ) -> None:
+        self.prometheus = prometheus
+        self.cluster = cluster
+        self.write = write
+        self.asking = asking
+        self.scope = scope
+        self.mark: datetime.datetime | None = None
+        self.rescanned = time.monotonic()
+        self.pace = Pace(asking.rate)
+        self.slots = asyncio.Semaphore(asking.concurrency)
+        # What Prometheus last said when it could not answer, for the outage's line.
+        self.last_error = ""
+
+    async def round(self) -> int:
+        """Summarise the next due pods; returns how many. Raises Unreachable, having
+        written those summarised before Prometheus went away."""
+        if time.monotonic() - self.rescanned > RESCAN:
+            self.mark, self.rescanned = None, time.monotonic()
+        due = await self.due()
+        if not due:
+            return 0
+        answers = await asyncio.gather(*(self.ask(pod) for pod in due))
+        rows = [row for row in answers if row is not None]
+        if rows:
+            await self.write(rows)
+        if len(rows) < len(due):
+            unanswered = next(pod for pod, row in zip(due, answers, strict=True) if row is None)
+            self.mark = min(self.mark or unanswered["gmt_finished"], unanswered["gmt_finished"])
+            raise Unreachable(f"{self.last_error} ({len(due) - len(rows)} pods wait)")
+        self.mark = due[-1]["gmt_finished"]
+        return len(rows)
+
+    async def due(self) -> list[dict[str, Any]]:
+        """The next pods finished between the horizon and ``delay`` ago, after the mark,
+        without a summary, in the order they finished."""
+        now = utcnow()
+        horizon = now - datetime.timedelta(days=self.asking.horizon_days)
+        done = Summary.filter(cluster=self.cluster()).values("pod_id")
+        found = Pod.filter(
+            cluster=self.cluster(),
+            gmt_finished__gte=max(horizon, aware(self.mark) or horizon),
+            gmt_finished__lte=now - datetime.timedelta(seconds=self.asking.delay),
+        ).exclude(pod_id__in=Subquery(done))
+        if not self.scope.clusterwide and self.scope.exact:
+            found = found.filter(namespace__in=sorted(set(self.scope.patterns)))
+        rows = await found.order_by("gmt_finished").limit(BATCH_PODS).values(*_POD)
+        return [row for row in rows if self.scope.matches(str(row["namespace"]))]
+
+    async def ask(self, pod: dict[str, Any]) -> SummaryRow | None:
+        """A pod's row, from its answer; None when Prometheus could not answer now."""
+        given = allocated(pod)
+        if pod["gmt_started"] is None or efficiency.too_short(
+            given.run_seconds, self.asking.scrape_interval
+        ):
+            return summary_row(pod, PodEfficiency(efficiency.TOO_SHORT))
+        target = promql.Target(
+            namespace=pod["namespace"],
+            pod=pod["name"],
+            uid=pod["pod_id"],
+            run_seconds=given.run_seconds,
+            scrape_interval=self.asking.scrape_interval,
+            label_pairs=self.asking.label_pairs,
+        )
+        finished = aware(pod["gmt_finished"]) or utcnow()
+        async with self.slots:
+            await self.pace.wait()
+            try:
+                found = await self.prometheus.query(promql.query(target), finished)
+            except Exception as exc:
+                if getattr(exc, "retryable", True):
+                    self.last_error = str(exc)
+                    return None
+                return summary_row(pod, PodEfficiency(efficiency.REFUSED), note=str(exc))
+        return summary_row(pod, efficiency.summarise(found, given))
+
+
+async def summarise_forever(summariser: Summariser, activity: Activity) -> None:
+    """Rounds while this replica is the active one: at once after a full round, every
+    ``IDLE`` seconds otherwise, after the backoff while Prometheus is away (said once
+    when it goes, once when it is back); other errors are logged, not fatal."""
+    backoff = Backoff(*BACKOFF)
+    away: float | None = None
+    while True:
+        if activity.standing_by:
+            await activity.until_active()
+        try:
+            done = await summariser.round()
+        except Unreachable as exc:
+            if away is None:
+                away = time.monotonic()
+                logger.warning("Prometheus cannot answer, summaries wait: %s", shown(str(exc)))
+            await asyncio.sleep(backoff.next())
+            continue
+        except Exception as exc:
+            logger.warning("Summarising pods failed, trying again later: %s", shown(str(exc)))
+            done = 0
+        if away is not None:
+            logger.info("Prometheus answers again after %.1f s", time.monotonic() - away)
+            away = None
+            backoff.reset()
+        if done < BATCH_PODS:
+            await asyncio.sleep(IDLE)

@@ -1,0 +1,119 @@
+"""The efficiency pass on both databases (decision 45): which pods are due, in what
+order, what one Prometheus answer, a refusal or an outage leaves in ``pod_efficiency``.
+Prometheus here is an ``Asker`` of the test's that answers from a table: the real one is
+met in the end-to-end tests."""
+
+import datetime
+from collections.abc import Sequence
+
+import pytest
+
+from jobarchive.core import promql
+from jobarchive.core.efficiency import MEASURED, NO_DATA, REFUSED, TOO_SHORT, Sample
+from jobarchive.core.rows import SummaryRow
+from jobarchive.maintenance.summarising import Asking, Summariser, Unreachable
+from jobarchive.storage.models import Pod, utcnow
+from jobarchive.storage.store import Store
+from jobarchive.storage.summaries import Summary
+from tests.support import rows
+
+
+class Refused(Exception):
+    def __init__(self, text: str, retryable: bool) -> None:
+        super().__init__(text)
+        self.retryable = retryable
+
+
+class Answers:
+    """Prometheus' answers by pod name; a name mapped to an exception raises it."""
+
+    def __init__(self, answers: dict[str, list[Sample] | Exception]) -> None:
+        self.answers = answers
+        self.asked: list[tuple[str, datetime.datetime]] = []
+
+    async def query(self, expression: str, at: datetime.datetime) -> Sequence[Sample]:
+        name = next(n for n in self.answers if f'pod="{n}"' in expression)
+        self.asked.append((name, at))
+        answer = self.answers[name]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def ago(minutes: float) -> datetime.datetime:
+    return utcnow() - datetime.timedelta(minutes=minutes)
+
+
+async def pods(*specs: tuple[str, float, float]) -> None:
+    """Pods of one job, each (name, started minutes ago, finished minutes ago)."""
+    await Store().upsert(
+        Pod,
+        [
+            rows.pod(
+                f"uid-{name}",
+                name=name,
+                job_id="job-1",
+                gpus=2,
+                cpu_millis=1000,
+                gmt_started=ago(start),
+                gmt_finished=ago(end),
+            )
+            for name, start, end in specs
+        ],
+    )
+
+
+async def summarised(answers: Answers, asking: Asking | None = None) -> Summariser:
+    store = Store()
+
+    async def write(found: list[SummaryRow]) -> None:
+        await store.upsert(Summary, found)
+
+    return Summariser(answers, lambda: store.cluster, write, asking or Asking(delay=60))
+
+
+ACTIVE = [Sample({promql.FIGURE: "active_mean", "UUID": "GPU-0"}, 0.5)]
+
+
+async def test_due_pods_are_asked_once_at_their_finish_in_the_order_they_finished(
+    database: str,
+) -> None:
+    await pods(("late", 30, 5), ("early", 60, 20), ("recent", 10, 0.5), ("short", 20, 19.5))
+    answers = Answers({"late": ACTIVE, "early": [], "recent": ACTIVE, "short": ACTIVE})
+    summariser = await summarised(answers)
+    assert await summariser.round() == 3
+    assert [name for name, _ in answers.asked] == ["early", "late"]  # "short": 30 s run
+    outcomes = {s.pod_name: s.outcome for s in await Summary.all()}
+    assert outcomes == {"early": NO_DATA, "late": MEASURED, "short": TOO_SHORT}
+    late = await Summary.get(pod_name="late")
+    assert (late.gpu_activity_mean, late.gpus_seen, late.job_id) == (0.5, 1, "job-1")
+    assert await summariser.round() == 0  # "recent" finished within the delay
+    assert len(answers.asked) == 2
+
+
+async def test_a_refusal_is_the_pods_answer_and_an_outage_keeps_pods_due(database: str) -> None:
+    await pods(("bad", 60, 40), ("first", 60, 30), ("then", 60, 20))
+    answers = Answers(
+        {
+            "bad": Refused("bad_data: parse error", retryable=False),
+            "first": ACTIVE,
+            "then": Refused("connection refused", retryable=True),
+        }
+    )
+    summariser = await summarised(answers)
+    with pytest.raises(Unreachable, match="connection refused"):
+        await summariser.round()
+    stored = {s.pod_name: (s.outcome, s.note) for s in await Summary.all()}
+    assert stored == {"bad": (REFUSED, "bad_data: parse error"), "first": (MEASURED, None)}
+    answers.answers["then"] = ACTIVE
+    assert await summariser.round() == 1
+    assert await Summary.filter(pod_name="then", outcome=MEASURED).count() == 1
+
+
+async def test_pods_past_the_horizon_or_of_another_cluster_are_not_asked(database: str) -> None:
+    await pods(("old", 60 * 24 * 20, 60 * 24 * 16), ("kept", 60, 30))
+    await Store(cluster="west").upsert(Pod, [rows.pod("uid-west", name="west", job_id="j")])
+    answers = Answers({"old": ACTIVE, "kept": ACTIVE, "west": ACTIVE})
+    summariser = await summarised(answers, Asking(delay=60, horizon_days=15))
+    assert await summariser.round() == 1
+    assert [name for name, _ in answers.asked] == ["kept"]
