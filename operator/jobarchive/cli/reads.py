@@ -101,7 +101,7 @@ events = _list(
 def job(where: Where, /, reference: str, output: str, **page: Any) -> None:
     """One job (NAMESPACE/NAME, NAMESPACE/UID or UID) with a page of its pods and of its
     Events."""
-    detail = _one(archive(where).job(reference, **page), reference, output, "job")
+    detail = one_job(archive(where).job(reference, **page), reference, output, "job")
     if detail is None:
         return
     if output == "json":
@@ -120,12 +120,12 @@ def logs(where: Where, /, reference: str, output: str, **narrowed: Any) -> None:
     """The last lines of the logs of a job's (NAMESPACE/NAME, NAMESPACE/UID or UID)
     failed containers, newest failure first."""
     found = archive(where).logs(reference, **narrowed)
-    page = _one(found, reference, output, "logs")
+    page = one_job(found, reference, output, "logs")
     if page is not None:
         rendering.print_tails(page, output, found.jobs[0]["job_id"])
 
 
-def _one(found: Found[T], reference: str, output: str, command: str) -> T | None:
+def one_job(found: Found[T], reference: str, output: str, command: str) -> T | None:
     """What was read of the one job ``reference`` names; None once the jobs it names are
     printed, when it names several; one line, exit 1, when it names none."""
     if len(found.jobs) > 1:

@@ -13,10 +13,14 @@ than two scrape intervals is too short to judge.
 """
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jobarchive.core import promql
+from jobarchive.core.quantities import parse_quantity
+from jobarchive.core.times import aware, seconds
 
 # A summary's outcome.
 MEASURED = "measured"
@@ -82,6 +86,27 @@ class Allocated:
     gpus: int
     cpu_millis: int | None
     memory_bytes: int | None
+
+
+def memory_given(resources: str | None, request: int | None) -> int | None:
+    """A pod's memory limit in bytes from its ``resources`` JSON, else its request."""
+    try:
+        limits = json.loads(resources or "{}").get("limits") or {}
+    except (ValueError, AttributeError):
+        limits = {}
+    quantity = parse_quantity(limits.get("memory")) if isinstance(limits, dict) else None
+    return int(quantity.value) if quantity is not None and quantity.value > 0 else request
+
+
+def allocated(pod: Mapping[str, Any]) -> Allocated:
+    """What a pod row says it was given, and how long it ran."""
+    run = seconds(aware(pod["gmt_started"]), aware(pod["gmt_finished"]))
+    return Allocated(
+        run_seconds=max(0.0, run or 0.0),
+        gpus=pod["gpus"] or 0,
+        cpu_millis=pod["cpu_millis"],
+        memory_bytes=memory_given(pod["resources"], pod["memory_bytes"]),
+    )
 
 
 def gpu_key(labels: Mapping[str, str]) -> str:

@@ -28,10 +28,9 @@ from typing import Any, Protocol
 from tortoise.expressions import Subquery
 
 from jobarchive.core import efficiency, promql
-from jobarchive.core.efficiency import Allocated, PodEfficiency, Sample
-from jobarchive.core.quantities import parse_quantity
+from jobarchive.core.efficiency import PodEfficiency, Sample, allocated
 from jobarchive.core.rows import SummaryRow
-from jobarchive.core.times import aware, seconds
+from jobarchive.core.times import aware
 from jobarchive.infra.logs import shown
 from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
@@ -105,27 +104,6 @@ class Pace:
         self.next = turn + self.spacing
         if turn > now:
             await asyncio.sleep(turn - now)
-
-
-def memory_given(resources: str | None, request: int | None) -> int | None:
-    """A pod's memory limit in bytes from its ``resources`` JSON, else its request."""
-    try:
-        limits = json.loads(resources or "{}").get("limits") or {}
-    except (ValueError, AttributeError):
-        limits = {}
-    quantity = parse_quantity(limits.get("memory")) if isinstance(limits, dict) else None
-    return int(quantity.value) if quantity is not None and quantity.value > 0 else request
-
-
-def allocated(pod: dict[str, Any]) -> Allocated:
-    """What a pod row says it was given, and how long it ran."""
-    run = seconds(aware(pod["gmt_started"]), aware(pod["gmt_finished"]))
-    return Allocated(
-        run_seconds=max(0.0, run or 0.0),
-        gpus=pod["gpus"] or 0,
-        cpu_millis=pod["cpu_millis"],
-        memory_bytes=memory_given(pod["resources"], pod["memory_bytes"]),
-    )
 
 
 def summary_row(pod: dict[str, Any], found: PodEfficiency, note: str | None = None) -> SummaryRow:
