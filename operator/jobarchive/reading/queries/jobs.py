@@ -38,6 +38,7 @@ from jobarchive.reading.params import (
     page_size,
 )
 from jobarchive.reading.queries.classes import FAILED, failed_as, failure_json
+from jobarchive.reading.queries.measured import efficiency_json
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.reading.queries.source import bounded, read
@@ -380,4 +381,8 @@ async def job_detail(
     failure = await failure_json(job_uid) if job.status == FAILED else None
     if failure is not None:
         detail["failure"] = failure
+    # How well it used what it was given (decision 45): absent until a pod is summarised.
+    efficiency = await efficiency_json(job_uid)
+    if efficiency is not None:
+        detail["efficiency"] = efficiency
     return detail
