@@ -11,8 +11,9 @@ import pytest
 from jobarchive.core import promql
 from jobarchive.core.efficiency import MEASURED, NO_DATA, REFUSED, TOO_SHORT, Sample
 from jobarchive.core.rows import SummaryRow
+from jobarchive.maintenance import retention
 from jobarchive.maintenance.summarising import Asking, Summariser, Unreachable
-from jobarchive.storage.models import Pod, utcnow
+from jobarchive.storage.models import Job, Pod, utcnow
 from jobarchive.storage.store import Store
 from jobarchive.storage.summaries import Summary
 from tests.support import rows
@@ -117,3 +118,17 @@ async def test_pods_past_the_horizon_or_of_another_cluster_are_not_asked(databas
     summariser = await summarised(answers, Asking(delay=60, horizon_days=15))
     assert await summariser.round() == 1
     assert [name for name, _ in answers.asked] == ["kept"]
+
+
+async def test_a_jobs_summaries_are_pruned_with_it(database: str) -> None:
+    long_ago = datetime.datetime(2026, 3, 1, tzinfo=datetime.UTC)
+    gone = {"is_in_etcd": False, "status": "Succeeded", "gmt_finished": long_ago}
+    await Store().upsert(Job, [rows.job("job-1", **gone), rows.job("kept")])
+    await pods(("old", 60, 30))
+    await Store().upsert(Pod, [rows.pod("uid-k", name="k", job_id="kept")])
+    summariser = await summarised(Answers({"old": ACTIVE, "k": ACTIVE}))
+    await summariser.round()
+    assert await Summary.all().count() == 1
+    await Pod.all().update(is_in_etcd=False)
+    await retention.prune(retention.cutoff(90, utcnow()))
+    assert await Summary.all().count() == 0

@@ -9,7 +9,8 @@
   ``event_info.job_id`` name none). That is everything a job's detail shows. The
   log tails of its failed containers go with it (``container_log_tail``, by job_id),
   its days in the usage roll-up (``usage_day``), and Kueue's attempts and waits of it
-  (``job_attempt``, ``job_wait``, by job_id), and its failure class (``job_failure``).
+  (``job_attempt``, ``job_wait``, by job_id), its failure class (``job_failure``) and its pods'
+  efficiency (``pod_efficiency``).
 - A pod whose job was never recorded (deleted before the operator saw it) is pruned
   after the same period: once gone and last written before the cutoff, with the
   Events about it and its log tails.
@@ -49,6 +50,7 @@ from jobarchive.storage import failures
 from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, UsageDay, utcnow
+from jobarchive.storage.summaries import Summary
 
 logger = logging.getLogger(__name__)
 BATCH_JOBS = 100
@@ -161,6 +163,8 @@ class _Pruning:
             # this prune's already.
             await self.drain(UsageDay.filter(job_id__in=job_uids))
             await self.drain(FailedJob.filter(job_id__in=job_uids))
+            # Its pods' efficiency (decision 45), derived from Prometheus, likewise.
+            await self.drain(Summary.filter(job_id__in=job_uids))
             pruned.pods += await self.drain(pods)
             pruned.jobs += await self.drain(Job.filter(id__in=[pk for pk, _ in due]))
 
