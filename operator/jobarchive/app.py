@@ -19,7 +19,7 @@ from aiohttp import web
 
 from jobarchive.config import Settings
 from jobarchive.core.kinds import BATCH_JOB
-from jobarchive.core.rows import FailureRow
+from jobarchive.core.rows import FailureRow, PodFailureRow
 from jobarchive.infra import identity, metrics, rules, scope, sizing
 from jobarchive.infra.certificates import CertificateError
 from jobarchive.logtails.capture import Capture
@@ -36,7 +36,7 @@ from jobarchive.recording.attribution import Attribution
 from jobarchive.recording.recorder import Recorder
 from jobarchive.storage import database as db
 from jobarchive.storage import failures, schema
-from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.failed import FailedJob, FailedPod
 from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
 from jobarchive.storage.writer import Writer
@@ -149,9 +149,10 @@ class Operator:
         self.identity: identity.Identity | None = None
         self._forecast = False
 
-    async def _classified(self, rows: list[FailureRow]) -> None:
+    async def _classified(self, rows: list[FailureRow], pods: list[PodFailureRow]) -> None:
         """Write the classifying pass's rows through the writer; raise its first error."""
         refused = [error for error in await self.writer.write(FailedJob, rows) if error]
+        refused += [error for error in await self.writer.write(FailedPod, pods) if error]
         if refused:
             raise refused[0]
 

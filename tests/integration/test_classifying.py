@@ -7,7 +7,7 @@ import datetime
 import pathlib
 from typing import Any
 
-from jobarchive.core.rows import FailureRow
+from jobarchive.core.rows import FailureRow, PodFailureRow
 from jobarchive.infra.rules import load_rules
 from jobarchive.infra.scope import Scope
 from jobarchive.logtails import inserts as tails
@@ -17,7 +17,7 @@ from jobarchive.maintenance.classifying import CLASSIFIED, Classifier, classify_
 from jobarchive.reading.lists import JobQuery
 from jobarchive.reading.queries import jobs
 from jobarchive.storage import database as db
-from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.failed import FailedJob, FailedPod
 from jobarchive.storage.models import Event, Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
@@ -39,8 +39,9 @@ def at(minute: int) -> datetime.datetime:
 def classifier(store: Store | None = None) -> Classifier:
     store = store or Store()
 
-    async def write(written: list[FailureRow]) -> None:
+    async def write(written: list[FailureRow], pods: list[PodFailureRow]) -> None:
         await store.upsert(FailedJob, written)
+        await store.upsert(FailedPod, pods)
 
     return Classifier(load_rules(), store, write)
 
@@ -105,6 +106,10 @@ async def test_a_cuda_oom_tail_is_gpu_out_of_memory_with_its_line(database: str)
         3,
     )
     assert row.detail is not None and "CUDA out of memory" in row.detail
+    # Every failed pod has its own class, the job's being its first failing pod's.
+    classes = {pod.pod_id: (pod.failure_class, pod.exit_code) for pod in await FailedPod.all()}
+    assert classes == {"p0": ("GPUOutOfMemory", 1), "p1": ("Error", 3)}
+    assert {pod.job_id for pod in await FailedPod.all()} == {"job-1"}
 
 
 async def test_a_job_is_classified_once_settled_and_again_when_a_tail_arrives_later(
@@ -130,6 +135,7 @@ async def test_a_job_none_of_whose_pods_failed_is_read_from_its_events(database:
     await classifier().round(settle=0)
     [row] = await FailedJob.all()
     assert (row.failure_class, row.pod_id, row.pod_name) == ("DeadlineExceeded", "", "")
+    assert await FailedPod.all().count() == 0
 
 
 async def test_an_old_archives_pod_is_classified_from_its_remark(database: str) -> None:
@@ -226,8 +232,9 @@ async def test_a_shard_classifies_only_its_own_namespaces_jobs(database: str) ->
     await failed_job("job-b", namespace="team-b")
     store = Store()
 
-    async def write(written: list[FailureRow]) -> None:
+    async def write(written: list[FailureRow], pods: list[PodFailureRow]) -> None:
         await store.upsert(FailedJob, written)
+        await store.upsert(FailedPod, pods)
 
     named = Classifier(load_rules(), store, write, Scope(("team-a",)))
     assert await named.round(settle=0) == 1

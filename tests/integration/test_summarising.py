@@ -5,6 +5,7 @@ met in the end-to-end tests."""
 
 import datetime
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -122,7 +123,7 @@ async def test_pods_past_the_horizon_or_of_another_cluster_are_not_asked(databas
 
 async def test_a_jobs_summaries_are_pruned_with_it(database: str) -> None:
     long_ago = datetime.datetime(2026, 3, 1, tzinfo=datetime.UTC)
-    gone = {"is_in_etcd": False, "status": "Succeeded", "gmt_finished": long_ago}
+    gone: dict[str, Any] = {"is_in_etcd": False, "status": "Succeeded", "gmt_finished": long_ago}
     await Store().upsert(Job, [rows.job("job-1", **gone), rows.job("kept")])
     await pods(("old", 60, 30))
     await Store().upsert(Pod, [rows.pod("uid-k", name="k", job_id="kept")])

@@ -178,9 +178,9 @@ def test_the_query_selects_the_pod_by_each_label_pair_its_uid_and_its_containers
     )
     text = promql.query(target)
     assert 'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{namespace="team-a",pod="odd\\"name"' in text
-    assert 'exported_namespace="team-a",exported_pod="odd\\"name",pod_uid=~"u-1|"}[91s]' in text
+    assert 'exported_namespace="team-a",exported_pod="odd\\"name",pod_uid=~"u\\\\-1|"}[91s]' in text
     assert (
-        'container_cpu_usage_seconds_total{namespace="team-a",pod="odd\\"name",pod_uid=~"u-1|",container!="",container!="POD"}[91s]'
+        'container_cpu_usage_seconds_total{namespace="team-a",pod="odd\\"name",pod_uid=~"u\\\\-1|",container!="",container!="POD"}[91s]'
         in text
     )
     assert "[91s:30s])" in text

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 import click
 
 from jobarchive import __version__, config
-from jobarchive.cli import admin, eff, export, reads, serve
+from jobarchive.cli import admin, export, reads, seff, serve
 from jobarchive.cli.archive import Kubeconfig, Where
 from jobarchive.cli.options import BadSetting
 
@@ -45,7 +45,7 @@ class Commands(click.Group):
 
 
 @click.group(
-    cls=Commands, commands=[*reads.COMMANDS, eff.eff, export.export, serve.serve, *admin.COMMANDS]
+    cls=Commands, commands=[*reads.COMMANDS, seff.eff, export.export, serve.serve, *admin.COMMANDS]
 )
 @click.version_option(__version__, prog_name="jobarchive", message="%(prog)s %(version)s")
 @click.option(

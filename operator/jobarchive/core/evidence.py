@@ -22,6 +22,7 @@ from jobarchive.core.taxonomy import (
     JobFailure,
     KueueEviction,
     PodEvidence,
+    PodFailure,
     Reported,
     job_failure,
     pod_failure,
@@ -58,6 +59,8 @@ class Classified:
     pod_id: str
     pod_name: str
     failure: JobFailure
+    # Each failed pod's own class, by the pod's uid: every failed pod has one.
+    pods: tuple[PodFailure, ...] = ()
 
 
 def classify_job(evidence: JobEvidence, rules: Sequence[Rule]) -> Classified:
@@ -79,7 +82,7 @@ def classify_job(evidence: JobEvidence, rules: Sequence[Rule]) -> Classified:
         alone = PodEvidence("", events=job_events, kueue=_eviction(evidence.attempts, None))
         found = job_failure([pod_failure(alone, rules)])
         assert found is not None  # one pod given, one chosen
-    return Classified(found.pod, names.get(found.pod, ""), found)
+    return Classified(found.pod, names.get(found.pod, ""), found, tuple(classified))
 
 
 def failed_pods(evidence: JobEvidence) -> list[Row]:

@@ -271,6 +271,24 @@ class FailureRow(TypedDict):
     cluster: NotRequired[str | None]
 
 
+class PodFailureRow(TypedDict):
+    """A ``pod_failure`` row: a failed pod's own class (decision 42), written with its
+    job's by the classifying pass, under the job's ``version``."""
+
+    pod_id: str
+    version: str
+    job_id: str
+    namespace: str
+    failure_class: str
+    container: str | None
+    exit_code: int | None
+    signal: int | None
+    detail: str | None
+    gmt_created: datetime.datetime | None
+    gmt_modified: NotRequired[datetime.datetime]
+    cluster: NotRequired[str | None]
+
+
 class SummaryRow(TypedDict):
     """A ``pod_efficiency`` row: what Prometheus said of a pod's run (decision 45),
     written by the summarising pass under the pod's ``version``."""
@@ -301,7 +319,17 @@ class SummaryRow(TypedDict):
 
 # The rows of the recorded objects (and of Kueue's attempts, waits and quotas, the
 # failure classes and the pods' efficiency), upserted by key.
-Row = JobRow | PodRow | EventRow | AttemptRow | WaitRow | QuotaRow | FailureRow | SummaryRow
+Row = (
+    JobRow
+    | PodRow
+    | EventRow
+    | AttemptRow
+    | WaitRow
+    | QuotaRow
+    | FailureRow
+    | PodFailureRow
+    | SummaryRow
+)
 # Every row the writer takes: the recorded objects', and the log tails' (inserted once).
 WrittenRow = Row | LogTailRow
 # The rows whose object can be gone from the cluster (Events have no such state).

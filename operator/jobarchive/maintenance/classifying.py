@@ -22,14 +22,14 @@ from tortoise.expressions import Subquery
 from tortoise.queryset import QuerySet
 
 from jobarchive.core.evidence import FAILED, Classified, JobEvidence, classify_job
-from jobarchive.core.rows import FailureRow
+from jobarchive.core.rows import FailureRow, PodFailureRow
 from jobarchive.core.ruletable import Rule
 from jobarchive.core.times import aware
 from jobarchive.infra.logs import shown
 from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage import failures, introspection
-from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.failed import FailedJob, FailedPod
 from jobarchive.storage.kueue import Attempt
 from jobarchive.storage.migration.steps import Step
 from jobarchive.storage.models import Event, Job, LogTail, Pod, utcnow
@@ -57,7 +57,8 @@ CLASSIFIED = (
 )
 
 TABLE = FailedJob._meta.db_table
-Write = Callable[[list[FailureRow]], Awaitable[None]]
+# Writes the jobs' rows and their failed pods'.
+Write = Callable[[list[FailureRow], list[PodFailureRow]], Awaitable[None]]
 
 
 class Classifier:
@@ -86,8 +87,13 @@ class Classifier:
         """Classify these jobs and write their rows; returns how many."""
         if not due:
             return 0
-        rows = [failure_row(job, self.classified(job, *await _rows(job))) for job in due]
-        await self.write(rows)
+        rows: list[FailureRow] = []
+        pods: list[PodFailureRow] = []
+        for job in due:
+            classified = self.classified(job, *await _rows(job))
+            rows.append(failure_row(job, classified))
+            pods += pod_failure_rows(job, classified)
+        await self.write(rows, pods)
         return len(rows)
 
     async def backlog(self) -> int:
@@ -181,6 +187,26 @@ def failure_row(job: dict[str, Any], classified: Classified) -> FailureRow:
     }
 
 
+def pod_failure_rows(job: dict[str, Any], classified: Classified) -> list[PodFailureRow]:
+    """The ``pod_failure`` rows of a classified job's failed pods."""
+    return [
+        {
+            "pod_id": pod.pod,
+            "version": job["version"],
+            "job_id": job["job_id"],
+            "namespace": job["namespace"],
+            "failure_class": pod.failure.failure_class,
+            "container": pod.failure.container or None,
+            "exit_code": pod.failure.exit_code,
+            "signal": pod.failure.signal,
+            "detail": pod.failure.detail,
+            "gmt_created": None,
+        }
+        for pod in classified.pods
+        if pod.pod
+    ]
+
+
 async def classify_archive(
     conn: BaseDBAsyncClient, rules: Sequence[Rule], dry_run: bool
 ) -> Step | None:
@@ -212,8 +238,9 @@ async def _unclassified_count(conn: BaseDBAsyncClient, classes: bool) -> int:
     return int(row["n"])
 
 
-async def _upsert(store: Store, rows: list[FailureRow]) -> None:
+async def _upsert(store: Store, rows: list[FailureRow], pods: list[PodFailureRow]) -> None:
     await store.upsert(FailedJob, rows)
+    await store.upsert(FailedPod, pods)
 
 
 async def classify_forever(

@@ -9,8 +9,8 @@
   ``event_info.job_id`` name none). That is everything a job's detail shows. The
   log tails of its failed containers go with it (``container_log_tail``, by job_id),
   its days in the usage roll-up (``usage_day``), and Kueue's attempts and waits of it
-  (``job_attempt``, ``job_wait``, by job_id), its failure class (``job_failure``) and its pods'
-  efficiency (``pod_efficiency``).
+  (``job_attempt``, ``job_wait``, by job_id), its failure classes (``job_failure``,
+  ``pod_failure``) and its pods' efficiency (``pod_efficiency``).
 - A pod whose job was never recorded (deleted before the operator saw it) is pruned
   after the same period: once gone and last written before the cutoff, with the
   Events about it and its log tails.
@@ -47,7 +47,7 @@ from jobarchive.infra.logs import shown
 from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage import failures
-from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.failed import FailedJob, FailedPod
 from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, UsageDay, utcnow
 from jobarchive.storage.summaries import Summary
@@ -163,6 +163,7 @@ class _Pruning:
             # this prune's already.
             await self.drain(UsageDay.filter(job_id__in=job_uids))
             await self.drain(FailedJob.filter(job_id__in=job_uids))
+            await self.drain(FailedPod.filter(job_id__in=job_uids))
             # Its pods' efficiency (decision 45), derived from Prometheus, likewise.
             await self.drain(Summary.filter(job_id__in=job_uids))
             pruned.pods += await self.drain(pods)

@@ -1,7 +1,7 @@
 """The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``,
 ``container_log_tail`` for the logs of failed containers, ``usage_day``, the daily
 usage roll-up, Kueue's ``job_attempt`` and ``job_wait`` (``storage.kueue``) and the
-failure classes' ``job_failure`` (``storage.failed``) and the pods' efficiency,
+failure classes' ``job_failure`` and ``pod_failure`` (``storage.failed``) and the pods' efficiency,
 ``pod_efficiency`` (``storage.summaries``), named here so that Tortoise finds
 them with the rest; and what hand-written SQL knows of
 each table (``TABLES``, ``INSERTED``).
@@ -42,7 +42,7 @@ from jobarchive.core.rows import (
     UID_LENGTH,
     VERSION_LENGTH,
 )
-from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.failed import FailedJob, FailedPod
 from jobarchive.storage.kueue import Attempt, Quota, Wait
 from jobarchive.storage.stamped import Stamped as Stamped
 from jobarchive.storage.stamped import utcnow as utcnow
@@ -327,6 +327,7 @@ TABLES: dict[type[Stamped], Table] = {
     Wait: _table(Wait, "wait_id"),
     Quota: _table(Quota, "quota_id"),
     FailedJob: _table(FailedJob, "job_id"),
+    FailedPod: _table(FailedPod, "pod_id"),
     Summary: _table(Summary, "pod_id"),
 }
 
