@@ -68,7 +68,7 @@ def evaluate(series: Sequence[Series], query: str) -> list[dict[str, Any]]:
     """The vector the query gives over these series, as Prometheus' JSON has it."""
     result = []
     for tagged in _TAGGED.finditer(query):
-        tag = {tagged["label"]: tagged["figure"]}
+        tag: dict[str, str] = {tagged["label"]: tagged["figure"]}
         expression = tagged["expr"]
         peak = _PEAK_OF_SUM.fullmatch(expression)
         if peak is not None:
@@ -84,7 +84,8 @@ def evaluate(series: Sequence[Series], query: str) -> list[dict[str, Any]]:
         for term in _OVER_TIME.finditer(expression):
             for found in _selected(series, term["metric"], term["matchers"]):
                 value = _over_time(term["fn"], found, int(term["range"]))
-                result.append({"metric": {**found.labels, **tag}, "value": [0, repr(value)]})
+                labels = dict(found.labels) | tag
+                result.append({"metric": labels, "value": [0, repr(value)]})
     return result
 
 
