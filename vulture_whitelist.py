@@ -5,7 +5,7 @@ dataclass fields read by name (the export's columns), the failure taxonomy's ent
 (which only its tests call until the recorder and the read side use them, decision 42),
 Kueue's attempts' and waits' columns and figures (rows built as dicts; only their tests
 read the figures until the read side shows them, decision 43), the Prometheus settings
-(only their tests use them until the efficiency pass reads pods' figures).
+and client (only their tests use them until the efficiency pass reads pods' figures).
 Reviewed one by one: a new entry needs the same reason; anything else vulture finds is
 dead code to delete."""
 
@@ -102,3 +102,4 @@ prometheus_url  # unused variable (operator/jobarchive/config/settings.py)
 prometheus_token_file  # unused variable (operator/jobarchive/config/settings.py)
 prometheus_ca_file  # unused variable (operator/jobarchive/config/settings.py)
 prometheus_pod_labels  # unused variable (operator/jobarchive/config/settings.py)
+Prometheus  # unused class (operator/jobarchive/infra/prometheus.py)
