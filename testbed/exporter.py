@@ -214,10 +214,13 @@ class Exporter:
         with self._lock:
             for family, (kind, text) in self.families.items():
                 lines += [f"# HELP {family} {text}", f"# TYPE {family} {kind}"]
-                stamp = f" {int(moment * 1000)}" if self.stamped and family in CADVISOR else ""
+                stamped = self.stamped and family in CADVISOR
+                # A stamped value is the one at the millisecond its stamp says.
+                at = int(moment * 1000) / 1000 if stamped else moment
+                stamp = f" {int(moment * 1000)}" if stamped else ""
                 for series in self._series[family].values():
                     pairs = ",".join(f'{k}="{_escaped(v)}"' for k, v in series.labels)
-                    lines.append(f"{family}{{{pairs}}} {_number(series.at(moment))}{stamp}")
+                    lines.append(f"{family}{{{pairs}}} {_number(series.at(at))}{stamp}")
         return "\n".join(lines) + "\n"
 
     def start(self) -> None:

@@ -11,8 +11,9 @@ Prometheus (``testbed.prometheus``) scraping three endpoints of the test bed
 - ``cadvisor``: a kubelet's ``/metrics/cadvisor`` (job ``kubelet``, with
   ``honorLabels`` as the kubelet's ServiceMonitors have it), its samples timestamped.
 
-The configuration is fixed at start: changing the targets of a running Prometheus
-takes it about five seconds (its scrape manager's reload is throttled). Each test
+The configuration is fixed at start: Prometheus hands new targets to its scrapers at
+most every five seconds, so changing them while it runs costs that much, and so does
+its first scrape after a start (a test that stopped it waits for it again). Each test
 starts from endpoints that serve no series (``MetricsBed.reset``); its pods' names
 should be its own, since what earlier tests stored stays in Prometheus.
 """
