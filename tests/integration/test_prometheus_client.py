@@ -268,6 +268,9 @@ async def test_the_token_of_the_file_is_sent_read_again_each_time_and_never_show
         token_file.write_text("second-YmF6cXV4")
         with pytest.raises(PrometheusError) as raised:
             await prometheus.query("up", now())
+        token_file.write_text("third-cXV1eA\nX-Injected: yes")
+        with pytest.raises(PrometheusError, match=r"token file .* printable ASCII word") as odd:
+            await prometheus.query("up", now())
         token_file.unlink()
         with pytest.raises(PrometheusError, match=r"token file .* cannot be read") as missing:
             await prometheus.query("up", now())
@@ -276,6 +279,7 @@ async def test_the_token_of_the_file_is_sent_read_again_each_time_and_never_show
     assert "second-YmF6cXV4" not in str(raised.value)
     assert "upstream refused: Authorization: Bearer ***" in str(raised.value)
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert "third-cXV1eA" not in str(odd.value)
     assert missing.value.retryable is True
 
 

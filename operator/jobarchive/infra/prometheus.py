@@ -132,16 +132,27 @@ class Prometheus:
         return self._session
 
     def _token(self) -> str | None:
+        """The file's token, surrounding whitespace ignored; None when there is no file
+        or it is empty. Unreadable, or not one printable word: retryable, as a file
+        being rotated may be; the token is never shown."""
         if self.token_file is None:
             return None
         try:
-            return self.token_file.read_text().strip() or None
+            token = self.token_file.read_text(errors="replace").strip()
         except OSError as exc:
             # Mid-rotation a projected token's file may be briefly missing.
             raise PrometheusError(
                 f"the token file {self.token_file} cannot be read: {exc.strerror}",
                 retryable=True,
             ) from None
+        # A header cannot carry a line break or a control character (and the HTTP
+        # library's refusal would quote the header, token and all).
+        if not all(" " < character < "\x7f" for character in token):
+            raise PrometheusError(
+                f"the token file {self.token_file} holds more than one printable ASCII word",
+                retryable=True,
+            )
+        return token or None
 
     async def _body(self, reply: aiohttp.ClientResponse) -> bytes:
         """The answer's bytes, refused past ``max_body`` before more are read."""
