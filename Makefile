@@ -1,6 +1,7 @@
 # The two commands of README.md: `make run` and `make test`. Everything a fresh
 # machine lacks is installed by the targets themselves: `make run` only what the
-# operator needs, `make test` the test and lint tools and MariaDB's server binaries.
+# operator needs, `make test` the test and lint tools, MariaDB's server binaries,
+# Chromium and Prometheus.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -13,7 +14,7 @@ TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 LINTED := operator tests testbed bench demo soak
 
-.PHONY: install install-demo install-test run test check coverage docs lint unit bench demo soak mariadb chromium screenshots clean
+.PHONY: install install-demo install-test run test check coverage docs lint unit bench demo soak mariadb chromium prometheus screenshots clean
 
 ## The operator and its CLI, nothing else.
 install: $(VENV)/.installed
@@ -60,19 +61,24 @@ mariadb:
 chromium:
 	tests/install-chromium.sh
 
+## Debian's Prometheus, for the private server the efficiency tests scrape the test bed's
+## exporters with (apt-get, as root; no service is started).
+prometheus:
+	tests/install-prometheus.sh
+
 ## The documentation site, built from docs/ into site/: a broken link or anchor fails it.
 docs: install-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 ## Lint and the documentation, then every test, in TEST_WORKERS processes. pytest's exit
 ## code 5 (nothing collected) is a failure here.
-test: install-test docs lint mariadb chromium
+test: install-test docs lint mariadb chromium prometheus
 	@rc=0; $(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
 ## The benchmarks of docs/benchmarks.md, each figure beside its baseline (a private MariaDB; a few minutes).
-bench: install-test mariadb
+bench: install-test mariadb prometheus
 	$(PY) -m bench $(BENCH_ARGS)
 
 ## The operator under a realistic workload and injected faults, then the archive checked
@@ -106,7 +112,7 @@ check: install-test lint
 ## Every test as make test runs them, under coverage.py (the operator and every other Python
 ## process the tests start too): the package's statement coverage, module by module and in
 ## total. Not part of make test: it makes the run slower.
-coverage: install-test mariadb chromium
+coverage: install-test mariadb chromium prometheus
 	@rm -f .coverage .coverage.*
 	@rc=0; $(PY) -m coverage run -m pytest $(PARALLEL) $(PYTEST_ARGS) || rc=$$?; \
 	$(PY) -m coverage combine --quiet && $(PY) -m coverage report; \

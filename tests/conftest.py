@@ -35,6 +35,7 @@ from testbed.mariadb import Databases, MariaDBServer, MariaDBUnavailable, server
 from testbed.operator import OperatorProcess
 from tests.support.certificates import TLS_DATABASE, TlsServer, start_tls_server
 from tests.support.foreign import ForeignServers
+from tests.support.metrics_bed import MetricsBed, metrics_bed
 from tests.support.operators import OperatorFactory, operators_of
 from tests.support.scheduling import GroupedFiles
 
@@ -178,6 +179,24 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsServer]:
         yield found
     finally:
         found.server.remove()
+
+
+@pytest.fixture(scope="session")
+def metrics_for_run() -> Iterator[MetricsBed]:
+    """The run's own Prometheus (Debian's binary, a temporary data directory, a free
+    port) scraping the test bed's dcgm-exporter and cAdvisor endpoints every second
+    (``tests.support.metrics_bed``); one per worker, removed at the end. A missing
+    binary fails the tests that need it, as MariaDB's does: CI installs it."""
+    with metrics_bed() as bed:
+        yield bed
+
+
+@pytest.fixture
+def cluster_metrics(metrics_for_run: MetricsBed) -> MetricsBed:
+    """The run's Prometheus running, its endpoints serving no series and scraped since,
+    whatever the test before left them in (a fault test may stop Prometheus)."""
+    metrics_for_run.reset()
+    return metrics_for_run
 
 
 @pytest.fixture

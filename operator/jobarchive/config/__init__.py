@@ -28,7 +28,14 @@ from jobarchive.config.database_url import (
 from jobarchive.config.errors import ConfigError
 from jobarchive.config.flags import Flag
 from jobarchive.config.numbers import BOUNDED, DEFAULTS, FLAGS, Bounded, Numbers
-from jobarchive.config.settings import API_AUTH_MODES, DEFAULT_API_HOST, Settings, load, matches
+from jobarchive.config.settings import (
+    API_AUTH_MODES,
+    DEFAULT_API_HOST,
+    Settings,
+    check_prometheus_url,
+    load,
+    matches,
+)
 
 __all__ = [
     "API_AUTH_MODES",
@@ -46,6 +53,7 @@ __all__ = [
     "Numbers",
     "Settings",
     "allowed_names",
+    "check_prometheus_url",
     "first_host_url",
     "has_password",
     "hosts",

@@ -96,6 +96,16 @@ class Numbers:
     # Seconds after a failed job finished before it is classified: its log tails' time
     # to arrive (decision 42).
     failure_settle: Annotated[float, Bounded("JOBARCHIVE_FAILURE_SETTLE", 120, 0, 24 * 3600)]
+    # Each pod's efficiency, read from Prometheus: how long after its end it is
+    # asked (its last scrapes' time to land), the scrape interval its queries assume,
+    # how long one query may take, and how many run at once and start per second.
+    prometheus_delay: Annotated[float, Bounded("JOBARCHIVE_PROMETHEUS_DELAY", 60, 0, 24 * 3600)]
+    prometheus_scrape_interval: Annotated[
+        float, Bounded("JOBARCHIVE_PROMETHEUS_SCRAPE_INTERVAL", 30, 1, 3600)
+    ]
+    prometheus_timeout: Annotated[float, Bounded("JOBARCHIVE_PROMETHEUS_TIMEOUT", 30, 1, 600)]
+    prometheus_concurrency: Annotated[int, Bounded("JOBARCHIVE_PROMETHEUS_CONCURRENCY", 4, 1, 64)]
+    prometheus_rate: Annotated[int, Bounded("JOBARCHIVE_PROMETHEUS_RATE", 20, 1, 1000)]
 
 
 def _table() -> dict[str, Bounded | Flag]:

@@ -8,6 +8,7 @@ import os
 import pathlib
 import re
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from jobarchive.config.api_tls import ApiTls, api_tls
 from jobarchive.config.database_tls import DbTls, db_tls
@@ -29,6 +30,12 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 _EXTENDED_RESOURCE = re.compile(
     r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
+# The label pairs that name a pod's series in Prometheus, tried in order: the exporter's
+# own, then those a scrape renamed because its target carried the same names (a
+# ServiceMonitor's, without honorLabels).
+DEFAULT_POD_LABELS = "namespace/pod,exported_namespace/exported_pod"
+# A Prometheus label name; those beginning with two underscores are Prometheus' own.
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +63,14 @@ class Settings(Numbers):
     # JOBARCHIVE_FAILURE_RULES_FILE: a site's failure taxonomy rules, read before the
     # shipped ones (decision 42); read and checked at start (``operator/main.py``).
     failure_rules_file: pathlib.Path | None
+    # JOBARCHIVE_PROMETHEUS_URL, checked by ``check_prometheus_url``; None: efficiency off.
+    prometheus_url: str | None
+    # A bearer token's file (read at each query, so a rotated token is used) and the CA
+    # bundle an https:// Prometheus is verified with (else the system's).
+    prometheus_token_file: pathlib.Path | None
+    prometheus_ca_file: pathlib.Path | None
+    # (namespace label, pod label) pairs a pod's series are matched by, in order.
+    prometheus_pod_labels: tuple[tuple[str, str], ...]
 
     @property
     def db_url_redacted(self) -> str:
@@ -85,6 +100,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
     except ValueError as exc:
         raise ConfigError(f"JOBARCHIVE_EXTRA_KINDS: {exc}") from None
     numbers = read_numbers(env)
+    prometheus_url, token_file, ca_file = _prometheus(env)
     return Settings(
         db_url=written,
         read_db_url=read,
@@ -99,12 +115,84 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         api_tls=api_tls(env),
         cgroup_root=pathlib.Path(env.get("JOBARCHIVE_CGROUP_ROOT") or CGROUP_ROOT),
         failure_rules_file=_path(env.get("JOBARCHIVE_FAILURE_RULES_FILE")),
+        prometheus_url=prometheus_url,
+        prometheus_token_file=token_file,
+        prometheus_ca_file=ca_file,
+        prometheus_pod_labels=_pod_labels(env.get("JOBARCHIVE_PROMETHEUS_POD_LABELS")),
         **numbers,
     )
 
 
 def _path(raw: str | None) -> pathlib.Path | None:
     return pathlib.Path(raw.strip()) if raw and raw.strip() else None
+
+
+def _prometheus(
+    env: Mapping[str, str],
+) -> tuple[str | None, pathlib.Path | None, pathlib.Path | None]:
+    """Prometheus' URL, token file and CA file; a file without a URL, or a CA file for
+    a plain http:// URL, is a mistake said at start."""
+    raw = (env.get("JOBARCHIVE_PROMETHEUS_URL") or "").strip()
+    url = check_prometheus_url(raw) if raw else None
+    token_file = _path(env.get("JOBARCHIVE_PROMETHEUS_TOKEN_FILE"))
+    ca_file = _path(env.get("JOBARCHIVE_PROMETHEUS_CA_FILE"))
+    for variable, given in (("TOKEN_FILE", token_file), ("CA_FILE", ca_file)):
+        if given is not None and url is None:
+            raise ConfigError(
+                f"JOBARCHIVE_PROMETHEUS_{variable}: set without JOBARCHIVE_PROMETHEUS_URL"
+            )
+    if ca_file is not None and url is not None and url.startswith("http://"):
+        raise ConfigError(
+            "JOBARCHIVE_PROMETHEUS_CA_FILE: set for an http:// JOBARCHIVE_PROMETHEUS_URL "
+            "(a CA verifies https:// only)"
+        )
+    return url, token_file, ca_file
+
+
+def check_prometheus_url(raw: str) -> str:
+    """Prometheus' base URL, ``http(s)://host[:port][/path]``, without a trailing slash;
+    raises ConfigError in one line. The URL is never part of the message: one that
+    holds a user and password, or a query, is refused without showing them."""
+    variable = "JOBARCHIVE_PROMETHEUS_URL"
+    try:
+        parts = urlsplit(raw.strip())
+    except ValueError:
+        # An unclosed IPv6 bracket, say.
+        raise ConfigError(f"{variable}: not a URL") from None
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{variable}: not an http:// or https:// URL")
+    if "@" in parts.netloc:
+        raise ConfigError(
+            f"{variable}: a user or password in the URL is refused "
+            "(a bearer token goes in JOBARCHIVE_PROMETHEUS_TOKEN_FILE)"
+        )
+    if parts.query or parts.fragment:
+        raise ConfigError(f"{variable}: a query or fragment in the URL is refused")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"{variable}: the port is not a number from 0 to 65535") from None
+    if not parts.hostname or port == 0:
+        raise ConfigError(f"{variable}: no host, or port 0")
+    return parts.geturl().rstrip("/")
+
+
+def _pod_labels(raw: str | None) -> tuple[tuple[str, str], ...]:
+    """``namespace/pod,exported_namespace/exported_pod``: label pairs, each two names."""
+    variable = "JOBARCHIVE_PROMETHEUS_POD_LABELS"
+    pairs: list[tuple[str, str]] = []
+    for term in (raw or DEFAULT_POD_LABELS).split(","):
+        names = tuple(name.strip() for name in term.split("/"))
+        valid = [_LABEL_NAME.match(name) and not name.startswith("__") for name in names]
+        if len(names) != 2 or not all(valid) or names[0] == names[1]:
+            raise ConfigError(
+                f"{variable}: {term.strip()[:80]!r} is not two label names as "
+                "namespace_label/pod_label (letters, digits, _; not beginning with __)"
+            )
+        if names in pairs:
+            raise ConfigError(f"{variable}: {term.strip()!r} is given twice")
+        pairs.append((names[0], names[1]))
+    return tuple(pairs)
 
 
 def _cluster(raw: str | None) -> str | None:
