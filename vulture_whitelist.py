@@ -93,13 +93,7 @@ borrowing_limit  # unused variable (operator/jobarchive/core/rows.py:245): a Clu
 lending_limit  # unused variable (operator/jobarchive/core/rows.py:246): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44
 valid_from  # unused variable (operator/jobarchive/core/rows.py:247): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44
 valid_until  # unused variable (operator/jobarchive/core/rows.py:248): a ClusterQueue's quota row, read by name (the rows are dicts), decision 44
-prometheus_delay  # unused variable (operator/jobarchive/config/numbers.py)
-prometheus_scrape_interval  # unused variable (operator/jobarchive/config/numbers.py)
-prometheus_timeout  # unused variable (operator/jobarchive/config/numbers.py)
-prometheus_concurrency  # unused variable (operator/jobarchive/config/numbers.py)
-prometheus_rate  # unused variable (operator/jobarchive/config/numbers.py)
-prometheus_url  # unused variable (operator/jobarchive/config/settings.py)
-prometheus_token_file  # unused variable (operator/jobarchive/config/settings.py)
-prometheus_ca_file  # unused variable (operator/jobarchive/config/settings.py)
-prometheus_pod_labels  # unused variable (operator/jobarchive/config/settings.py)
-Prometheus  # unused class (operator/jobarchive/infra/prometheus.py)
+# A job's efficiency figures, read through dataclasses.asdict (reading/queries/measured.py).
+idle_gpu_hours  # unused variable (operator/jobarchive/core/efficiency.py)
+unused_gpu_hours  # unused variable (operator/jobarchive/core/efficiency.py)
+energy_kwh  # unused variable (operator/jobarchive/core/efficiency.py)

@@ -19,15 +19,16 @@ from aiohttp import web
 
 from jobarchive.config import Settings
 from jobarchive.core.kinds import BATCH_JOB
-from jobarchive.core.rows import FailureRow, PodFailureRow
+from jobarchive.core.rows import FailureRow, PodFailureRow, SummaryRow
 from jobarchive.infra import identity, metrics, rules, scope, sizing
 from jobarchive.infra.certificates import CertificateError
 from jobarchive.logtails.capture import Capture
-from jobarchive.maintenance import classifying, retention
+from jobarchive.maintenance import classifying, retention, summarising
 from jobarchive.maintenance import peering as peerings
 from jobarchive.maintenance.classifying import Classifier
 from jobarchive.maintenance.peering import Activity, Peering
 from jobarchive.maintenance.reconcile import Reconciler
+from jobarchive.maintenance.summarising import Summariser
 from jobarchive.reading import api, auth, queries
 from jobarchive.reading.gate import Limits
 from jobarchive.reading.ledger import ReviewBudget
@@ -39,6 +40,7 @@ from jobarchive.storage import failures, schema
 from jobarchive.storage.failed import FailedJob, FailedPod
 from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
+from jobarchive.storage.summaries import Summary
 from jobarchive.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
@@ -78,7 +80,11 @@ def databases(settings: Settings) -> str:
 
 
 def maintenance(
-    settings: Settings, reconciler: Reconciler, peering: Peering, classifier: Classifier
+    settings: Settings,
+    reconciler: Reconciler,
+    peering: Peering,
+    classifier: Classifier,
+    summariser: Summariser | None = None,
 ) -> list[asyncio.Task[None]]:
     """The work the operator starts itself, as tasks: with ``--peering``, creating the
     peering object wherever it is missing (Kopf waits for it, see
@@ -87,10 +93,13 @@ def maintenance(
     peering objects are read every ``JOBARCHIVE_PEERING_LIFETIME`` seconds to tell
     (``Activity``). A shard (``peering.scope``) maintains its own namespaces' rows."""
     tasks = [asyncio.create_task(peerings.keep_objects(peering))]
-    if not (settings.resync_interval or settings.retention_days):
+    if not (settings.resync_interval or settings.retention_days or summariser):
         return tasks
     activity = Activity(peering)
     tasks.append(asyncio.create_task(activity.watch(settings.peering_lifetime)))
+    if summariser is not None:
+        # Pods' efficiency from Prometheus (decision 45), off the recording path.
+        tasks.append(asyncio.create_task(summarising.summarise_forever(summariser, activity)))
     if settings.resync_interval:
         reconciling = reconciler.run_forever(settings.resync_interval, activity)
         tasks.append(asyncio.create_task(reconciling))
@@ -143,6 +152,10 @@ class Operator:
             self._classified,
             self.scope,
         )
+        # Pods' efficiency read from Prometheus, where JOBARCHIVE_PROMETHEUS_URL is set.
+        self.summarising = summarising.from_settings(
+            settings, lambda: self.store.cluster, self._summarised, self.scope
+        )
         self._servers: list[web.AppRunner] = []
         self._background: set[asyncio.Task[None]] = set()
         self._metrics_served = False
@@ -153,6 +166,12 @@ class Operator:
         """Write the classifying pass's rows through the writer; raise its first error."""
         refused = [error for error in await self.writer.write(FailedJob, rows) if error]
         refused += [error for error in await self.writer.write(FailedPod, pods) if error]
+        if refused:
+            raise refused[0]
+
+    async def _summarised(self, rows: list[SummaryRow]) -> None:
+        """Write the summarising pass's rows through the writer; raise its first error."""
+        refused = [error for error in await self.writer.write(Summary, rows) if error]
         if refused:
             raise refused[0]
 
@@ -172,8 +191,9 @@ class Operator:
         await self.capture.start()
         await self.serve_api()
         joined = peerings.joined(peering, self.scope)
+        summariser = self.summarising[0] if self.summarising else None
         self._background.update(
-            maintenance(self.settings, self.reconciler, joined, self.classifier)
+            maintenance(self.settings, self.reconciler, joined, self.classifier, summariser)
         )
         logger.info(
             "Recording %d job kinds, their pods and Events in %s (region: %s)",
@@ -280,6 +300,8 @@ class Operator:
         await asyncio.gather(*self._background, return_exceptions=True)
         self._background.clear()
         await self.capture.stop()
+        if self.summarising is not None:
+            await self.summarising[1].close()
         await self.writer.stop()
         await db.close_database()
         for server in self._servers:

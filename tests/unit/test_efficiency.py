@@ -18,7 +18,7 @@ from jobarchive.core.efficiency import (
 GIVEN = Allocated(run_seconds=3600, gpus=2, cpu_millis=4000, memory_bytes=8 * 2**30)
 
 
-def gpu(figure: str, uuid: str, value: float | None, **labels: str) -> Sample:
+def gpu(figure: str, uuid: str, value: float, **labels: str) -> Sample:
     return Sample({promql.FIGURE: figure, "UUID": uuid, "gpu": uuid[-1], **labels}, value)
 
 

@@ -106,6 +106,8 @@ class Numbers:
     prometheus_timeout: Annotated[float, Bounded("JOBARCHIVE_PROMETHEUS_TIMEOUT", 30, 1, 600)]
     prometheus_concurrency: Annotated[int, Bounded("JOBARCHIVE_PROMETHEUS_CONCURRENCY", 4, 1, 64)]
     prometheus_rate: Annotated[int, Bounded("JOBARCHIVE_PROMETHEUS_RATE", 20, 1, 1000)]
+    # Days after a pod's end it is still asked for: Prometheus' retention (15 d by default).
+    prometheus_horizon: Annotated[int, Bounded("JOBARCHIVE_PROMETHEUS_HORIZON", 15, 1, 3650)]
 
 
 def _table() -> dict[str, Bounded | Flag]:

@@ -43,10 +43,11 @@ MIG_LABEL = "GPU_I_ID"
 
 @dataclasses.dataclass(frozen=True)
 class Sample:
-    """One element of Prometheus' answer: its labels and value (None: NaN)."""
+    """One series of Prometheus' instant vector: its labels (``__name__`` among them
+    when the query kept it) and its value (never NaN: the client leaves those out)."""
 
     labels: Mapping[str, str]
-    value: float | None
+    value: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +126,7 @@ def _by_figure(samples: Sequence[Sample]) -> dict[str, list[Sample]]:
 
 
 def _per_gpu(samples: Sequence[Sample], scale: float = 1.0) -> dict[str, float]:
-    return {gpu_key(s.labels): float(s.value or 0.0) * scale for s in samples}
+    return {gpu_key(s.labels): s.value * scale for s in samples}
 
 
 def _activity(
@@ -159,7 +160,7 @@ def _memory_peaks(figures: Mapping[str, list[Sample]]) -> dict[str, float]:
 
 def _spent(figures: Mapping[str, list[Sample]], last: str, first: str) -> float | None:
     """A counter's last sample less its first, summed over its series; None if none."""
-    starts = {tuple(sorted(s.labels.items())): s.value or 0.0 for s in figures.get(first, [])}
+    starts = {tuple(sorted(s.labels.items())): s.value for s in figures.get(first, [])}
     ends = figures.get(last, [])
     if not ends:
         return None
@@ -167,7 +168,7 @@ def _spent(figures: Mapping[str, list[Sample]], last: str, first: str) -> float 
     for sample in ends:
         labels = dict(sample.labels)
         labels[promql.FIGURE] = first
-        total += max(0.0, (sample.value or 0.0) - starts.get(tuple(sorted(labels.items())), 0.0))
+        total += max(0.0, sample.value - starts.get(tuple(sorted(labels.items())), 0.0))
     return total
 
 
@@ -183,7 +184,7 @@ def summarise(samples: Sequence[Sample], given: Allocated) -> PodEfficiency:
     energy = _spent(figures, "energy_last", "energy_first")
     cpu = _spent(figures, "cpu_last", "cpu_first")
     working_set = figures.get(promql.MEMORY_PEAK)
-    memory_peak = max(s.value or 0.0 for s in working_set) if working_set else None
+    memory_peak = max(s.value for s in working_set) if working_set else None
     return PodEfficiency(
         outcome=MEASURED,
         source=source,

@@ -64,7 +64,7 @@ class Target:
     pod: str
     uid: str
     run_seconds: float
-    scrape_interval: int
+    scrape_interval: float
     label_pairs: Sequence[tuple[str, str]]
 
 
@@ -76,7 +76,12 @@ def literal(value: str) -> str:
 
 def _range(target: Target) -> str:
     """The run as a PromQL range: whole seconds, at least one scrape interval."""
-    return f"{max(math.ceil(target.run_seconds), target.scrape_interval)}s"
+    return f"{max(math.ceil(target.run_seconds), _step(target))}s"
+
+
+def _step(target: Target) -> int:
+    """The scrape interval in whole seconds, at least one."""
+    return max(1, math.ceil(target.scrape_interval))
 
 
 def _selectors(target: Target, extra: str) -> list[str]:
@@ -119,6 +124,6 @@ def query(target: Target) -> str:
     containers = " or ".join(
         f"{WORKING_SET}{selector}" for selector in _selectors(target, CONTAINERS_ONLY)
     )
-    peak = f"max_over_time(sum({containers})[{_range(target)}:{target.scrape_interval}s])"
+    peak = f"max_over_time(sum({containers})[{_range(target)}:{_step(target)}s])"
     parts.append(_tagged(peak, MEMORY_PEAK))
     return " or ".join(f"({part})" for part in parts)

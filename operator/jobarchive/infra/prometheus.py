@@ -13,18 +13,17 @@ from a division by zero) is left out of the answer: such a series carries no fig
 as one Prometheus does not have.
 """
 
-import dataclasses
 import datetime
 import json
 import math
 import pathlib
 import ssl
-from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
 
 from jobarchive.config import ConfigError, check_prometheus_url
+from jobarchive.core.efficiency import Sample
 from jobarchive.core.visible import visible
 
 # The most bytes of an answer read: a few thousand series, far more than one pod has; a
@@ -41,15 +40,6 @@ class PrometheusError(Exception):
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
-
-
-@dataclasses.dataclass(frozen=True)
-class Sample:
-    """One series of an instant vector: its labels (``__name__`` among them when the
-    query kept it) and its value."""
-
-    labels: Mapping[str, str]
-    value: float
 
 
 class Prometheus:

@@ -27,11 +27,13 @@ from typing import Any, Protocol
 
 from tortoise.expressions import Subquery
 
+from jobarchive.config import Settings
 from jobarchive.core import efficiency, promql
 from jobarchive.core.efficiency import PodEfficiency, Sample, allocated
 from jobarchive.core.rows import SummaryRow
 from jobarchive.core.times import aware
 from jobarchive.infra.logs import shown
+from jobarchive.infra.prometheus import Prometheus
 from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage.models import Pod, utcnow
@@ -80,7 +82,7 @@ class Asking:
     """How pods are asked of Prometheus (the JOBARCHIVE_PROMETHEUS_* settings)."""
 
     delay: float = 60.0
-    scrape_interval: int = 30
+    scrape_interval: float = 30
     horizon_days: int = 15
     concurrency: int = 4
     rate: float = 20.0
@@ -217,6 +219,30 @@ class Summariser:
                     return None
                 return summary_row(pod, PodEfficiency(efficiency.REFUSED), note=str(exc))
         return summary_row(pod, efficiency.summarise(found, given))
+
+
+def from_settings(
+    settings: Settings, cluster: Callable[[], str], write: Write, scope: Scope
+) -> tuple[Summariser, Prometheus] | None:
+    """The summariser the settings ask for, with its Prometheus client (to be closed at
+    stop); None when JOBARCHIVE_PROMETHEUS_URL is not set."""
+    if settings.prometheus_url is None:
+        return None
+    prometheus = Prometheus(
+        settings.prometheus_url,
+        token_file=settings.prometheus_token_file,
+        ca_file=settings.prometheus_ca_file,
+        timeout=settings.prometheus_timeout,
+    )
+    asking = Asking(
+        delay=settings.prometheus_delay,
+        scrape_interval=settings.prometheus_scrape_interval,
+        horizon_days=settings.prometheus_horizon,
+        concurrency=settings.prometheus_concurrency,
+        rate=settings.prometheus_rate,
+        label_pairs=settings.prometheus_pod_labels,
+    )
+    return Summariser(prometheus, cluster, write, asking, scope), prometheus
 
 
 async def summarise_forever(summariser: Summariser, activity: Activity) -> None:
