@@ -40,7 +40,12 @@ MIB = 1024 * 1024
 # The classifying pass (decision 42) holds one job's evidence at a time, its log tails
 # at most ``classifying.TAILS`` of JOBARCHIVE_LOG_TAIL_BYTES (64 KiB by default) each.
 CLASSIFYING_BYTES = 4 * MIB
-BASE_BYTES = 150 * MIB + CLASSIFYING_BYTES
+# The summarising pass (decision 45) holds a round's pod rows and, at the default
+# JOBARCHIVE_PROMETHEUS_CONCURRENCY of 4, four answers of at most
+# ``infra.prometheus.MAX_BODY`` (4 MiB) each, read and parsed; answers are kilobytes in
+# practice. Counted whether or not Prometheus is asked: a bound, not an estimate.
+SUMMARISING_BYTES = 4 * 2 * 4 * MIB
+BASE_BYTES = 150 * MIB + CLASSIFYING_BYTES + SUMMARISING_BYTES
 OBJECT_BYTES = 1434
 NAMESPACE_BYTES = 34 * MIB
 # cgroup v1 writes "no limit" as 2**63 rounded down to a page; anything this large is none.
