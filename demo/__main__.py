@@ -37,6 +37,7 @@ from testbed.cluster import (
     EVENTS,
     PODS,
     WORKLOADS,
+    Cluster,
     emulated_cluster,
     job_resource,
 )
@@ -58,6 +59,8 @@ COMMANDS = (
     ("usage", "--by", "queue"),
     ("usage", "--by", "clusterqueue"),
 )
+# How often the emulator forgets the requests it served, and how many it keeps.
+FORGET_EVERY, REQUESTS_KEPT = 0.05, 16
 # Kueue's resources, served as where Kueue is installed.
 KUEUE = (WORKLOADS, CLUSTER_QUEUES)
 # The reads that say whether the archive holds the stories' ends.
@@ -199,8 +202,10 @@ async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
         print("# The operator, against an emulated cluster, recording into SQLite:")
         print("$ kopf run --all-namespaces operator/main.py", flush=True)
         await operator.start()
+        forgetting: asyncio.Task[None] | None = None
         try:
             await cluster.wait_watching([PODS, EVENTS, *KUEUE, *map(job_resource, BUILTIN_KINDS)])
+            forgetting = asyncio.create_task(forget_requests(cluster))
             await play(cluster, logs)
             for _ in range(300):
                 if stored(workdir):
@@ -210,7 +215,17 @@ async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
             print("demo: the jobs were not recorded in 30 s", file=sys.stderr)
             return 1
         finally:
+            if forgetting is not None:
+                forgetting.cancel()
             await operator.stop()
+
+
+async def forget_requests(cluster: Cluster) -> None:
+    """Keep the emulator's cost per request flat while the stories play: kmock matches
+    each request by scanning every one it served (``Cluster.forget_requests``)."""
+    while True:
+        cluster.forget_requests(REQUESTS_KEPT)
+        await asyncio.sleep(FORGET_EVERY)
 
 
 def tell(workdir: pathlib.Path, started: float, keep: bool) -> None:
