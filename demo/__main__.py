@@ -1,6 +1,6 @@
 """``make demo``: the real operator against an emulated cluster, on the SQLite default.
 
-It plays five jobs' lives (``demo.stories``), with owners, queues, GPUs and training
+It plays six jobs' lives (``demo.stories``), with owners, queues, GPUs and training
 logs, then prints what ``jobarchive`` reads back. Nothing but the operator's own
 dependencies and kmock (the ``demo`` extra) is needed: the cluster is kmock's emulator
 on a local port, the database a SQLite file in a temporary directory, whose path it
