@@ -102,6 +102,7 @@ def over_capacity(considered: int, request: int, capacity: int) -> str:
 
 
 def condition(kind: str, status: str, reason: str, message: str, at: str) -> Body:
+    """A Workload's condition as Kueue sets it, become so at ``at``."""
     return {
         "type": kind,
         "status": status,
@@ -127,6 +128,7 @@ class Workload:
 
     @property
     def uid(self) -> str:
+        """The Workload's uid, as the API server gave it."""
         return str(self.body["metadata"]["uid"])
 
     def pod_sets(self) -> list[Body]:
@@ -139,12 +141,14 @@ class Workload:
         ]
 
     def requests(self) -> list[Body]:
+        """What each pod set asks for, all its pods (``status.resourceRequests``)."""
         return [
             {"name": pod_set["name"], "resources": self._usage(pod_set)}
             for pod_set in self.pod_sets()
         ]
 
     def _usage(self, pod_set: Body) -> Body:
+        """The CPU, memory and GPUs of all the pod set's pods."""
         count = pod_set["count"]
         return {
             "cpu": str(int(self.plan.cpu) * count),
@@ -241,9 +245,9 @@ class Workload:
         self._set("PodsReady", "True", "Started", message, at)
         await self._write(at)
 
-    async def preempted(self, at: str, preemptor: "Workload") -> str:
-        """Preempted at ``at`` for ``preemptor``, of the same ClusterQueue; the message,
-        which names the preemptor's uids as Kueue's does."""
+    async def preempted(self, at: str, preemptor: "Workload") -> None:
+        """Preempted at ``at`` for ``preemptor``, of the same ClusterQueue, in a message
+        that names the preemptor's uids as Kueue's does, and Kueue's Event."""
         queue = self.plan.queue
         message = (
             f"Preempted to accommodate a workload (UID: {preemptor.uid}, JobUID: "
@@ -257,7 +261,6 @@ class Workload:
         await self._write(at, schedulingStats={"evictions": evictions})
         event = o.event(self.body, "Preempted", message, first=at, component=ADMISSION)
         await self.cluster.create(EVENTS, event)
-        return message
 
     async def requeued(self, at: str) -> None:
         """Its pods stopped, its quota released and it queued again at ``at``."""
