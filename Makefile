@@ -91,7 +91,7 @@ DEMO_FLAGS = $(if $(KEEP),--keep) $(if $(DEMO_PORT),--port $(DEMO_PORT)) \
 	$(if $(DEMO_EMULATOR_PORT),--emulator-port $(DEMO_EMULATOR_PORT)) \
 	$(if $(DEMO_METRICS_PORT),--metrics-port $(DEMO_METRICS_PORT))
 
-## The operator against an emulated cluster on SQLite, five jobs' lives, then what jobarchive reads;
+## The operator against an emulated cluster on SQLite, six jobs' lives, then what jobarchive reads;
 ## with KEEP=1 it keeps the archive and serves the console on it (DEMO_PORT, else a free port);
 ## DEMO_EMULATOR_PORT and DEMO_METRICS_PORT choose its other ports (else free ones).
 demo: install-demo

@@ -1,6 +1,6 @@
 """``make demo``: the real operator against an emulated cluster, on the SQLite default.
 
-It plays five jobs' lives (``demo.stories``), with owners, queues, GPUs and training
+It plays six jobs' lives (``demo.stories``), with owners, queues, GPUs and training
 logs, then prints what ``jobarchive`` reads back. Nothing but the operator's own
 dependencies and kmock (the ``demo`` extra) is needed: the cluster is kmock's emulator
 on a local port, the database a SQLite file in a temporary directory, whose path it
@@ -30,9 +30,17 @@ import sys
 import tempfile
 import time
 
-from demo.stories import FAILED_CONTAINERS, RECORDED, play
+from demo.stories import ATTEMPTS, CLASSES, FAILED_CONTAINERS, RECORDED, WAITS, play
 from jobarchive.core.kinds import BUILTIN_KINDS
-from testbed.cluster import EVENTS, PODS, emulated_cluster, job_resource
+from testbed.cluster import (
+    CLUSTER_QUEUES,
+    EVENTS,
+    PODS,
+    WORKLOADS,
+    Cluster,
+    emulated_cluster,
+    job_resource,
+)
 from testbed.logs import Logs
 from testbed.operator import OperatorProcess, write_kubeconfig
 from testbed.ports import free_port
@@ -42,13 +50,29 @@ JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 WIDTH = shutil.get_terminal_size((80, 24)).columns
 ARCHIVE = "jobarchive.sqlite3"
 # What the demo shows, in order: the jobs, the failed TFJob, why the LLM job failed,
-# what each queue's jobs cost and waited.
+# what each queue's jobs cost and waited, how much of its quota each Kueue ClusterQueue
+# used.
 COMMANDS = (
     ("jobs",),
     ("job", "nlp/bert-finetune"),
     ("logs", "nlp/llama-sft", "--pod", "llama-sft-worker-0"),
     ("usage", "--by", "queue"),
+    ("usage", "--by", "clusterqueue"),
 )
+# How often the emulator forgets the requests it served, and how many it keeps.
+FORGET_EVERY, REQUESTS_KEPT = 0.05, 16
+# Kueue's resources, served as where Kueue is installed.
+KUEUE = (WORKLOADS, CLUSTER_QUEUES)
+# The reads that say whether the archive holds the stories' ends.
+ENDS = {
+    "statuses": "SELECT name, status FROM job_info",
+    "attempts": "SELECT j.name, a.end_reason FROM job_attempt a JOIN job_info j "
+    "ON j.job_id = a.job_id ORDER BY a.quota_reserved_at",
+    "waits": "SELECT j.name, COUNT(*) FROM job_wait w JOIN job_info j ON j.job_id = w.job_id "
+    "GROUP BY j.name",
+    "classes": "SELECT j.name, f.failure_class FROM job_failure f JOIN job_info j "
+    "ON j.job_id = f.job_id",
+}
 
 
 def database_url(workdir: pathlib.Path) -> str:
@@ -91,16 +115,26 @@ def jobarchive(workdir: pathlib.Path, *commands: tuple[str, ...]) -> list[str]:
 
 
 def stored(workdir: pathlib.Path) -> bool:
-    """Whether the archive holds every job in its end state and every failed container's
-    log tail (read from the file, read-only: cheaper than a ``jobarchive`` process)."""
+    """Whether the archive holds every job in its end state, every failed container's
+    log tail, each Kueue attempt's end and wait, each failed job's class (read from the
+    file, read-only: cheaper than a ``jobarchive`` process)."""
     path = workdir / ARCHIVE
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as archive:
-            statuses = dict(archive.execute("SELECT name, status FROM job_info").fetchall())
+            found = {what: archive.execute(sql).fetchall() for what, sql in ENDS.items()}
             [(tails,)] = archive.execute("SELECT COUNT(*) FROM container_log_tail").fetchall()
     except sqlite3.Error:
         return False
-    return statuses == RECORDED and tails == FAILED_CONTAINERS
+    attempts: dict[str, list[str | None]] = {}
+    for name, end in found["attempts"]:
+        attempts.setdefault(name, []).append(end)
+    return (
+        dict(found["statuses"]) == RECORDED
+        and tails == FAILED_CONTAINERS
+        and attempts == ATTEMPTS
+        and dict(found["waits"]) == WAITS
+        and dict(found["classes"]) == CLASSES
+    )
 
 
 def unusable(port: int) -> str | None:
@@ -149,6 +183,8 @@ async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
     """Play the stories against the operator until the archive holds them; 0 when it does."""
     async with emulated_cluster(port=ports.emulator_port) as cluster:
         logs = Logs(cluster)
+        for resource in KUEUE:
+            cluster.serve(resource)
         write_kubeconfig(workdir / "kubeconfig", cluster.url)
         # The operator opens no port but its metrics' (no API unless asked for).
         env: dict[str, str | None] = {
@@ -156,6 +192,9 @@ async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
             "JOBARCHIVE_API_PORT": None,
             "MYSQL_HOST": None,
             "REGION": None,
+            # The demo's jobs failed minutes ago (its time is compressed): classified at
+            # once, in rounds a second apart, not after the 2 minutes a cluster waits.
+            "JOBARCHIVE_FAILURE_SETTLE": "2",
         }
         operator = OperatorProcess(
             workdir, workdir / "kubeconfig", env, metrics_port=ports.metrics_port
@@ -163,8 +202,10 @@ async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
         print("# The operator, against an emulated cluster, recording into SQLite:")
         print("$ kopf run --all-namespaces operator/main.py", flush=True)
         await operator.start()
+        forgetting: asyncio.Task[None] | None = None
         try:
-            await cluster.wait_watching([PODS, EVENTS, *map(job_resource, BUILTIN_KINDS)])
+            await cluster.wait_watching([PODS, EVENTS, *KUEUE, *map(job_resource, BUILTIN_KINDS)])
+            forgetting = asyncio.create_task(forget_requests(cluster))
             await play(cluster, logs)
             for _ in range(300):
                 if stored(workdir):
@@ -174,7 +215,17 @@ async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
             print("demo: the jobs were not recorded in 30 s", file=sys.stderr)
             return 1
         finally:
+            if forgetting is not None:
+                forgetting.cancel()
             await operator.stop()
+
+
+async def forget_requests(cluster: Cluster) -> None:
+    """Keep the emulator's cost per request flat while the stories play: kmock matches
+    each request by scanning every one it served (``Cluster.forget_requests``)."""
+    while True:
+        cluster.forget_requests(REQUESTS_KEPT)
+        await asyncio.sleep(FORGET_EVERY)
 
 
 def tell(workdir: pathlib.Path, started: float, keep: bool) -> None:

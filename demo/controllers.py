@@ -2,6 +2,7 @@
 users submit them (an owner, a queue, GPUs), their pods scheduled and started, their
 containers ended, their conditions set, each at a time relative to now."""
 
+import asyncio
 import copy
 import dataclasses
 import datetime
@@ -56,25 +57,29 @@ def requesting(template: Body, gpus: int, cpu: str, memory: str, limits_only: bo
 async def start_pods(
     cluster: Cluster,
     job: Body,
-    key: str,
-    replicas: list[tuple[str, int]],
-    container: str,
-    image: str,
+    plan: "Plan",
     started: str,
+    created: str | None = None,
 ) -> list[tuple[Body, Body]]:
-    """Create the job's pods, schedule them and start them; (pod, its running status)."""
-    pods = []
-    for node, (replica, index) in enumerate(replicas, start=11):
+    """Create the job's pods (at ``created``, else with the job), schedule them and
+    start them, all at once; (pod, its running status)."""
+    key = SPECS_KEYS[plan.resource.kind]
+
+    async def start(node: int, replica: str, index: int) -> tuple[Body, Body]:
         pod = o.kubeflow_pod(job, key, replica, index)
-        pod["metadata"]["creationTimestamp"] = job["metadata"]["creationTimestamp"]
+        pod["metadata"]["creationTimestamp"] = created or job["metadata"]["creationTimestamp"]
         pod = await cluster.create(PODS, pod)
         await scheduled(cluster, pod, node, started)
-        status = running(container, image, node, started)
-        await cluster.patch(
-            PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"status": status}
+        status = running(plan.container, plan.image, node, started)
+        meta = pod["metadata"]
+        await cluster.patch(PODS, meta["namespace"], meta["name"], {"status": status})
+        return pod, status
+
+    return list(
+        await asyncio.gather(
+            *(start(node, *replica) for node, replica in enumerate(plan.replicas, start=11))
         )
-        pods.append((pod, status))
-    return pods
+    )
 
 
 async def scheduled(cluster: Cluster, pod: Body, node: int, at: str) -> None:
@@ -156,9 +161,14 @@ async def running_job(cluster: Cluster, plan: Plan) -> tuple[Body, list[tuple[Bo
     """A job created ``plan.created`` minutes ago, its pods started ``plan.waited``
     minutes later, and Running."""
     job = await cluster.create(plan.resource, plan.body())
+    return job, await started_job(cluster, plan, job)
+
+
+async def started_job(cluster: Cluster, plan: Plan, job: Body) -> list[tuple[Body, Body]]:
+    """The job's pods started ``plan.waited`` minutes after its creation, and the job
+    Running."""
     started = ago(plan.created - plan.waited)
-    key = SPECS_KEYS[plan.resource.kind]
-    pods = await start_pods(cluster, job, key, plan.replicas, plan.container, plan.image, started)
+    pods = await start_pods(cluster, job, plan, started)
     created = o.condition("Created", at=ago(plan.created))
     await set_conditions(cluster, plan.resource, job, created, o.condition("Running", at=started))
-    return job, pods
+    return pods

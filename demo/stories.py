@@ -1,12 +1,15 @@
-"""The demo's jobs' lives, as the Kubeflow training-operator, Volcano and the kubelet would
-write them into a cluster: a PyTorchJob that succeeds, a TFJob whose worker is
-OOM-killed, a PyTorchJob deleted mid-run, a PyTorchJob whose worker runs out of GPU
-memory twice, a Volcano Job still running with one pod never scheduled. Each has an
-owner and a tenant (KubeDL's tenancy annotation), a queue (Kueue's label, Volcano's
-``spec.queue`` or Kubeflow's scheduling policy) and GPU requests; each container prints
-a training log (``demo.training_logs``) that the emulated kubelet serves. ``make demo``
-plays them against the real operator; the console's browser tests play them too, and
-take their screenshots of what the archive recorded."""
+"""The demo's jobs' lives, as the Kubeflow training-operator, Kueue, Volcano and the
+kubelet would write them into a cluster: a PyTorchJob that succeeds, a TFJob whose
+worker is OOM-killed, a PyTorchJob whose worker runs out of GPU memory twice after it
+waited for quota, a Volcano Job still running with one pod never scheduled, and
+(``demo.preemption``) a PyTorchJob Kueue preempts and admits again and the one it was
+preempted for, deleted mid-run. Each has an owner and a tenant (KubeDL's tenancy
+annotation), a queue (Kueue's label, Volcano's ``spec.queue`` or Kubeflow's scheduling
+policy) and GPU requests; the Kueue-labelled ones have their Workloads, in Kueue's
+ClusterQueues (``demo.kueue``); each container prints a training log
+(``demo.training_logs``) that the emulated kubelet serves. ``make demo`` plays them
+against the real operator; the console's browser tests play them too, and take their
+screenshots of what the archive recorded."""
 
 import asyncio
 import copy
@@ -22,7 +25,10 @@ from demo.controllers import (
     finish,
     running_job,
     set_conditions,
+    started_job,
 )
+from demo.kueue import Workload, over_capacity, set_up_queues
+from demo.preemption import RESNET, VIT, preempted_then_readmitted
 from testbed import objects as o
 from testbed.cluster import EVENTS, PODS, Cluster
 from testbed.logs import Logs
@@ -64,23 +70,6 @@ BERT = Plan(
     limits_only=True,
 )
 
-RESNET = Plan(
-    resource=PYTORCHJOBS,
-    example="pytorch-simple.yaml",
-    name="resnet-sweep-3",
-    namespace="research",
-    tenant="team-vision",
-    user="dave",
-    queue="research",
-    kueue=True,
-    replicas=[("Master", 0), ("Worker", 0)],
-    gpus=2,
-    cpu="8",
-    memory="32Gi",
-    created=25,
-    waited=3,
-)
-
 LLAMA = Plan(
     resource=PYTORCHJOBS,
     example="pytorch-simple.yaml",
@@ -99,11 +88,17 @@ LLAMA = Plan(
 )
 
 # Every Kubeflow job of the demo, as its user submits it.
-PLANS = (MNIST, BERT, RESNET, LLAMA)
+PLANS = (MNIST, BERT, RESNET, LLAMA, VIT)
 
 
 async def succeeding_pytorchjob(cluster: Cluster, logs: Logs) -> None:
-    job, pods = await running_job(cluster, MNIST)
+    # Kueue admits it at once; its pods pull their images for 6 minutes.
+    job = await cluster.create(MNIST.resource, MNIST.body())
+    workload = Workload(cluster, job, MNIST, "research")
+    await workload.create(ago(MNIST.created))
+    await workload.admitted(ago(MNIST.created))
+    pods = await started_job(cluster, MNIST, job)
+    await workload.ready(ago(MNIST.created - MNIST.waited))
     for rank, pod in enumerate(pods):
         logs.write(pod[0], "pytorch", printed.succeeded(rank))
         await finish(cluster, pod, 0, "Completed", ago(12))
@@ -126,6 +121,7 @@ async def succeeding_pytorchjob(cluster: Cluster, logs: Logs) -> None:
             component="pytorchjob-controller",
         ),
     )
+    await workload.finished(ago(12), True, "Job finished successfully")
 
 
 async def oom_killed_tfjob(cluster: Cluster, logs: Logs) -> None:
@@ -162,17 +158,15 @@ async def oom_killed_tfjob(cluster: Cluster, logs: Logs) -> None:
     )
 
 
-async def deleted_mid_run(cluster: Cluster, logs: Logs) -> None:
-    job, pods = await running_job(cluster, RESNET)
-    # `kubectl delete pytorchjob resnet-sweep-3`: the job goes, the garbage collector
-    # takes its pods.
-    await cluster.delete(PYTORCHJOBS, job["metadata"]["namespace"], job["metadata"]["name"])
-    for pod, _ in pods:
-        await cluster.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
-
-
 async def restarted_then_failed(cluster: Cluster, logs: Logs) -> None:
-    job, (master, worker) = await running_job(cluster, LLAMA)
+    # 16 GPUs asked of nlp-a100's 8 A100s: it waits until its quota is raised.
+    job = await cluster.create(LLAMA.resource, LLAMA.body())
+    workload = Workload(cluster, job, LLAMA, "research")
+    await workload.create(ago(LLAMA.created))
+    await workload.pending(ago(LLAMA.created), over_capacity(LLAMA.gpus, LLAMA.gpus, 8))
+    await workload.admitted(ago(LLAMA.created - LLAMA.waited))
+    master, worker = await started_job(cluster, LLAMA, job)
+    await workload.ready(ago(LLAMA.created - LLAMA.waited))
     # The worker runs out of GPU memory; the kubelet restarts it (restartPolicy OnFailure)
     # and it runs out again at the same step, and the master's collective times out.
     logs.write(worker[0], "pytorch", printed.cuda_out_of_memory(1, 2120), restart=0)
@@ -208,6 +202,7 @@ async def restarted_then_failed(cluster: Cluster, logs: Logs) -> None:
             component="pytorchjob-controller",
         ),
     )
+    await workload.finished(ago(8), False, failed)
 
 
 # What each job's status is once the operator has recorded the stories.
@@ -217,17 +212,30 @@ RECORDED = {
     "resnet-sweep-3": "Stopped",
     "llama-sft": "Failed",
     "detr-train": "Running",
+    "vit-pretrain": "Succeeded",
 }
+# Each Kueue-admitted job's attempts' ends, in order, once recorded.
+ATTEMPTS = {
+    "mnist-ddp": ["Finished"],
+    "vit-pretrain": ["Preempted", "Finished"],
+    "resnet-sweep-3": ["Deleted"],
+    "llama-sft": ["Finished"],
+}
+# How many reasons to wait Kueue gave each job, once recorded.
+WAITS = {"vit-pretrain": 2, "resnet-sweep-3": 1, "llama-sft": 1}
+# Each failed job's failure class, as the taxonomy's rules give it.
+CLASSES = {"bert-finetune": "OOMKilled", "llama-sft": "GPUOutOfMemory"}
 # How many failed container instances print a log whose tail the operator keeps.
 FAILED_CONTAINERS = 5
 
 
 async def play(cluster: Cluster, logs: Logs) -> None:
     """The lives, at once, as in a cluster; ``logs`` serves what the containers print."""
+    await set_up_queues(cluster)
     await asyncio.gather(
         succeeding_pytorchjob(cluster, logs),
         oom_killed_tfjob(cluster, logs),
-        deleted_mid_run(cluster, logs),
+        preempted_then_readmitted(cluster, logs),
         restarted_then_failed(cluster, logs),
         volcano.running_with_one_pod_unscheduled(cluster, logs),
     )

@@ -21,6 +21,15 @@ def succeeded(rank: int) -> str:
     )
 
 
+def resumed(rank: int, step: int) -> str:
+    """A DDP rank of a job preempted before, resumed from its last checkpoint."""
+    return (
+        f"[rank{rank}] resuming from /mnt/ckpt/vit-pretrain/step-{step}.pt\n"
+        + _steps(f"[rank{rank}] epoch 30", step + 1, 8, 0.7315)
+        + f"[rank{rank}] saved checkpoint to /mnt/ckpt/vit-pretrain/final.pt\n"
+    )
+
+
 def oom_killed_tensorflow() -> str:
     """A TensorFlow worker the kernel kills for memory: no traceback, the log just stops."""
     return (

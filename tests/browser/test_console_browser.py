@@ -73,18 +73,19 @@ def tour_of_the_demo(driver: WebDriver, origin: str, shots: pathlib.Path) -> Non
     browser.follow(driver, By.CSS_SELECTOR, "form.filters button")
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)
     assert query == {"namespace": ["research"]}
-    assert len(browser.texts(driver, "tr.job")) == 2
+    # mnist-ddp, vit-pretrain, resnet-sweep-3.
+    assert len(browser.texts(driver, "tr.job")) == 3
     driver.get(driver.current_url)
     assert driver.find_element(By.NAME, "namespace").get_attribute("value") == "research"
-    assert len(browser.texts(driver, "tr.job")) == 2
+    assert len(browser.texts(driver, "tr.job")) == 3
 
     # Keyset paging through the URL: page 1, its next link, and back by the URL.
-    driver.get(origin + "/?limit=3")
+    driver.get(origin + "/?limit=4")
     first = browser.texts(driver, "tr.job")
     browser.follow(driver, By.CSS_SELECTOR, "a.next")
-    assert "cursor=" in driver.current_url and "limit=3" in driver.current_url
+    assert "cursor=" in driver.current_url and "limit=4" in driver.current_url
     second = browser.texts(driver, "tr.job")
-    assert len(first) == 3 and len(second) == 2 and set(first).isdisjoint(second)
+    assert len(first) == 4 and len(second) == 2 and set(first).isdisjoint(second)
     assert driver.find_elements(By.CSS_SELECTOR, "a.next") == []
     driver.get(driver.current_url)
     assert browser.texts(driver, "tr.job") == second

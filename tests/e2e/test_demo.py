@@ -2,10 +2,14 @@
 jobs' lives as the archive recorded them, with owners, GPUs and the training logs of
 its failed containers, in 80 columns when its output is no terminal, every command it
 prints running as printed; ``KEEP=1`` keeps the archive and serves the console on it,
-on the ports chosen; a chosen port that is taken is said in one line. It needs only
-the operator's own dependencies and the ``demo`` extra."""
+on the ports chosen; a chosen port that is taken is said in one line. Kueue's part
+as recorded: the preempted job's two attempts and the GPU-hours the preemption cost,
+computed here from its pods; the quota wait with Kueue's message; the failed jobs'
+classes; each ClusterQueue's utilization. It needs only the operator's own
+dependencies and the ``demo`` extra."""
 
 import contextlib
+import datetime
 import json
 import os
 import pathlib
@@ -20,10 +24,11 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from demo import stories, volcano
+from demo import kueue, stories, volcano
 from demo.stories import RECORDED
 from jobarchive.reading.gpus import requested_gpus
 from testbed.operator import REPO
@@ -36,6 +41,7 @@ UNSIZED = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
 # What the test extra brings beyond the operator's dependencies and the demo extra.
 # Seconds after which a run is hung, not slow.
 HUNG = 300
+JOBARCHIVE = pathlib.Path(sys.executable).with_name("jobarchive")
 TEST_ONLY = ("pytest", "_pytest", "hypothesis", "kubernetes_validate", "selenium", "tests")
 
 
@@ -56,12 +62,13 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     for line in ("$ jobarchive jobs", "$ jobarchive job nlp/bert-finetune"):
         assert line in out
     jobs = out.split("$ jobarchive job nlp/")[0]
-    assert "5 jobs" in jobs
+    assert "6 jobs" in jobs
     assert "research/mnist-ddp" in jobs and "Succeeded" in jobs
+    assert "research/vit-pretrain" in jobs
     assert "nlp/bert-finetune" in jobs and "Failed" in jobs
     assert "research/resnet-sweep-3" in jobs and "Stopped" in jobs
     assert "vision/detr-train" in jobs and "Running" in jobs
-    for owner in ("alice", "bob", "carol", "dave", "erin"):
+    for owner in ("alice", "bob", "carol", "dave", "erin", "frank"):
         assert owner in jobs
     detail = out.split("$ jobarchive job nlp/bert-finetune")[1]
     # At 80 columns the remark is cut to its reason and exit code (decision 30).
@@ -71,8 +78,13 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     assert "(restart 1): exit code 1 Error" in tail.replace("\n", "")
     assert "torch.cuda.OutOfMemoryError: CUDA out of memory." in tail.replace("\n", "")
     assert '"kind": "Pod"' not in out
-    costs = out.split("$ jobarchive usage --by queue")[1]
+    costs, quotas = out.split("$ jobarchive usage --by queue")[1].split(
+        "$ jobarchive usage --by clusterqueue"
+    )
     assert "usage by queue, " in costs and " UTC" in costs
+    assert "usage by clusterqueue, " in quotas
+    for queue in ("nlp-a100", "research"):
+        assert queue in quotas
     for queue in ("nlp-a100", "research", "vision"):
         assert queue in costs
     assert "Error (exit 1)=" in costs
@@ -120,6 +132,7 @@ def test_every_job_of_the_demo_names_a_queue_where_its_scheduler_reads_it() -> N
         "resnet-sweep-3": ("research", None),
         "llama-sft": ("nlp-a100", None),
         "detr-train": (None, "vision"),
+        "vit-pretrain": ("research", None),
     }
     assert set(queues) == set(stories.RECORDED)
 
@@ -197,8 +210,90 @@ def test_the_kept_demo_serves_the_console_on_a_free_port_and_keeps_its_archive()
         assert any(tail.endswith("to avoid fragmentation.\n") for tail in tails)
         assert any("ncclRemoteError" in tail for tail in tails)
         assert pathlib.Path(archive).exists()
+        kueue_recorded(archive)
     finally:
         shutil.rmtree(pathlib.Path(archive).parent, ignore_errors=True)
+
+
+def rows(path: str, sql: str) -> list[dict[str, Any]]:
+    """The rows of a query of the archive, by column, times as datetimes."""
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        db.row_factory = sqlite3.Row
+        found = [dict(row) for row in db.execute(sql)]
+    for row in found:
+        for key, value in row.items():
+            if key.startswith(("gmt_", "quota_reserved_at", "first_seen", "last_seen")) and value:
+                row[key] = datetime.datetime.fromisoformat(value)
+    return found
+
+
+def of_job(path: str, table: str, name: str, order: str) -> list[dict[str, Any]]:
+    """A job's rows of a table, in order."""
+    return rows(
+        path,
+        f"SELECT t.* FROM {table} t JOIN job_info j ON j.job_id = t.job_id "
+        f"WHERE j.name = '{name}' ORDER BY t.{order}",
+    )
+
+
+def kueue_recorded(archive: str) -> None:
+    """Kueue's part of the kept demo, as recorded and as ``usage --by clusterqueue``
+    answers it."""
+    # vit-pretrain: preempted for resnet-sweep-3, then admitted again and finished.
+    first, second = of_job(archive, "job_attempt", "vit-pretrain", "quota_reserved_at")
+    [resnet] = rows(archive, "SELECT job_id FROM job_info WHERE name = 'resnet-sweep-3'")
+    assert (first["end_reason"], second["end_reason"]) == ("Preempted", "Finished")
+    assert first["preemptor_job_id"] == resnet["job_id"]
+    assert f"JobUID: {resnet['job_id']}) due to prioritization" in first["message"]
+    assert first["cluster_queue"] == second["cluster_queue"] == "research"
+    # The GPU-hours it lost: its pods started in the first attempt, whole.
+    pods = of_job(archive, "replica_info", "vit-pretrain", "gmt_started")
+    lost = [pod for pod in pods if pod["gmt_started"] < second["quota_reserved_at"]]
+    assert len(lost) == 2 and len(pods) == 4
+    spent = sum(
+        pod["gpus"] * (pod["gmt_finished"] - pod["gmt_started"]).total_seconds() for pod in lost
+    )
+    preempted = round(spent / 3600, 3)
+    assert preempted > 0
+
+    # llama-sft waited for quota with Kueue's message until its admission.
+    [wait] = of_job(archive, "job_wait", "llama-sft", "first_seen")
+    [attempt] = of_job(archive, "job_attempt", "llama-sft", "quota_reserved_at")
+    assert wait["message"] == kueue.over_capacity(8, 8, 8)
+    assert wait["message"].startswith(
+        "couldn't assign flavors to pod set worker: insufficient quota for nvidia.com/gpu "
+        "in flavor a100, "
+    )
+    assert wait["reason"] == "Pending" and wait["last_seen"] == attempt["quota_reserved_at"]
+    assert wait["first_seen"] < wait["last_seen"]
+
+    classes = rows(
+        archive,
+        "SELECT j.name, f.failure_class FROM job_failure f JOIN job_info j ON j.job_id = f.job_id",
+    )
+    assert {row["name"]: row["failure_class"] for row in classes} == {
+        "bert-finetune": "OOMKilled",
+        "llama-sft": "GPUOutOfMemory",
+    }
+    queues_used(archive, preempted)
+
+
+def queues_used(archive: str, preempted: float) -> None:
+    """``usage --by clusterqueue`` on the kept demo: each ClusterQueue's utilization, and
+    research's GPU-hours lost to the preemption (``preempted``, computed by hand)."""
+    usage = subprocess.run(
+        [str(JOBARCHIVE), "usage", "--by", "clusterqueue", "-o", "json"],
+        env={**UNSIZED, "JOBARCHIVE_DB_URL": f"sqlite://{archive}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert usage.returncode == 0, usage.stderr
+    queues = {row["clusterqueue"]: row for row in json.loads(usage.stdout)["items"]}
+    assert set(queues) == {"research", "nlp-a100"}
+    assert all(0 < row["utilization"] <= 1 for row in queues.values())
+    assert queues["research"]["preempted_gpu_hours"] == preempted
+    assert queues["nlp-a100"]["preempted_gpu_hours"] == 0
 
 
 def test_the_kept_demo_takes_the_ports_chosen_and_its_commands_run_as_printed() -> None:
@@ -220,7 +315,7 @@ def test_the_kept_demo_takes_the_ports_chosen_and_its_commands_run_as_printed() 
             for line in shown.splitlines()
             if re.match(r"(\$ |Log tails: )?\S*jobarchive ", line)
         ]
-        assert len(commands) == 6, commands
+        assert len(commands) == 7, commands
         for command in commands:
             ran = subprocess.run(
                 shlex.split(command),

@@ -148,7 +148,7 @@ async def large_job(history: History, pods: int, name: str = "llama-pretrain") -
 
 
 async def demo_recorded(cluster: Cluster) -> None:
-    """The demo's five jobs' lives played on ``cluster`` (``demo.stories``), once the
+    """The demo's jobs' lives played on ``cluster`` (``demo.stories``), once the
     operator watching it has recorded each job in its last status."""
     await play(cluster, Logs(cluster))
 
