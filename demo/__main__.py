@@ -29,7 +29,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 
+from aiohttp import web
+
+from demo import standin
 from demo.stories import ATTEMPTS, CLASSES, FAILED_CONTAINERS, RECORDED, WAITS, play
 from jobarchive.core.kinds import BUILTIN_KINDS
 from testbed.cluster import (
@@ -58,6 +62,7 @@ COMMANDS = (
     ("logs", "nlp/llama-sft", "--pod", "llama-sft-worker-0"),
     ("usage", "--by", "queue"),
     ("usage", "--by", "clusterqueue"),
+    ("eff", "nlp/llama-sft"),
 )
 # How often the emulator forgets the requests it served, and how many it keeps.
 FORGET_EVERY, REQUESTS_KEPT = 0.05, 16
@@ -72,7 +77,11 @@ ENDS = {
     "GROUP BY j.name",
     "classes": "SELECT j.name, f.failure_class FROM job_failure f JOIN job_info j "
     "ON j.job_id = f.job_id",
+    "summaries": "SELECT j.name, COUNT(*) FROM pod_efficiency e JOIN job_info j "
+    "ON j.job_id = e.job_id WHERE e.outcome = 'measured' GROUP BY j.name",
 }
+# The pods Prometheus (the demo's stand-in) has figures of, by job (``demo.standin``).
+MEASURED = {"mnist-ddp": 2, "llama-sft": 2}
 
 
 def database_url(workdir: pathlib.Path) -> str:
@@ -134,6 +143,7 @@ def stored(workdir: pathlib.Path) -> bool:
         and attempts == ATTEMPTS
         and dict(found["waits"]) == WAITS
         and dict(found["classes"]) == CLASSES
+        and dict(found["summaries"]) == MEASURED
     )
 
 
@@ -181,7 +191,10 @@ def serve_console(workdir: pathlib.Path, port: int) -> int:
 
 async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
     """Play the stories against the operator until the archive holds them; 0 when it does."""
-    async with emulated_cluster(port=ports.emulator_port) as cluster:
+    async with (
+        emulated_cluster(port=ports.emulator_port) as cluster,
+        prometheus_standin() as prometheus,
+    ):
         logs = Logs(cluster)
         for resource in KUEUE:
             cluster.serve(resource)
@@ -195,6 +208,9 @@ async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
             # The demo's jobs failed minutes ago (its time is compressed): classified at
             # once, in rounds a second apart, not after the 2 minutes a cluster waits.
             "JOBARCHIVE_FAILURE_SETTLE": "2",
+            # Efficiency from the stand-in (``demo.standin``), a second after each end.
+            "JOBARCHIVE_PROMETHEUS_URL": prometheus,
+            "JOBARCHIVE_PROMETHEUS_DELAY": "1",
         }
         operator = OperatorProcess(
             workdir, workdir / "kubeconfig", env, metrics_port=ports.metrics_port
@@ -218,6 +234,19 @@ async def record(workdir: pathlib.Path, ports: argparse.Namespace) -> int:
             if forgetting is not None:
                 forgetting.cancel()
             await operator.stop()
+
+
+@contextlib.asynccontextmanager
+async def prometheus_standin() -> AsyncIterator[str]:
+    """The stand-in for Prometheus on a free loopback port; its URL."""
+    runner = web.AppRunner(standin.app(standin.demo_series()))
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
 
 
 async def forget_requests(cluster: Cluster) -> None:

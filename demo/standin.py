@@ -154,3 +154,19 @@ def pod_series(
         Series("container_memory_working_set_bytes", {**container, "container": "POD"}, 1e6),
     ]
     return found
+
+
+GIB = 2**30
+
+
+def demo_series() -> list[Series]:
+    """The demo's jobs as Prometheus saw them: ``research/mnist-ddp`` used its GPUs well,
+    ``nlp/llama-sft`` left half of each pod's eight idle, ``nlp/bert-finetune`` has no
+    series (its exporters were not scraped): one of each the efficiency report tells."""
+    found: list[Series] = []
+    for node, pod in enumerate(("mnist-ddp-master-0", "mnist-ddp-worker-0"), start=11):
+        found += pod_series("research", pod, f"gpu-node-{node}", [0.92], 3.1, 10 * GIB)
+    half_idle = [0.55] * 4 + [0.0] * 4
+    for node, pod in enumerate(("llama-sft-master-0", "llama-sft-worker-0"), start=11):
+        found += pod_series("nlp", pod, f"gpu-node-{node}", half_idle, 6.0, 40 * GIB)
+    return found

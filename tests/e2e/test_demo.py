@@ -81,6 +81,10 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     costs, quotas = out.split("$ jobarchive usage --by queue")[1].split(
         "$ jobarchive usage --by clusterqueue"
     )
+    quotas, efficiency = quotas.split("$ jobarchive eff nlp/llama-sft")
+    # The stand-in's figures (demo/standin.py): half of each pod's eight GPUs at 55%.
+    assert "GPU-hours 10.0, GPU activity 28%" in efficiency
+    assert "  16 GPUs requested, 8 never used: request 8" in efficiency
     assert "usage by queue, " in costs and " UTC" in costs
     assert "usage by clusterqueue, " in quotas
     for queue in ("nlp-a100", "research"):
@@ -315,7 +319,7 @@ def test_the_kept_demo_takes_the_ports_chosen_and_its_commands_run_as_printed() 
             for line in shown.splitlines()
             if re.match(r"(\$ |Log tails: )?\S*jobarchive ", line)
         ]
-        assert len(commands) == 7, commands
+        assert len(commands) == 8, commands
         for command in commands:
             ran = subprocess.run(
                 shlex.split(command),
