@@ -14,6 +14,7 @@ from bench import (
     cli_bench,
     console_bench,
     e2e_bench,
+    efficiency_bench,
     export_bench,
     fair_bench,
     first_run_bench,
@@ -48,6 +49,7 @@ BENCHES = [
     "export",
     "scale",
     "memory",
+    "efficiency",
 ]
 
 
@@ -132,6 +134,8 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             results.append(ratio("victim p50 beside the attacker / alone", slower, 3.0, False))
         if "logtails" in args.only:
             results.extend(await logtails_bench.run(databases, line, ratio, args))
+        if "efficiency" in args.only:
+            results.extend(await efficiency_bench.run(databases, line, ratio, args))
         if "console" in args.only:
             url = databases.create("jobarchive_bench_console")
             print(f"Console: the page of a {args.console_pods:,}-pod job; p50 / p99 ms, size")
@@ -240,6 +244,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--logtails-failing", type=int, default=2000, help="failed workers")
     parser.add_argument("--logtails-pods", type=int, default=300, help="other pods per turn")
     parser.add_argument("--logtails-rounds", type=int, default=9, help="turns of each")
+    parser.add_argument("--efficiency-pods", type=int, default=2000, help="workers summarised")
     parser.add_argument(
         "--memory-sizes",
         type=int,

@@ -84,6 +84,12 @@ class PrometheusServer:
         """Whether the process we started is alive."""
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int:
+        """The running server's process id (the bench reads its CPU time)."""
+        assert self._process is not None, "the private Prometheus is not running"
+        return self._process.pid
+
     def start(self) -> None:
         """Start the server on its data directory and wait until it is ready (its
         stored data loaded); raises PrometheusUnavailable with its last log lines."""
