@@ -23,7 +23,9 @@ _TAGGED = re.compile(r'label_replace\((?P<expr>.*?), "(?P<label>\w+)", "(?P<figu
 _OVER_TIME = re.compile(
     r"(?P<fn>\w+_over_time)\((?P<metric>\w+)\{(?P<matchers>[^}]*)\}\[(?P<range>\d+)s\]\)"
 )
-_PEAK_OF_SUM = re.compile(r"max_over_time\(sum\((?P<inner>.*)\)\[(?P<range>\d+)s:\d+s\]\)")
+_PEAK_OF_SUM = re.compile(
+    r"max_over_time\(sum by \((?P<by>[\w, ]+)\) \((?P<inner>[^()]*)\)\[(?P<range>\d+)s:\d+s\]\)"
+)
 _SELECTOR = re.compile(r"(?P<metric>\w+)\{(?P<matchers>[^}]*)\}")
 _MATCHER = re.compile(r'(?P<name>\w+)(?P<op>=~|!=|=)"(?P<value>(?:[^"\\]|\\.)*)"')
 
@@ -70,16 +72,10 @@ def evaluate(series: Sequence[Series], query: str) -> list[dict[str, Any]]:
     for tagged in _TAGGED.finditer(query):
         tag: dict[str, str] = {tagged["label"]: tagged["figure"]}
         expression = tagged["expr"]
-        peak = _PEAK_OF_SUM.fullmatch(expression)
-        if peak is not None:
-            chosen = [
-                s
-                for sel in _SELECTOR.finditer(peak["inner"])
-                for s in _selected(series, sel["metric"], sel["matchers"])
-            ]
-            if chosen:
-                total = sum(_over_time("max_over_time", s, int(peak["range"])) for s in chosen)
-                result.append({"metric": tag, "value": [0, repr(total)]})
+        peaks = list(_PEAK_OF_SUM.finditer(expression))
+        for peak in peaks:
+            result += _peak_of_sum(series, peak, tag)
+        if peaks:
             continue
         for term in _OVER_TIME.finditer(expression):
             for found in _selected(series, term["metric"], term["matchers"]):
@@ -87,6 +83,23 @@ def evaluate(series: Sequence[Series], query: str) -> list[dict[str, Any]]:
                 labels = dict(found.labels) | tag
                 result.append({"metric": labels, "value": [0, repr(value)]})
     return result
+
+
+def _peak_of_sum(
+    series: Sequence[Series], peak: re.Match[str], tag: dict[str, str]
+) -> list[dict[str, Any]]:
+    """A subquery's peak of the selected series summed by its labels."""
+    by = [name.strip() for name in peak["by"].split(",")]
+    sums: dict[tuple[str, ...], float] = {}
+    for selector in _SELECTOR.finditer(peak["inner"]):
+        for found in _selected(series, selector["metric"], selector["matchers"]):
+            key = tuple(found.labels.get(name, "") for name in by)
+            value = _over_time("max_over_time", found, int(peak["range"]))
+            sums[key] = sums.get(key, 0.0) + value
+    return [
+        {"metric": {**dict(zip(by, key, strict=True)), **tag}, "value": [0, repr(total)]}
+        for key, total in sums.items()
+    ]
 
 
 def app(series: Sequence[Series]) -> web.Application:

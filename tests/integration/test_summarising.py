@@ -4,6 +4,7 @@ Prometheus here is an ``Asker`` of the test's that answers from a table: the rea
 met in the end-to-end tests."""
 
 import datetime
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,27 +28,38 @@ class Refused(Exception):
 
 
 class Answers:
-    """Prometheus' answers by pod name; a name mapped to an exception raises it."""
+    """Prometheus' answers by pod name, each series labelled with its pod as the
+    exporters label it; a name mapped to an exception makes the query naming it raise."""
 
     def __init__(self, answers: dict[str, list[Sample] | Exception]) -> None:
         self.answers = answers
         self.asked: list[tuple[str, datetime.datetime]] = []
+        self.queries = 0
 
     async def query(self, expression: str, at: datetime.datetime) -> Sequence[Sample]:
-        name = next(n for n in self.answers if f'pod="{n}"' in expression)
-        self.asked.append((name, at))
-        answer = self.answers[name]
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+        self.queries += 1
+        [names] = re.findall(r'[{,]pod=~"([^"]*)"', expression)[:1]
+        found: list[Sample] = []
+        # A PromQL string of a regular expression: each escape undone twice.
+        for escaped in names.split("|"):
+            name = re.sub(r"\\(.)", r"\1", escaped.replace("\\\\", "\\"))
+            self.asked.append((name, at))
+            answer = self.answers[name]
+            if isinstance(answer, Exception):
+                raise answer
+            labels = {"namespace": "kubeflow", "pod": name}
+            found += [Sample({**sample.labels, **labels}, sample.value) for sample in answer]
+        return found
 
 
-def ago(minutes: float) -> datetime.datetime:
-    return utcnow() - datetime.timedelta(minutes=minutes)
+def ago(minutes: float, now: datetime.datetime | None = None) -> datetime.datetime:
+    """Whole seconds, as a pod's times are."""
+    return (now or utcnow()).replace(microsecond=0) - datetime.timedelta(minutes=minutes)
 
 
 async def pods(*specs: tuple[str, float, float]) -> None:
     """Pods of one job, each (name, started minutes ago, finished minutes ago)."""
+    now = utcnow()
     await Store().upsert(
         Pod,
         [
@@ -57,8 +69,8 @@ async def pods(*specs: tuple[str, float, float]) -> None:
                 job_id="job-1",
                 gpus=2,
                 cpu_millis=1000,
-                gmt_started=ago(start),
-                gmt_finished=ago(end),
+                gmt_started=ago(start, now),
+                gmt_finished=ago(end, now),
             )
             for name, start, end in specs
         ],
@@ -133,3 +145,20 @@ async def test_a_jobs_summaries_are_pruned_with_it(database: str) -> None:
     await Pod.all().update(is_in_etcd=False)
     await retention.prune(retention.cutoff(90, utcnow()))
     assert await Summary.all().count() == 0
+
+
+async def test_pods_that_ran_over_one_window_share_one_query_each_its_figures(
+    database: str,
+) -> None:
+    await pods(("w-0", 60, 30), ("w-1", 60, 30), ("w-2", 60, 30), ("other", 61, 30))
+    half = [Sample({promql.FIGURE: "active_mean", "UUID": "GPU-1"}, 0.25)]
+    answers = Answers({"w-0": ACTIVE, "w-1": half, "w-2": [], "other": ACTIVE})
+    assert await (await summarised(answers)).round() == 4
+    assert answers.queries == 2
+    found = {s.pod_name: (s.outcome, s.gpu_activity_mean) for s in await Summary.all()}
+    assert found == {
+        "w-0": (MEASURED, 0.5),
+        "w-1": (MEASURED, 0.25),
+        "w-2": (NO_DATA, None),
+        "other": (MEASURED, 0.5),
+    }

@@ -167,21 +167,37 @@ def test_the_advice_names_each_threshold_crossed() -> None:
     assert advice(weigh([(GIVEN, None)]), gpus=2) == ["1 of 1 pods have no data in Prometheus"]
 
 
-def test_the_query_selects_the_pod_by_each_label_pair_its_uid_and_its_containers() -> None:
-    target = promql.Target(
-        namespace="team-a",
-        pod='odd"name',
-        uid="u-1",
-        run_seconds=90.2,
-        scrape_interval=30,
-        label_pairs=(("namespace", "pod"), ("exported_namespace", "exported_pod")),
-    )
-    text = promql.query(target)
-    assert 'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{namespace="team-a",pod="odd\\"name"' in text
-    assert 'exported_namespace="team-a",exported_pod="odd\\"name",pod_uid=~"u\\\\-1|"}[91s]' in text
+TARGET = promql.Target(
+    namespace="team-a",
+    pods=[('odd"name', "u-1"), ("w.1", "u-2")],
+    run_seconds=90.2,
+    scrape_interval=30,
+    label_pairs=(("namespace", "pod"), ("exported_namespace", "exported_pod")),
+)
+
+
+def test_the_query_selects_the_pods_by_each_label_pair_their_uids_and_containers() -> None:
+    text = promql.query(TARGET)
+    pods = 'pod=~"odd\\"name|w\\\\.1",pod_uid=~"u\\\\-1|u\\\\-2|"'
+    assert f'avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{namespace="team-a",{pods}}}[91s])' in text
+    assert f'exported_namespace="team-a",exported_{pods}}}[91s]' in text
     assert (
-        'container_cpu_usage_seconds_total{namespace="team-a",pod="odd\\"name",pod_uid=~"u\\\\-1|",container!="",container!="POD"}[91s]'
+        f'container_cpu_usage_seconds_total{{namespace="team-a",{pods},container!="",container!="POD"}}[91s]'
         in text
     )
+    assert "max_over_time(sum by (namespace, pod) (container_memory_working_set_bytes{" in text
     assert "[91s:30s])" in text
     assert all(f'"{promql.FIGURE}", "{figure}"' in text for figure in promql.FIGURES)
+
+
+def test_an_answers_series_is_its_pods_by_the_first_label_pair_naming_one() -> None:
+    assert promql.owner({"namespace": "team-a", "pod": "w.1"}, TARGET) == "w.1"
+    relabelled = {
+        "namespace": "gpu-operator",
+        "pod": "dcgm-x",
+        "exported_namespace": "team-a",
+        "exported_pod": 'odd"name',
+    }
+    assert promql.owner(relabelled, TARGET) == 'odd"name'
+    assert promql.owner({"namespace": "team-b", "pod": "w.1"}, TARGET) is None
+    assert promql.owner({"namespace": "team-a", "pod": "w"}, TARGET) is None

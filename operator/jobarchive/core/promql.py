@@ -1,7 +1,9 @@
-"""The one PromQL query that summarises a pod's run (decision 45), pure: every figure of
-dcgm-exporter's and the kubelet's cAdvisor's families over the pod's run, evaluated at
-its finish, each answer tagged with the figure it is (``FIGURE``), so that a pod costs
-Prometheus one request.
+"""The one PromQL query that summarises pods' runs (decision 45), pure: every figure of
+dcgm-exporter's and the kubelet's cAdvisor's families over a run, evaluated at its
+finish, each answer tagged with the figure it is (``FIGURE``), so that a pod costs
+Prometheus one request at most: the pods of one namespace that ran over the same window
+(a job's workers that started and ended together) share one, each answer told apart by
+its pod (``owner``).
 
 A pod's series are matched by namespace and pod name (each pair of label names in turn:
 ``namespace``/``pod`` as dcgm-exporter and the kubelet write them, then
@@ -19,7 +21,7 @@ part of one scrape interval before the first sample.
 import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 # The label each answer carries to say which figure it is.
 FIGURE = "jobarchive_figure"
@@ -57,12 +59,12 @@ FIGURES = (*(f for f, _, _ in GPU_FIGURES), *(f for f, _, _ in CPU_FIGURES), MEM
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """What a pod's query is asked of: whose series, over which run, at what scrape
+    """What one query is asked of: pods of one namespace that ran over the same window
+    (a job's workers that started and ended together), by name and uid, and the scrape
     interval."""
 
     namespace: str
-    pod: str
-    uid: str
+    pods: Sequence[tuple[str, str]]
     run_seconds: float
     scrape_interval: float
     label_pairs: Sequence[tuple[str, str]]
@@ -84,19 +86,22 @@ def _step(target: Target) -> int:
     return max(1, math.ceil(target.scrape_interval))
 
 
-def _selectors(target: Target, extra: str) -> list[str]:
-    """The pod's selectors, one per label pair, with ``extra`` matchers."""
-    uid = f"pod_uid=~{literal(re.escape(target.uid) + '|')}"
-    found = []
-    for namespace_label, pod_label in target.label_pairs:
-        matchers = [
-            f"{namespace_label}={literal(target.namespace)}",
-            f"{pod_label}={literal(target.pod)}",
-            uid,
-            *([extra] if extra else []),
-        ]
-        found.append("{" + ",".join(matchers) + "}")
-    return found
+def _one_of(values: Sequence[str]) -> str:
+    """A regular expression matching exactly these values."""
+    return "|".join(re.escape(value) for value in values)
+
+
+def _selector(target: Target, pair: tuple[str, str], extra: str) -> str:
+    """The pods' selector by one label pair, with ``extra`` matchers; a series without
+    ``pod_uid`` matches, one with another pod's does not."""
+    namespace_label, pod_label = pair
+    matchers = [
+        f"{namespace_label}={literal(target.namespace)}",
+        f"{pod_label}=~{literal(_one_of([name for name, _ in target.pods]))}",
+        f"pod_uid=~{literal(_one_of([uid for _, uid in target.pods]) + '|')}",
+        *([extra] if extra else []),
+    ]
+    return "{" + ",".join(matchers) + "}"
 
 
 def _tagged(expression: str, figure: str) -> str:
@@ -104,15 +109,27 @@ def _tagged(expression: str, figure: str) -> str:
 
 
 def _over_time(target: Target, function: str, family: str, extra: str = "") -> str:
-    """``function`` over the run of the family's series of the pod, each label pair's."""
+    """``function`` over the run of the family's series of the pods, each label pair's."""
     window = _range(target)
     return " or ".join(
-        f"{function}({family}{selector}[{window}])" for selector in _selectors(target, extra)
+        f"{function}({family}{_selector(target, pair, extra)}[{window}])"
+        for pair in target.label_pairs
+    )
+
+
+def _memory_peak(target: Target) -> str:
+    """Each pod's containers' summed working set at its peak, each label pair's."""
+    window = f"[{_range(target)}:{_step(target)}s]"
+    return " or ".join(
+        f"max_over_time(sum by ({namespace_label}, {pod_label}) "
+        f"({WORKING_SET}{_selector(target, (namespace_label, pod_label), CONTAINERS_ONLY)})"
+        f"{window})"
+        for namespace_label, pod_label in target.label_pairs
     )
 
 
 def query(target: Target) -> str:
-    """The one query of a pod's figures, to be evaluated at the pod's finish."""
+    """The one query of the pods' figures, to be evaluated at their finish."""
     parts = [
         _tagged(_over_time(target, function, family), figure)
         for figure, function, family in GPU_FIGURES
@@ -121,9 +138,15 @@ def query(target: Target) -> str:
         _tagged(_over_time(target, function, family, CONTAINERS_ONLY), figure)
         for figure, function, family in CPU_FIGURES
     ]
-    containers = " or ".join(
-        f"{WORKING_SET}{selector}" for selector in _selectors(target, CONTAINERS_ONLY)
-    )
-    peak = f"max_over_time(sum({containers})[{_range(target)}:{_step(target)}s])"
-    parts.append(_tagged(peak, MEMORY_PEAK))
+    parts.append(_tagged(_memory_peak(target), MEMORY_PEAK))
     return " or ".join(f"({part})" for part in parts)
+
+
+def owner(labels: Mapping[str, str], target: Target) -> str | None:
+    """The pod of the target a series of the answer is of: by the first label pair that
+    names one of its pods in its namespace; None for none."""
+    names = {name for name, _ in target.pods}
+    for namespace_label, pod_label in target.label_pairs:
+        if labels.get(namespace_label) == target.namespace and labels.get(pod_label) in names:
+            return labels[pod_label]
+    return None

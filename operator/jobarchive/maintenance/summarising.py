@@ -43,6 +43,9 @@ from jobarchive.storage.waiting import Backoff
 logger = logging.getLogger(__name__)
 # Pods per round: each one's row and answer held in turn (``infra.sizing`` counts them).
 BATCH_PODS = 64
+# Pods one query asks at most: its answer stays far below the client's bound on bytes
+# (a pod of eight GPUs answers about 100 series).
+GROUP_PODS = 16
 # How often the mark goes back to the horizon.
 RESCAN = 3600.0
 # Between rounds that found nothing to do.
@@ -166,12 +169,13 @@ class Summariser:
         due = await self.due()
         if not due:
             return 0
-        answers = await asyncio.gather(*(self.ask(pod) for pod in due))
-        rows = [row for row in answers if row is not None]
+        answered = await asyncio.gather(*(self.ask(group) for group in windows(due)))
+        found = {uid: row for answer in answered for uid, row in answer.items()}
+        rows = [row for row in found.values() if row is not None]
         if rows:
             await self.write(rows)
         if len(rows) < len(due):
-            unanswered = next(pod for pod, row in zip(due, answers, strict=True) if row is None)
+            unanswered = next(pod for pod in due if found.get(pod["pod_id"]) is None)
             self.mark = min(self.mark or unanswered["gmt_finished"], unanswered["gmt_finished"])
             raise Unreachable(f"{self.last_error} ({len(due) - len(rows)} pods wait)")
         self.mark = due[-1]["gmt_finished"]
@@ -193,32 +197,58 @@ class Summariser:
         rows = await found.order_by("gmt_finished").limit(BATCH_PODS).values(*_POD)
         return [row for row in rows if self.scope.matches(str(row["namespace"]))]
 
-    async def ask(self, pod: dict[str, Any]) -> SummaryRow | None:
-        """A pod's row, from its answer; None when Prometheus could not answer now."""
-        given = allocated(pod)
-        if pod["gmt_started"] is None or efficiency.too_short(
-            given.run_seconds, self.asking.scrape_interval
-        ):
-            return summary_row(pod, PodEfficiency(efficiency.TOO_SHORT))
+    async def ask(self, pods: list[dict[str, Any]]) -> dict[str, SummaryRow | None]:
+        """The rows of pods that ran over one window, by uid, from one answer; None for
+        each when Prometheus could not answer now."""
+        given = {pod["pod_id"]: allocated(pod) for pod in pods}
+        first = pods[0]
+        run = given[first["pod_id"]].run_seconds
+        if first["gmt_started"] is None or efficiency.too_short(run, self.asking.scrape_interval):
+            return {
+                pod["pod_id"]: summary_row(pod, PodEfficiency(efficiency.TOO_SHORT)) for pod in pods
+            }
         target = promql.Target(
-            namespace=pod["namespace"],
-            pod=pod["name"],
-            uid=pod["pod_id"],
-            run_seconds=given.run_seconds,
+            namespace=first["namespace"],
+            pods=[(pod["name"], pod["pod_id"]) for pod in pods],
+            run_seconds=run,
             scrape_interval=self.asking.scrape_interval,
             label_pairs=self.asking.label_pairs,
         )
-        finished = aware(pod["gmt_finished"]) or utcnow()
+        finished = aware(first["gmt_finished"]) or utcnow()
         async with self.slots:
             await self.pace.wait()
             try:
-                found = await self.prometheus.query(promql.query(target), finished)
+                answer = await self.prometheus.query(promql.query(target), finished)
             except Exception as exc:
                 if getattr(exc, "retryable", True):
                     self.last_error = str(exc)
-                    return None
-                return summary_row(pod, PodEfficiency(efficiency.REFUSED), note=str(exc))
-        return summary_row(pod, efficiency.summarise(found, given))
+                    return dict.fromkeys(given)
+                refused = PodEfficiency(efficiency.REFUSED)
+                return {pod["pod_id"]: summary_row(pod, refused, note=str(exc)) for pod in pods}
+        samples: dict[str | None, list[Sample]] = {}
+        for sample in answer:
+            samples.setdefault(promql.owner(sample.labels, target), []).append(sample)
+        return {
+            pod["pod_id"]: summary_row(
+                pod, efficiency.summarise(samples.get(pod["name"], []), given[pod["pod_id"]])
+            )
+            for pod in pods
+        }
+
+
+def windows(pods: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Pods grouped as one query asks them: of one namespace, started and finished at the
+    same times, at most ``GROUP_PODS`` and each name once a group."""
+    groups: dict[tuple[Any, ...], list[list[dict[str, Any]]]] = {}
+    for pod in pods:
+        key = (pod["namespace"], pod["gmt_started"], pod["gmt_finished"])
+        chunks = groups.setdefault(key, [[]])
+        last = chunks[-1]
+        if len(last) >= GROUP_PODS or any(other["name"] == pod["name"] for other in last):
+            last = []
+            chunks.append(last)
+        last.append(pod)
+    return [chunk for chunks in groups.values() for chunk in chunks]
 
 
 def from_settings(
