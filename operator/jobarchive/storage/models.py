@@ -1,6 +1,6 @@
 """The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``,
 ``container_log_tail`` for the logs of failed containers, ``usage_day``, the daily
-usage roll-up, Kueue's ``job_attempt`` and ``job_wait`` (``storage.kueue``) and the
+usage roll-up, Kueue's ``job_attempt``, ``job_wait`` and ``queue_span`` (``storage.kueue``) and the
 failure classes' ``job_failure`` (``storage.failed``), named here so that Tortoise finds
 them with the rest; and what hand-written SQL knows of
 each table (``TABLES``, ``INSERTED``).
@@ -42,7 +42,7 @@ from jobarchive.core.rows import (
     VERSION_LENGTH,
 )
 from jobarchive.storage.failed import FailedJob
-from jobarchive.storage.kueue import Attempt, Quota, Wait
+from jobarchive.storage.kueue import Attempt, QueueSpan, Quota, Wait
 from jobarchive.storage.stamped import Stamped as Stamped
 from jobarchive.storage.stamped import utcnow as utcnow
 
@@ -337,3 +337,5 @@ INSERTED: dict[type[Stamped], Table] = {
 WRITTEN: dict[type[Stamped], Table] = {**TABLES, **INSERTED}
 # The usage roll-up's table, rewritten per job (``storage.daily``).
 USAGE_DAY_TABLE = _table(UsageDay, "job_id")
+# The usage by cluster queue's, rewritten per job (``storage.spans``).
+QUEUE_SPAN_TABLE = _table(QueueSpan, "job_id")
