@@ -18,8 +18,8 @@ from jobarchive.storage.kueue import Attempt, QueueSpan, Quota
 from jobarchive.storage.migration import Migration
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
-from tests.integration.test_usage_queues import attempt, quota
 from tests.support import rows
+from tests.support.queue_rows import attempt, quota
 
 START = datetime.datetime(2026, 11, 2, tzinfo=datetime.UTC)
 SINCE, UNTIL = START, START + datetime.timedelta(days=14)
