@@ -28,6 +28,7 @@ from bench import (
     scale_bench,
     store_bench,
     usage_bench,
+    workloads_bench,
 )
 from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
@@ -42,6 +43,7 @@ BENCHES = [
     "reviews",
     "fair",
     "logtails",
+    "workloads",
     "console",
     "kubectl",
     "cli",
@@ -113,6 +115,8 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             for name, (p50, p99) in timings.items():
                 line(name, f"{p50:.1f} / {p99:.1f}")
             month = timings["usage by clusterqueue: a month"][0] / 1000
+            live = timings["baseline: a month from every pod"][0] / 1000
+            line("a month from every pod / from the roll-up", f"{live / month:.1f}x")
             results.append(ratio("usage by clusterqueue of a month p50, s", month, 1.0, False))
         if "reads" in args.only:
             results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
@@ -136,6 +140,8 @@ async def _measure(args: argparse.Namespace, databases: Databases, server_pid: i
             results.extend(await logtails_bench.run(databases, line, ratio, args))
         if "efficiency" in args.only:
             results.extend(await efficiency_bench.run(databases, line, ratio, args))
+        if "workloads" in args.only:
+            results.extend(await workloads_bench.run(databases, line, ratio, args))
         if "console" in args.only:
             url = databases.create("jobarchive_bench_console")
             print(f"Console: the page of a {args.console_pods:,}-pod job; p50 / p99 ms, size")
@@ -245,6 +251,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--logtails-pods", type=int, default=300, help="other pods per turn")
     parser.add_argument("--logtails-rounds", type=int, default=9, help="turns of each")
     parser.add_argument("--efficiency-pods", type=int, default=2000, help="workers summarised")
+    parser.add_argument("--workloads-jobs", type=int, default=200, help="jobs, a Workload each")
+    parser.add_argument("--workloads-pods", type=int, default=20, help="pods (and Events) per job")
     parser.add_argument(
         "--memory-sizes",
         type=int,

@@ -1,7 +1,10 @@
-"""Usage by Kueue's cluster queue over a month (decision 44): ``usage_bench``'s month
+"""Usage by Kueue's cluster queue over a month (decisions 44, 45): ``usage_bench``'s month
 (``jobs`` jobs, ``jobs x pods`` pods), every job admitted by Kueue to one of four cluster
 queues (one attempt each, a failed job's ended by a preemption), each queue's quota
-changed mid-month; rolled up by cluster queue over the month, and per day."""
+changed mid-month; the attempts inserted behind the store's back, so that the roll-up
+(``queue_span``) is filled as ``jobarchive migrate`` fills it (timed); rolled up by
+cluster queue over the month, and per day, from the roll-up and from every pod (the
+baseline)."""
 
 import datetime
 import random
@@ -14,6 +17,7 @@ from jobarchive.config import DbTls
 from jobarchive.core.rows import QuotaRow
 from jobarchive.reading import queries
 from jobarchive.storage import database as db
+from jobarchive.storage import spans
 from jobarchive.storage.kueue import Quota
 from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
@@ -67,13 +71,18 @@ async def run(url: str, jobs: int, pods_per_job: int) -> dict[str, tuple[float, 
         await fill_month(jobs, pods_per_job)
         await db.connection().execute_script(ATTEMPTS)
         await Store().upsert(Quota, _quotas())
-        await db.connection().execute_script(
-            "ANALYZE TABLE job_info, replica_info, job_attempt, queue_quota"
-        )
         print(f"  (filled in {time.perf_counter() - started:.0f} s)", flush=True)
+        started = time.perf_counter()
+        attempts = await spans.fill(db.connection())
+        took = time.perf_counter() - started
+        print(f"  (roll-up filled from {attempts:,} attempts in {took:.0f} s)", flush=True)
+        await db.connection().execute_script(
+            "ANALYZE TABLE job_info, replica_info, job_attempt, queue_quota, queue_span"
+        )
         asked: dict[str, dict[str, Any]] = {
             "usage by clusterqueue: a month": {},
             "usage by clusterqueue: a month, every day": {"every": "day"},
+            "baseline: a month from every pod": {"from_pods": True},
         }
         timings = {}
         for name, extra in asked.items():

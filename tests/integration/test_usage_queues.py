@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive.core.rows import AttemptRow, QuotaRow
 from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import BadQuery, rollup
 from jobarchive.storage.kueue import Attempt, Quota
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
+from tests.support.queue_rows import attempt, quota
 
 
 def at(day: int, hour: int, minute: int = 0) -> datetime.datetime:
@@ -24,56 +24,6 @@ def at(day: int, hour: int, minute: int = 0) -> datetime.datetime:
 
 
 SINCE, UNTIL = at(20, 0), at(22, 0)
-
-
-def quota(
-    key: str, flavor: str, nominal: int, since: datetime.datetime, until: datetime.datetime | None
-) -> QuotaRow:
-    return {
-        "quota_id": key,
-        "version": "1",
-        "queue_id": "cq-uid-a",
-        "cluster_queue": "gpu-a",
-        "cohort": "research",
-        "flavor": flavor,
-        "resource": "nvidia.com/gpu",
-        "nominal": nominal,
-        "borrowing_limit": None,
-        "lending_limit": None,
-        "valid_from": since,
-        "valid_until": until,
-        "gmt_created": since,
-    }
-
-
-def attempt(
-    key: str, job: str, queue: str, reserved: datetime.datetime, **fields: Any
-) -> AttemptRow:
-    row: AttemptRow = {
-        "attempt_id": key,
-        "version": "1",
-        "job_id": job,
-        "workload_id": f"wl-{job}",
-        "workload_name": f"job-{job}",
-        "namespace": "team-a",
-        "cluster_queue": queue,
-        "local_queue": "lq",
-        "flavors": "{}",
-        "quota_reserved_at": reserved,
-        "admitted_at": reserved,
-        "running_at": None,
-        "ended_at": None,
-        "end_reason": None,
-        "underlying_cause": None,
-        "message": None,
-        "preemptor_workload_id": None,
-        "preemptor_job_id": None,
-        "evictions": None,
-        "requeues": None,
-        "gmt_created": reserved,
-    }
-    row.update(fields)  # type: ignore[typeddict-item]
-    return row
 
 
 @pytest.fixture

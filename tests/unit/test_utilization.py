@@ -32,7 +32,8 @@ def test_nothing_is_borrowed_while_no_quota_is_recorded() -> None:
 
 def test_a_row_without_a_quota_has_no_utilization_nor_borrowing() -> None:
     figures = {"allocated": 2 * HOUR, "quota": None, "borrowed": 0.0, "preempted": HOUR}
-    row = utilization.queue_row("gpu-b", None, figures, {"queue_wait": [600.0, 60.0, 6.0]})
+    waits = utilization.percentiles({"queue_wait": [600.0, 60.0, 6.0], "start_wait": []})
+    row = utilization.queue_row("gpu-b", None, figures, waits)
     assert list(row) == list(usage.columns("clusterqueue", None))
     assert (row["allocated_gpu_hours"], row["quota_gpu_hours"], row["utilization"]) == (
         2.0,

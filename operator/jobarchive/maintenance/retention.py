@@ -8,9 +8,10 @@
   and by ``obj_uid`` every other Event about the job or its pods (rows from before
   ``event_info.job_id`` name none). That is everything a job's detail shows. The
   log tails of its failed containers go with it (``container_log_tail``, by job_id),
-  its days in the usage roll-up (``usage_day``), and Kueue's attempts and waits of it
-  (``job_attempt``, ``job_wait``, by job_id), its failure classes (``job_failure``,
-  ``pod_failure``) and its pods' efficiency (``pod_efficiency``).
+  its days and spans in the usage roll-ups (``usage_day``, ``queue_span``), and
+  Kueue's attempts and waits of it (``job_attempt``, ``job_wait``, by job_id), its
+  failure classes (``job_failure``, ``pod_failure``) and its pods' efficiency
+  (``pod_efficiency``).
 - A pod whose job was never recorded (deleted before the operator saw it) is pruned
   after the same period: once gone and last written before the cutoff, with the
   Events about it and its log tails.
@@ -48,7 +49,7 @@ from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage import failures
 from jobarchive.storage.failed import FailedJob, FailedPod
-from jobarchive.storage.kueue import Attempt, Wait
+from jobarchive.storage.kueue import Attempt, QueueSpan, Wait
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, UsageDay, utcnow
 from jobarchive.storage.summaries import Summary
 
@@ -158,10 +159,11 @@ class _Pruning:
             attempts = Attempt.filter(self.within(Attempt), job_id__in=job_uids)
             pruned.attempts += await self.drain(attempts)
             pruned.waits += await self.drain(Wait.filter(self.within(Wait), job_id__in=job_uids))
-            # Its days in the usage roll-up (decision 33) and its failure class (decision
-            # 42): derived from its rows, not counted; by the uid alone, as the job is
-            # this prune's already.
+            # Its days and spans in the usage roll-ups (decisions 33, 45) and its failure
+            # class (decision 42): derived from its rows, not counted; by the uid alone,
+            # as the job is this prune's already.
             await self.drain(UsageDay.filter(job_id__in=job_uids))
+            await self.drain(QueueSpan.filter(job_id__in=job_uids))
             await self.drain(FailedJob.filter(job_id__in=job_uids))
             await self.drain(FailedPod.filter(job_id__in=job_uids))
             # Its pods' efficiency (decision 45), derived from Prometheus, likewise.
@@ -207,6 +209,7 @@ class _Pruning:
             count = await self.drain(pods)
             left = Pod.filter(job_id__in=missing).values("job_id")
             await self.drain(UsageDay.filter(~Q(job_id__in=Subquery(left)), job_id__in=missing))
+            await self.drain(QueueSpan.filter(~Q(job_id__in=Subquery(left)), job_id__in=missing))
             pruned.events += events
             pruned.orphan_events += events
             pruned.pods += count

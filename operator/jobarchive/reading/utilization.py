@@ -24,10 +24,15 @@ Span = tuple[float, float, float]
 
 
 def per_period(spans: Iterable[Span], bounds: Sequence[tuple[float, float]]) -> list[float]:
-    """The GPU-seconds of ``spans`` within each period of ``bounds``."""
+    """The GPU-seconds of ``spans`` within each period of ``bounds`` (consecutive, in
+    order): each span cut at the periods from the one it begins in to the one it ends in."""
     totals = [0.0] * len(bounds)
+    starts = [lo for lo, _ in bounds]
     for start, end, gpus in spans:
-        for n, (lo, hi) in enumerate(bounds):
+        for n in range(max(0, bisect.bisect_right(starts, start) - 1), len(bounds)):
+            lo, hi = bounds[n]
+            if lo >= end:
+                break
             seconds = min(end, hi) - max(start, lo)
             if seconds > 0:
                 totals[n] += gpus * seconds
@@ -77,6 +82,18 @@ def percentile(values: Sequence[float], percent: int) -> float | None:
     return round(ordered[usage.rank(len(ordered), percent) - 1], 1)
 
 
+def percentiles(waits: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Each wait's percentiles (``usage.WAIT_PERCENTS``) under their columns' names, of
+    the waits that have values."""
+    found: dict[str, float] = {}
+    for wait, values in waits.items():
+        for p in usage.WAIT_PERCENTS:
+            value = percentile(values, p)
+            if value is not None:
+                found[f"{wait}_p{p}_s"] = value
+    return found
+
+
 def _hours(seconds: float) -> float:
     return round(seconds / 3600, 3)
 
@@ -85,12 +102,12 @@ def queue_row(
     queue: str,
     period: str | None,
     figures: Mapping[str, float | None],
-    waits: Mapping[str, Sequence[float]],
+    waits: Mapping[str, float],
 ) -> dict[str, Any]:
     """A queue's row in a period as answered, under ``usage.columns``' names: the
     GPU-seconds (``allocated``, ``quota``: None without a quota recorded, ``borrowed``,
     ``preempted``) as hours, utilization (allocated / quota, None without a quota), and
-    each wait's percentiles."""
+    each wait's percentiles (``percentiles``; None for a wait without values)."""
     allocated, quota = figures["allocated"] or 0.0, figures["quota"]
     known = quota is not None
     return {
@@ -102,7 +119,7 @@ def queue_row(
         "borrowed_gpu_hours": _hours(figures["borrowed"] or 0.0) if known else None,
         "preempted_gpu_hours": _hours(figures["preempted"] or 0.0),
         **{
-            f"{wait}_p{p}_s": percentile(waits.get(wait, ()), p)
+            f"{wait}_p{p}_s": waits.get(f"{wait}_p{p}_s")
             for wait in usage.QUEUE_WAITS
             for p in usage.WAIT_PERCENTS
         },

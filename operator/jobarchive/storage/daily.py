@@ -10,9 +10,11 @@ from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.core.times import aware, from_rfc3339
-from jobarchive.storage import dialects
+from jobarchive.storage import dialects, spans
 from jobarchive.storage.models import USAGE_DAY_TABLE, UsageDay, utcnow
+
+# One reading of a stored time, the spans' (``storage.spans``).
+from jobarchive.storage.spans import moment as moment
 
 DAY = datetime.timedelta(days=1)
 # A failed pod's reason: the head of its remark (``OOMKilled (exit code 137)``).
@@ -33,13 +35,6 @@ JOB_COLUMNS: dict[str, str] = {
     "job_created": "j.gmt_created",
     "job_finished": "j.gmt_finished",
 }
-
-
-def moment(value: Any) -> datetime.datetime | None:
-    """A stored time as the driver gives it (a naive UTC datetime, or SQLite's text), aware."""
-    if isinstance(value, str):
-        return from_rfc3339(value)
-    return aware(value)
 
 
 def midnight(moment_: datetime.datetime) -> datetime.datetime:
@@ -147,6 +142,8 @@ async def _rewrite(execute: dialects.Execute, dialect: dialects.Dialect, uids: l
     jobs.update({job: (jobs[job][0], why) for job, why in reasons_of(pods).items()})
     await insert(execute, dialect, days_of(pods), jobs)
     await refresh(execute, dialect, uids)
+    # The spans by cluster queue are of the same pods: rewritten from them (decision 46).
+    await spans.rewrite(execute, dialect, uids, pods)
 
 
 async def insert(
@@ -188,11 +185,19 @@ class Step:
 
     rewritten: frozenset[str] = frozenset()
     refreshed: tuple[str, ...] = ()
+    # The jobs whose spans by cluster queue are rewritten alone (attempts written).
+    respanned: frozenset[str] = frozenset()
 
     @classmethod
     def of_pods(cls, rows: Iterable[Mapping[str, Any]]) -> "Step":
         """The step of pod rows: their finished jobs' days rewritten."""
         return cls(rewritten=frozenset(finished_jobs(rows)))
+
+    @classmethod
+    def of_attempts(cls, rows: Iterable[Mapping[str, Any]]) -> "Step":
+        """The step of Kueue's attempt rows: their jobs' spans by cluster queue rewritten
+        (decision 46), their days unchanged."""
+        return cls(respanned=frozenset(str(row["job_id"]) for row in rows))
 
     @classmethod
     def of_jobs(cls, uids: Iterable[str]) -> "Step":
@@ -208,6 +213,7 @@ class Step:
         await rewrite(execute, dialect, self.rewritten)
         if self.refreshed:
             await refresh(execute, dialect, self.refreshed)
+        await spans.rewrite_jobs(execute, dialect, self.respanned)
 
 
 def finished_jobs(rows: Iterable[Mapping[str, Any]]) -> set[str]:

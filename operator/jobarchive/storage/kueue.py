@@ -130,3 +130,23 @@ class Quota(Stamped):
         table = "queue_quota"
         # A queue's rows in force (the recorder's lookup after a restart); a window's.
         indexes = (("queue_id", "valid_until"), ("valid_from", "cluster_queue"))
+
+
+class QueueSpan(Stamped):
+    """A job's finished pods' GPUs in one of its attempts over one stretch of time
+    (``queue_span``), kept by the writer from the job's pods and attempts: the roll-up
+    usage by cluster queue reads (decision 46). ``cluster`` is the pods'."""
+
+    id = fields.BigIntField(primary_key=True)
+    job_id = fields.CharField(max_length=UID_LENGTH)
+    cluster_queue = fields.CharField(max_length=NAME_LENGTH)
+    # Whether a preemption ended the attempt.
+    preempted = fields.BooleanField()
+    started = fields.DatetimeField()
+    finished = fields.DatetimeField()
+    gpus = fields.BigIntField()
+
+    class Meta:
+        table = "queue_span"
+        # A window's spans by their finish, then a job's by its uid (the rewrite, retention).
+        indexes = (("finished", "started"), ("job_id", "finished"))

@@ -1,8 +1,9 @@
 """The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``,
 ``container_log_tail`` for the logs of failed containers, ``usage_day``, the daily
-usage roll-up, Kueue's ``job_attempt`` and ``job_wait`` (``storage.kueue``) and the
-failure classes' ``job_failure`` and ``pod_failure`` (``storage.failed``) and the pods' efficiency,
-``pod_efficiency`` (``storage.summaries``), named here so that Tortoise finds
+usage roll-up, Kueue's ``job_attempt``, ``job_wait`` and ``queue_span``
+(``storage.kueue``), the failure classes' ``job_failure`` and ``pod_failure``
+(``storage.failed``) and the pods' efficiency, ``pod_efficiency``
+(``storage.summaries``), named here so that Tortoise finds
 them with the rest; and what hand-written SQL knows of
 each table (``TABLES``, ``INSERTED``).
 
@@ -43,7 +44,7 @@ from jobarchive.core.rows import (
     VERSION_LENGTH,
 )
 from jobarchive.storage.failed import FailedJob, FailedPod
-from jobarchive.storage.kueue import Attempt, Quota, Wait
+from jobarchive.storage.kueue import Attempt, QueueSpan, Quota, Wait
 from jobarchive.storage.stamped import Stamped as Stamped
 from jobarchive.storage.stamped import utcnow as utcnow
 from jobarchive.storage.summaries import Summary
@@ -341,3 +342,5 @@ INSERTED: dict[type[Stamped], Table] = {
 WRITTEN: dict[type[Stamped], Table] = {**TABLES, **INSERTED}
 # The usage roll-up's table, rewritten per job (``storage.daily``).
 USAGE_DAY_TABLE = _table(UsageDay, "job_id")
+# The usage by cluster queue's, rewritten per job (``storage.spans``).
+QUEUE_SPAN_TABLE = _table(QueueSpan, "job_id")

@@ -24,7 +24,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from jobarchive.core.rows import CLUSTER_PATTERN, DEFAULT_CLUSTER
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.failed import FailedJob, FailedPod
-from jobarchive.storage.kueue import Attempt, Quota, Wait
+from jobarchive.storage.kueue import Attempt, QueueSpan, Quota, Wait
 from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped, UsageDay
 from jobarchive.storage.summaries import Summary
 
@@ -38,6 +38,7 @@ MODELS: tuple[type[Stamped], ...] = (
     Attempt,
     Wait,
     Quota,
+    QueueSpan,
     FailedJob,
     FailedPod,
     Summary,

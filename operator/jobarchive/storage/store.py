@@ -88,11 +88,13 @@ def _stamped(
 
 
 def _rollup(model: type[Stamped], rows: Sequence[Mapping[str, Any]]) -> daily.Step:
-    """What writing these rows asks of the daily usage roll-up (decision 33)."""
+    """What writing these rows asks of the usage roll-ups (decisions 33 and 45)."""
     if model is Pod:
         return daily.Step.of_pods(rows)
     if model is Job:
         return daily.Step.of_jobs(row[TABLES[Job].key] for row in rows)
+    if model is Attempt:
+        return daily.Step.of_attempts(rows)
     return daily.Step()
 
 

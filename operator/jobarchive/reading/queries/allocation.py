@@ -1,6 +1,8 @@
-"""Usage by Kueue's cluster queue over a window (decision 44): three statements, the
-arithmetic ``reading.utilization``'s. The pods' GPU time by the attempt each started
-in, the quotas in force, and the jobs' waits by the queue of their first attempt.
+"""Usage by Kueue's cluster queue over a window (decision 44): from the roll-up, summed
+by the database (``queries.allotted``, decision 46), or from every pod read live in
+three statements, the arithmetic ``reading.utilization``'s: the pods' GPU time by the
+attempt each started in, the quotas in force, and the jobs' waits by the queue of
+their first attempt. The same figures either way.
 
 A ClusterQueue belongs to no namespace: its quota is the whole cluster's, so the
 roll-up takes no namespace, and a caller needs the grant of usage over all
@@ -15,6 +17,7 @@ from typing import Any
 from jobarchive.core.attempts import PREEMPTED, figures
 from jobarchive.reading import usage, utilization
 from jobarchive.reading.params import BadQuery, Named
+from jobarchive.reading.queries import allotted
 from jobarchive.reading.queries.facts import first_ran_sql
 from jobarchive.reading.queries.windows import Window
 
@@ -90,9 +93,9 @@ def _moment(since: datetime.datetime, seconds: Any) -> datetime.datetime | None:
 
 def _waits(
     w: Window, rows: list[dict[str, Any]], bounds: Sequence[tuple[float, float]]
-) -> dict[tuple[str, int], dict[str, list[float]]]:
-    """Per queue and period, each job's waits (``usage.QUEUE_WAITS``): in the queue of
-    its first attempt, the period its quota was first reserved in."""
+) -> allotted.Cells:
+    """Per queue and period, the percentiles of the jobs' waits (``usage.QUEUE_WAITS``):
+    in the queue of its first attempt, the period its quota was first reserved in."""
     jobs: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         jobs.setdefault(row["job"], []).append(row)
@@ -119,63 +122,91 @@ def _waits(
         for wait, value in values.items():
             if value is not None:
                 waits.setdefault(wait, []).append(value)
-    return found
+    return {key: utilization.percentiles(said) for key, said in found.items()}
 
 
-async def queue_rollup(w: Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
-    """The rows of usage by cluster queue over ``w``, per period of ``cut``."""
+async def queue_rollup(
+    w: Window, cut: Sequence[usage.Period], from_pods: bool = False
+) -> list[dict[str, Any]]:
+    """The rows of usage by cluster queue over ``w``, per period of ``cut``: from the
+    roll-up, or ``from_pods`` (every pod read live: the same figures, slower)."""
     if w.namespace is not None:
         raise BadQuery(
             Named("namespace"), " cannot be named by clusterqueue: a queue's quota is the cluster's"
         )
-    bounds = [((p.start - w.since).total_seconds(), (p.end - w.since).total_seconds()) for p in cut]
-    held: dict[str, list[tuple[utilization.Span, bool]]] = {}
-    for row in await _held(w):
-        span = (float(row["a"]), float(row["b"]), float(row["g"]))
-        held.setdefault(row["grp"], []).append((span, bool(row["pre"])))
     granted: dict[str, list[utilization.Span]] = {}
     for row in await _granted(w):
         granted.setdefault(row["grp"], []).append(
             (float(row["a"]), float(row["b"]), float(row["g"]))
         )
-    waits = _waits(w, await _attempts(w), bounds)
-    queues = sorted(set(held) | set(granted) | {grp for grp, _ in waits})
+    if from_pods:
+        cells, waits = await _live(w, cut, granted)
+    else:
+        names = await allotted.queue_names(w)
+        cells = await allotted.allocated(w, cut, names)
+        for key, cell in (await allotted.borrowed(w, cut, list(granted))).items():
+            cells.setdefault(key, {"allocated": 0.0, "preempted": 0.0}).update(cell)
+        waits = await allotted.waits(w, cut, names)
+    queues = sorted({grp for grp, _ in cells} | set(granted) | {grp for grp, _ in waits})
     if len(queues) * len(cut) > usage.MAX_ROWS:
         raise usage.TooManyRows(Named("by"), f": {len(queues):,} queues over {len(cut):,} periods")
     rows = []
     for queue in queues:
-        rows += _queue_rows(w, cut, queue, (held.get(queue, []), granted.get(queue, [])), waits)
+        rows += _queue_rows(w, cut, queue, (cells, granted.get(queue, [])), waits)
     return [row for _, _, row in sorted(rows, key=lambda item: item[:2])]
+
+
+async def _live(
+    w: Window, cut: Sequence[usage.Period], granted: dict[str, list[utilization.Span]]
+) -> tuple[allotted.Cells, allotted.Cells]:
+    """The figures per queue and period from every pod read live, summed and swept in
+    Python (``reading.utilization``), and the waits' percentiles."""
+    bounds = [((p.start - w.since).total_seconds(), (p.end - w.since).total_seconds()) for p in cut]
+    held: dict[str, list[tuple[utilization.Span, bool]]] = {}
+    for row in await _held(w):
+        span = (float(row["a"]), float(row["b"]), float(row["g"]))
+        held.setdefault(row["grp"], []).append((span, bool(row["pre"])))
+    cells: allotted.Cells = {}
+    for queue, pods in held.items():
+        allocated = utilization.per_period((s for s, _ in pods), bounds)
+        preempted = utilization.per_period((s for s, pre in pods if pre), bounds)
+        beyond = utilization.borrowed((s for s, _ in pods), granted.get(queue, []), bounds)
+        for n in range(len(cut)):
+            cells[queue, n] = {
+                "allocated": allocated[n],
+                "preempted": preempted[n],
+                "borrowed": beyond[n],
+            }
+    return cells, _waits(w, await _attempts(w), bounds)
 
 
 def _queue_rows(
     w: Window,
     cut: Sequence[usage.Period],
     queue: str,
-    spans: tuple[list[tuple[utilization.Span, bool]], list[utilization.Span]],
-    waits: dict[tuple[str, int], dict[str, list[float]]],
+    spans: tuple[allotted.Cells, list[utilization.Span]],
+    waits: allotted.Cells,
 ) -> list[tuple[int, float, dict[str, Any]]]:
     """A queue's rows, each with its sort key (period, most allocated first): the
     periods it held GPUs in, had a quota in force in, or had a job first reserved in."""
     bounds = [((p.start - w.since).total_seconds(), (p.end - w.since).total_seconds()) for p in cut]
-    pods, quotas = spans
-    allocated = utilization.per_period((s for s, _ in pods), bounds)
-    preempted = utilization.per_period((s for s, pre in pods if pre), bounds)
+    cells, quotas = spans
     quota = utilization.per_period(quotas, bounds)
-    beyond = utilization.borrowed((s for s, _ in pods), quotas, bounds)
     rows = []
     for n, period in enumerate(cut):
         lo, hi = bounds[n]
         in_force = any(min(b, hi) > max(a, lo) for a, b, _ in quotas)
         said = waits.get((queue, n), {})
-        if not (allocated[n] or in_force or said):
+        cell = cells.get((queue, n), {})
+        allocated = cell.get("allocated", 0.0)
+        if not (allocated or in_force or said):
             continue
         figures_n = {
-            "allocated": allocated[n],
+            "allocated": allocated,
             "quota": quota[n] if in_force else None,
-            "borrowed": beyond[n],
-            "preempted": preempted[n],
+            "borrowed": cell.get("borrowed", 0.0),
+            "preempted": cell.get("preempted", 0.0),
         }
         label = period.label if w.every else None
-        rows.append((n, -allocated[n], utilization.queue_row(queue, label, figures_n, said)))
+        rows.append((n, -allocated, utilization.queue_row(queue, label, figures_n, said)))
     return rows

@@ -245,7 +245,7 @@ async def rollup(
     namespace = check_namespace(namespace)
     w = Window(group, start, end, namespace, period, cluster)
     if group == usage.CLUSTER_QUEUE:
-        return await queue_rollup(w, cut)
+        return await queue_rollup(w, cut, from_pods)
     counts = await _job_counts(w, cut)
     usage.check_rows(group, counts, len(cut))
     hours, days = await _hours(w, cut, from_pods)

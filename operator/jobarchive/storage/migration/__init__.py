@@ -30,7 +30,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from jobarchive.core.accounting import ACCELERATORS
 from jobarchive.core.rows import DEFAULT_CLUSTER
-from jobarchive.storage import daily, introspection, schema
+from jobarchive.storage import daily, introspection, schema, spans
 from jobarchive.storage.migration.counting import Counting
 from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
 from jobarchive.storage.migration.merging import Merging
@@ -67,8 +67,8 @@ async def upgrade(
     get their job; pods' requests just added are counted (``accelerators`` as GPUs),
     and the count goes on at the next start if a start was stopped during it; with
     ``job_info.queue`` (added by the version that keeps a job's running time right)
-    running times not before their finish are cleared; the usage roll-up is filled
-    from the finished pods when its oldest job has no day yet. Only the schema, an index range
+    running times not before their finish are cleared; the usage roll-ups are filled
+    from the finished pods when their oldest job has no row yet. Only the schema, an index range
     and one row by the primary key are read to find out, so a start with nothing to do
     scans no table.
     """
@@ -100,13 +100,17 @@ async def upgrade(
 async def _usage_days(conn: BaseDBAsyncClient, added: Sequence[str] = ()) -> list[Step]:
     """The usage roll-up filled from the pods when it lacks the oldest (decision 33);
     emptied first when its copies of the jobs' columns were just added, so that the
-    fill writes them (and a start stopped during it fills again)."""
+    fill writes them (and a start stopped during it fills again). The roll-up by cluster
+    queue likewise, from the pods and attempts (decision 46)."""
     steps = []
     if any(f"{UsageDay._meta.db_table}.{column}" in added for column in daily.JOB_COLUMNS):
         emptied = await conn.execute_query(f"DELETE FROM {UsageDay._meta.db_table}")
         steps.append(Step("usage_day", "empty, to fill with the jobs' columns", emptied[0]))
     if await daily.left(conn):
         steps.append(Step("usage_day", "fill from the finished pods", await daily.fill(conn)))
+    if await spans.left(conn):
+        filled = await spans.fill(conn)
+        steps.append(Step("queue_span", "fill from the pods and Kueue's attempts", filled))
     return steps
 
 

@@ -1,0 +1,236 @@
+"""Usage by cluster queue from the roll-up (``queue_span``, decision 46), summed and
+ranked by the database, so that a month answers in a few rows whatever its pods: the
+GPUs held (the spans of the finished pods, the running pods read live) summed per
+period as ``usage.spread`` cuts them; the GPU-seconds beyond the quota in force swept
+in one window-function statement, ``utilization.borrowed``'s sweep in SQL; and the
+waits' percentiles ranked as the other roll-ups' are (``usage.rank``). The same
+figures as ``queries.allocation``'s reading of every pod."""
+
+from collections.abc import Sequence
+
+from jobarchive.core.attempts import PREEMPTED
+from jobarchive.reading import usage
+from jobarchive.reading.queries.facts import first_ran_sql
+from jobarchive.reading.queries.windows import Window, period_sql
+
+# Per (queue, period): the figures, or the waits' percentiles, under their columns' names.
+Cells = dict[tuple[str, int], dict[str, float]]
+# The running pods, read live through the index on ``gmt_finished``.
+RUNNING = "p.gmt_finished IS NULL"
+# A running pod's attempt: its job's reserved last at or before its start.
+_OWNING = (
+    "(SELECT x.id FROM job_attempt x WHERE x.job_id = p.job_id AND x.cluster_queue IS NOT "
+    "NULL AND x.quota_reserved_at <= p.gmt_started ORDER BY x.quota_reserved_at DESC LIMIT 1)"
+)
+
+
+async def queue_names(w: Window) -> list[str]:
+    """Every cluster queue an attempt names, told apart by case (read along the index
+    of ``job_attempt`` on its queue): the statements below carry a queue as its index
+    here, so that their many rows hold a number, not a name."""
+    found = await w.rows(
+        f"SELECT DISTINCT {w.dialect.exact('x.cluster_queue')} AS grp FROM job_attempt x "
+        "WHERE x.cluster_queue IS NOT NULL"
+    )
+    return sorted(str(row["grp"]) for row in found)
+
+
+def _numbered(w: Window, names: Sequence[str], column: str) -> str:
+    """The index in ``names`` of the queue ``column`` names (NULL for another)."""
+    if not names:
+        return "NULL"
+    exact = w.dialect.exact(column)
+    branches = " ".join(f"WHEN {w.value(name)} THEN {n}" for n, name in enumerate(names))
+    return f"CASE {exact} {branches} END"
+
+
+def _cut(w: Window, rows: str, names: Sequence[str]) -> str:
+    """Rows of ``rows`` (queue ``q``, preempted ``pre``, GPUs ``g``, start ``s0``, end
+    ``s1``: NULL while running, ``cluster``) in the window, as (grp: the queue's index
+    in ``names``, pre, g, a, b: their stretch cut to it, in seconds from its start)."""
+    grp = _numbered(w, names, "u.q")
+    begun = w.dialect.later("u.s0", w.time(w.since))
+    ending = w.dialect.earlier(f"COALESCE(u.s1, {w.time(w.now)})", w.time(w.until))
+    ending = w.dialect.later(ending, begun)
+    return (
+        f"SELECT {grp} AS grp, u.pre AS pre, u.g AS g, "
+        f"{w.rel(begun)} AS a, {w.rel(ending)} AS b FROM ({rows}) u WHERE u.s0 < "
+        f"{w.time(w.until)} AND (u.s1 IS NULL OR u.s1 > {w.time(w.since)}){w.scope('u')}"
+    )
+
+
+def held_sql(w: Window, names: Sequence[str]) -> str:
+    """The GPUs held in the window as (grp, pre, g, a, b): the finished pods' spans from
+    the roll-up, of recorded jobs as reading the pods counts them, and the running pods
+    read live, each in the attempt found by the index of its job's."""
+    spans = (
+        "SELECT s.cluster_queue AS q, s.preempted AS pre, s.gpus AS g, s.started AS s0, "
+        "s.finished AS s1, j.cluster AS cluster FROM queue_span s "
+        "JOIN job_info j ON j.job_id = s.job_id"
+    )
+    running = (
+        f"SELECT a.cluster_queue AS q, CASE WHEN a.end_reason = '{PREEMPTED}' THEN 1 ELSE 0 "
+        "END AS pre, p.gpus AS g, p.gmt_started AS s0, p.gmt_finished AS s1, j.cluster AS "
+        f"cluster FROM replica_info p JOIN job_info j ON j.job_id = p.job_id "
+        f"JOIN job_attempt a ON a.id = {_OWNING} WHERE {RUNNING} AND p.gpus > 0 "
+        "AND p.gmt_started IS NOT NULL"
+    )
+    first = _cut(w, spans, names)
+    return f"{first} UNION ALL {_cut(w, running, names)}"
+
+
+async def allocated(w: Window, cut: Sequence[usage.Period], names: Sequence[str]) -> Cells:
+    """Per queue and period, the GPU-seconds held (``allocated``) and of them in attempts
+    a preemption ended (``preempted``): sums per the periods a stretch begins and ends
+    in, cut by ``usage.spread``."""
+    n0, n1 = period_sql(cut, w.since, w.every, "h.a"), period_sql(cut, w.since, w.every, "h.b")
+    found = await w.rows(
+        f"SELECT h.grp AS grp, h.pre AS pre, {n0} AS n0, {n1} AS n1, SUM(h.g) AS g, "
+        f"SUM(h.g * h.a) AS ga, SUM(h.g * h.b) AS gb FROM ({held_sql(w, names)}) h "
+        "GROUP BY h.grp, h.pre, n0, n1"
+    )
+    bounds = [((p.start - w.since).total_seconds(), (p.end - w.since).total_seconds()) for p in cut]
+    cells: Cells = {}
+    for row in found:
+        if row["grp"] is None:
+            continue
+        for n, gpu_s, _ in usage.spread({**row, "c": 0, "ca": 0, "cb": 0}, bounds):
+            key = (names[int(row["grp"])], n)
+            cell = cells.setdefault(key, {"allocated": 0.0, "preempted": 0.0})
+            cell["allocated"] += gpu_s
+            if int(row["pre"]):
+                cell["preempted"] += gpu_s
+    return cells
+
+
+def _granted_sql(w: Window, names: Sequence[str]) -> str:
+    """Each quota row in force in the window as (grp: its queue's index in ``names``, g,
+    a, b), as ``queries.allocation`` reads them."""
+    grp = _numbered(w, names, "q.cluster_queue")
+    begun = w.dialect.later("q.valid_from", w.time(w.since))
+    ending = w.dialect.earlier(f"COALESCE(q.valid_until, {w.time(w.now)})", w.time(w.until))
+    return (
+        f"SELECT {grp} AS grp, q.nominal AS g, "
+        f"{w.rel(begun)} AS a, {w.rel(ending)} AS b FROM queue_quota q "
+        f"WHERE q.valid_from < {w.time(w.now)} "
+        f"AND (q.valid_until IS NULL OR q.valid_until > {w.time(w.since)}){w.scope('q')}"
+    )
+
+
+async def borrowed(w: Window, cut: Sequence[usage.Period], quotas: Sequence[str]) -> Cells:
+    """Per queue and period, the GPU-seconds held beyond the GPUs granted at each moment
+    while a quota was in force (``borrowed``): the moments either changes, and the
+    periods' starts, each with the sums of the changes up to it (the GPUs held, granted,
+    and the quota rows in force) and the next moment, summed per period; of the queues
+    ``quotas`` names, those with a quota in force in the window. The moments are not
+    grouped: of those one moment holds, each has the sums of all (a RANGE frame) and the
+    last the next moment, the others their own (no time)."""
+    names = sorted(quotas)
+    edges = " UNION ALL ".join(
+        f"SELECT {int((p.start - w.since).total_seconds())} AS t" for p in cut
+    )
+    two = "(SELECT 0 AS k UNION ALL SELECT 1 AS k) e"
+    moment, sign = "CASE WHEN e.k = 0 THEN x.a ELSE x.b END", "CASE WHEN e.k = 0 THEN 1 ELSE -1 END"
+    # Built in the statement's order: each adds its values' placeholders in turn.
+    held, granted, queues = held_sql(w, names), _granted_sql(w, names), _granted_sql(w, names)
+    changes = (
+        f"SELECT x.grp AS grp, {moment} AS t, {sign} * x.g AS dh, 0 AS dg, 0 AS df "
+        f"FROM ({held}) x CROSS JOIN {two} WHERE x.grp IS NOT NULL AND x.b > x.a UNION ALL "
+        f"SELECT x.grp AS grp, {moment} AS t, 0 AS dh, {sign} * x.g AS dg, {sign} AS df "
+        f"FROM ({granted}) x CROSS JOIN {two} WHERE x.b > x.a UNION ALL "
+        "SELECT q.grp AS grp, s.t AS t, 0 AS dh, 0 AS dg, 0 AS df "
+        f"FROM (SELECT DISTINCT x.grp AS grp FROM ({queues}) x) q CROSS JOIN ({edges}) s"
+    )
+    over = "OVER (PARTITION BY m.grp ORDER BY m.t)"
+    swept = (
+        f"SELECT m.grp AS grp, m.t AS t, SUM(m.dh - m.dg) {over} AS beyond, "
+        f"SUM(m.df) {over} AS in_force, LEAD(m.t) {over} AS next_t FROM ({changes}) m"
+    )
+    n = period_sql(cut, w.since, w.every, "r.t")
+    beyond = (
+        f"SELECT r.grp AS grp, {n} AS n, r.beyond * (r.next_t - r.t) AS beyond "
+        f"FROM ({swept}) r WHERE r.next_t IS NOT NULL AND r.in_force > 0 AND r.beyond > 0"
+    )
+    found = await w.rows(
+        f"SELECT y.grp AS grp, y.n AS n, SUM(y.beyond) AS beyond FROM ({beyond}) y "
+        "GROUP BY y.grp, y.n"
+    )
+    cells: Cells = {}
+    for row in found:
+        key = (names[int(row["grp"])], usage.clamp(row["n"], len(cut)))
+        cell = cells.setdefault(key, {"borrowed": 0.0})
+        cell["borrowed"] += float(row["beyond"] or 0)
+    return cells
+
+
+def _job_waits_sql(w: Window, cut: Sequence[usage.Period], names: Sequence[str]) -> str:
+    """Each job whose first quota reservation lies in the window, as (grp: the queue of
+    its first attempt, n: the period of that reservation, its three waits, w0-w2): the
+    waits ``core.attempts.figures`` and usage's queue wait give, in seconds. Its
+    attempts in one pass, each with its job's sums (window functions: no temporary
+    table per job)."""
+    rel = w.rel
+    start_wait = w.dialect.later(
+        f"{rel('a.running_at')} - {rel('COALESCE(a.admitted_at, a.quota_reserved_at)')}", "0"
+    )
+    job = "OVER (PARTITION BY a.job_id)"
+    attempts = (
+        "SELECT a.job_id AS job, a.cluster_queue AS q, ROW_NUMBER() OVER (PARTITION BY "
+        "a.job_id ORDER BY a.quota_reserved_at) AS k, MIN(a.quota_reserved_at) "
+        f"{job} AS first_time, MIN({rel('a.quota_reserved_at')}) {job} AS first_at, "
+        f"SUM(CASE WHEN a.running_at IS NOT NULL THEN {start_wait} END) {job} AS start_wait "
+        "FROM job_attempt a"
+    )
+    first_pod = (
+        f"(SELECT MIN({rel('p.gmt_started')}) FROM replica_info p WHERE p.job_id = j.job_id)"
+    )
+    ran = first_ran_sql("j.gmt_job_running", rel("j.gmt_job_running"), first_pod)
+    created = rel("j.gmt_created")
+    return (
+        f"SELECT {_numbered(w, names, 'f.q')} AS grp, "
+        f"{period_sql(cut, w.since, w.every, 'f.first_at')} AS n, "
+        f"CASE WHEN {ran} IS NULL THEN NULL ELSE {w.dialect.later(f'{ran} - {created}', '0')} "
+        f"END AS w0, {w.dialect.later(f'f.first_at - {created}', '0')} AS w1, "
+        f"f.start_wait AS w2 FROM ({attempts}) f JOIN job_info j ON j.job_id = f.job "
+        f"WHERE f.k = 1 AND f.first_time >= {w.time(w.since)} "
+        f"AND f.first_time < {w.time(w.until)}{w.scope()}"
+    )
+
+
+async def waits(w: Window, cut: Sequence[usage.Period], names: Sequence[str]) -> Cells:
+    """Per queue and period, each wait's percentiles (``usage.WAIT_PERCENTS``) under
+    their columns' names, in tenths of a second: the jobs holding a wait at one of those
+    ranks, ranked by the database within their queue and period, each wait apart. A
+    job without a wait sorts first (NULL), so its rank among the waits is its row
+    number less the jobs without one."""
+    kinds = range(len(usage.QUEUE_WAITS))
+    group = "OVER (PARTITION BY v.grp, v.n"
+    numbers = ", ".join(
+        f"ROW_NUMBER() {group} ORDER BY v.w{i}) AS k{i}, COUNT(v.w{i}) {group}) AS c{i}"
+        for i in kinds
+    )
+    numbered = (
+        f"SELECT v.grp AS grp, v.n AS n, v.w0 AS w0, v.w1 AS w1, v.w2 AS w2, {numbers}, "
+        f"COUNT(*) {group}) AS total FROM ({_job_waits_sql(w, cut, names)}) v "
+        "WHERE v.grp IS NOT NULL"
+    )
+    ranks = ", ".join(f"y.k{i} - y.total + y.c{i} AS r{i}, y.c{i} AS c{i}" for i in kinds)
+    ranked = (
+        f"SELECT y.grp AS grp, y.n AS n, y.w0 AS w0, y.w1 AS w1, y.w2 AS w2, {ranks} "
+        f"FROM ({numbered}) y"
+    )
+    # r is rank(c, p) when 100 (r - 1) < p c <= 100 r: integers, as ``usage.rank``.
+    wanted = " OR ".join(
+        f"(100 * (z.r{i} - 1) < {p} * z.c{i} AND {p} * z.c{i} <= 100 * z.r{i})"
+        for i in kinds
+        for p in usage.WAIT_PERCENTS
+    )
+    cells: Cells = {}
+    for row in await w.rows(f"SELECT z.* FROM ({ranked}) z WHERE {wanted}"):
+        cell = cells.setdefault((names[int(row["grp"])], usage.clamp(row["n"], len(cut))), {})
+        for i, wait in enumerate(usage.QUEUE_WAITS):
+            for p in usage.WAIT_PERCENTS:
+                found = row[f"w{i}"]
+                if found is not None and usage.rank(int(row[f"c{i}"]), p) == int(row[f"r{i}"]):
+                    cell[f"{wait}_p{p}_s"] = round(float(found), 1)
+    return cells

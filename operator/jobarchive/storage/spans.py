@@ -1,0 +1,178 @@
+"""The roll-up of usage by cluster queue (``queue_span``, decision 46): per job, its
+finished pods' GPUs as spans, each (cluster queue, preempted, start, finish) with the
+GPUs its pods held over it summed, each pod in the attempt reserved last at or before
+its start (``core.attempts``). Rewritten from all the job's pods and attempts whenever
+one of its pods is written finished (beside its days, ``storage.daily``) or one of its
+attempts is written, so that writing the same rows again writes the same spans."""
+
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tortoise.backends.base.client import BaseDBAsyncClient
+
+from jobarchive.core.attempts import PREEMPTED
+from jobarchive.core.times import aware, from_rfc3339
+from jobarchive.storage import dialects
+from jobarchive.storage.kueue import QueueSpan
+from jobarchive.storage.models import QUEUE_SPAN_TABLE, utcnow
+
+# Jobs rewritten per statement, rows per insert: well under both engines' bounds.
+JOBS_PER_STATEMENT = 500
+ROWS_PER_INSERT = 500
+# The pods a span is made of: finished, started, holding GPUs.
+SPANNED = "gmt_finished IS NOT NULL AND gmt_started IS NOT NULL AND gpus > 0"
+Key = tuple[str, str, bool, datetime.datetime, datetime.datetime]
+
+
+def moment(value: Any) -> datetime.datetime | None:
+    """A stored time as the driver gives it (a naive UTC datetime, or SQLite's text), aware."""
+    if isinstance(value, str):
+        return from_rfc3339(value)
+    return aware(value)
+
+
+def spans_of(
+    pods: Iterable[Mapping[str, Any]], attempts: Iterable[Mapping[str, Any]]
+) -> dict[Key, tuple[int, str | None]]:
+    """(job, queue, preempted, start, finish) -> (GPUs, cluster) of the pods (``SPANNED``)
+    in an attempt with a cluster queue: the attempt of their job reserved last at or
+    before their start (none before the first, which then holds no span). Pure."""
+    by_job: dict[str, list[Mapping[str, Any]]] = {}
+    for attempt in attempts:
+        if attempt["cluster_queue"] is not None:
+            reserved = {**attempt, "quota_reserved_at": moment(attempt["quota_reserved_at"])}
+            by_job.setdefault(str(attempt["job_id"]), []).append(reserved)
+    for held in by_job.values():
+        held.sort(key=lambda attempt: attempt["quota_reserved_at"])
+    found: dict[Key, tuple[int, str | None]] = {}
+    for pod in pods:
+        gpus, start, end = pod["gpus"] or 0, moment(pod["gmt_started"]), moment(pod["gmt_finished"])
+        if gpus <= 0 or start is None or end is None:
+            continue
+        owning = None
+        for attempt in by_job.get(str(pod["job_id"]), ()):
+            if attempt["quota_reserved_at"] > start:
+                break
+            owning = attempt
+        if owning is None:
+            continue
+        key = (
+            str(pod["job_id"]),
+            str(owning["cluster_queue"]),
+            owning["end_reason"] == PREEMPTED,
+            start,
+            end,
+        )
+        held_gpus, _ = found.get(key, (0, None))
+        found[key] = (held_gpus + gpus, pod["cluster"])
+    return found
+
+
+async def rewrite(
+    execute: dialects.Execute,
+    dialect: dialects.Dialect,
+    uids: Sequence[str],
+    pods: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    """Rewrite the spans of the jobs ``uids`` (at most ``JOBS_PER_STATEMENT``) from their
+    attempts and ``pods`` (all the jobs' pods, read here with a locking read where the
+    engine has one when not given), in the caller's transaction."""
+    if not uids:
+        return
+    marks = ", ".join([dialect.placeholder] * len(uids))
+    if pods is None:
+        _, pods = await execute(
+            dialect.locking(
+                "SELECT job_id, cluster, gpus, gmt_started, gmt_finished FROM replica_info "
+                f"WHERE job_id IN ({marks}) AND {SPANNED}"
+            ),
+            list(uids),
+        )
+    _, attempts = await execute(
+        "SELECT job_id, cluster_queue, end_reason, quota_reserved_at FROM job_attempt "
+        f"WHERE job_id IN ({marks})",
+        list(uids),
+    )
+    await execute(f"DELETE FROM {QUEUE_SPAN_TABLE.name} WHERE job_id IN ({marks})", list(uids))
+    await _insert(execute, dialect, spans_of(pods, attempts))
+
+
+async def _insert(
+    execute: dialects.Execute, dialect: dialects.Dialect, spans: dict[Key, tuple[int, str | None]]
+) -> None:
+    """Insert the spans' rows, stamped as every table's (``Stamped.stamp``)."""
+    now = utcnow()
+    rows: list[dict[str, Any]] = []
+    for (job, queue, preempted, began, ended), (gpus, cluster) in spans.items():
+        row: dict[str, Any] = {
+            "job_id": job,
+            "cluster_queue": queue,
+            "preempted": preempted,
+            "started": began,
+            "finished": ended,
+            "gpus": gpus,
+            "cluster": cluster,
+        }
+        QueueSpan.stamp(row, now)
+        rows.append(row)
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        group = rows[start : start + ROWS_PER_INSERT]
+        await execute(
+            dialect.insert_sql(QUEUE_SPAN_TABLE, len(group)),
+            dialect.params(QUEUE_SPAN_TABLE, group),
+        )
+
+
+async def rewrite_jobs(
+    execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]
+) -> None:
+    """Rewrite the spans of ``jobs`` from their pods and attempts, in the caller's
+    transaction, ``JOBS_PER_STATEMENT`` at a time."""
+    uids = sorted(set(jobs))
+    for start in range(0, len(uids), JOBS_PER_STATEMENT):
+        await rewrite(execute, dialect, uids[start : start + JOBS_PER_STATEMENT])
+
+
+# The attempts whose job has a pod of theirs to span, oldest first.
+_SPANNING = (
+    "FROM job_attempt a WHERE a.cluster_queue IS NOT NULL AND EXISTS (SELECT 1 FROM "
+    "replica_info p WHERE p.job_id = a.job_id AND p.gmt_finished IS NOT NULL AND p.gpus > 0 "
+    "AND p.gmt_started >= a.quota_reserved_at)"
+)
+
+
+async def fill(conn: BaseDBAsyncClient, batch: int = JOBS_PER_STATEMENT) -> int:
+    """Rewrite the spans of every job with an attempt, ``batch`` attempts at a time by id,
+    newest first (so the oldest is done last: ``left``), each batch's jobs in a
+    transaction of their own; returns the attempts read."""
+    dialect = dialects.of(conn)
+    before, count = 2**63 - 1, 0
+    select = (
+        f"SELECT id, job_id FROM job_attempt WHERE id < {dialect.placeholder} "
+        f"ORDER BY id DESC LIMIT {int(batch)}"
+    )
+    while rows := await conn.execute_query_dict(select, [before]):
+        before = rows[-1]["id"]
+        async with dialect.transaction(conn) as execute:
+            await rewrite_jobs(execute, dialect, {str(row["job_id"]) for row in rows})
+        count += len(rows)
+    return count
+
+
+async def left(conn: BaseDBAsyncClient) -> bool:
+    """Whether a fill is to do, or was stopped before it finished: the oldest attempt
+    with a finished GPU pod of its own has no span. Found by the indexes, the first
+    such attempt is the first read but on an archive of attempts without pods."""
+    dialect = dialects.of(conn)
+    oldest = await conn.execute_query_dict(
+        f"SELECT a.job_id AS job {_SPANNING} ORDER BY a.id LIMIT 1"
+    )
+    if not oldest:
+        return False
+    spans = await conn.execute_query_dict(
+        f"SELECT 1 AS found FROM {QUEUE_SPAN_TABLE.name} WHERE job_id = {dialect.placeholder} "
+        "LIMIT 1",
+        [oldest[0]["job"]],
+    )
+    return not spans
