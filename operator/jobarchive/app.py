@@ -13,6 +13,7 @@ nothing that runs is started before the database has opened.
 """
 
 import asyncio
+import functools
 import logging
 
 from aiohttp import web
@@ -121,6 +122,21 @@ def maintenance(
     return tasks
 
 
+async def write_classes(writer: Writer, rows: list[FailureRow], pods: list[PodFailureRow]) -> None:
+    """Write the classifying pass's rows through the writer; raise its first error."""
+    refused = [error for error in await writer.write(FailedJob, rows) if error]
+    refused += [error for error in await writer.write(FailedPod, pods) if error]
+    if refused:
+        raise refused[0]
+
+
+async def write_summaries(writer: Writer, rows: list[SummaryRow]) -> None:
+    """Write the summarising pass's rows through the writer; raise its first error."""
+    refused = [error for error in await writer.write(Summary, rows) if error]
+    if refused:
+        raise refused[0]
+
+
 class Operator:
     """The recording pipeline and what runs beside it, wired from the settings."""
 
@@ -149,31 +165,21 @@ class Operator:
         self.classifier = Classifier(
             rules.load_rules(settings.failure_rules_file),
             self.store,
-            self._classified,
+            functools.partial(write_classes, self.writer),
             self.scope,
         )
         # Pods' efficiency read from Prometheus, where JOBARCHIVE_PROMETHEUS_URL is set.
         self.summarising = summarising.from_settings(
-            settings, lambda: self.store.cluster, self._summarised, self.scope
+            settings,
+            lambda: self.store.cluster,
+            functools.partial(write_summaries, self.writer),
+            self.scope,
         )
         self._servers: list[web.AppRunner] = []
         self._background: set[asyncio.Task[None]] = set()
         self._metrics_served = False
         self.identity: identity.Identity | None = None
         self._forecast = False
-
-    async def _classified(self, rows: list[FailureRow], pods: list[PodFailureRow]) -> None:
-        """Write the classifying pass's rows through the writer; raise its first error."""
-        refused = [error for error in await self.writer.write(FailedJob, rows) if error]
-        refused += [error for error in await self.writer.write(FailedPod, pods) if error]
-        if refused:
-            raise refused[0]
-
-    async def _summarised(self, rows: list[SummaryRow]) -> None:
-        """Write the summarising pass's rows through the writer; raise its first error."""
-        refused = [error for error in await self.writer.write(Summary, rows) if error]
-        if refused:
-            raise refused[0]
 
     async def start(self, peering: Peering) -> None:
         """Serve the metrics, open the database, then write, serve the API and maintain.
