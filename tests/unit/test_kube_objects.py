@@ -300,6 +300,7 @@ def test_a_jobs_table_has_the_columns_kubectl_prints_and_the_wide_ones() -> None
         ("Name", 0),
         ("Kind", 0),
         ("Status", 0),
+        ("Failure", 0),
         ("Age", 0),
         ("Duration", 0),
         ("Cluster", 1),
@@ -315,6 +316,7 @@ def test_a_jobs_table_has_the_columns_kubectl_prints_and_the_wide_ones() -> None
         "evil\\x1b]0;x\\x07",
         "TFJob",
         "Failed",
+        "",
         "3d2h",
         "20m",
         "east",
@@ -481,4 +483,45 @@ def test_a_failed_jobs_detail_carries_its_failure_as_kubernetes_spells_it() -> N
     shown = job["status"]["failure"]
     assert (shown["class"], shown["exitCode"], shown["derivedExitCode"]) == ("OOMKilled", 137, 137)
     assert "exit_code" not in shown
+    assert objects.detail_row(job) == detail
+
+
+def test_a_failed_jobs_class_is_its_tables_failure_column() -> None:
+    job = objects.archived_job(job_json(a_job(), NOW))
+    job["status"]["failureClass"] = "GPUOutOfMemory"
+    [row] = tables.table(discovery.JOBS, [job], None, "v1", "None", NOW)["rows"]
+    assert row["cells"][2:4] == ["Failed", "GPUOutOfMemory"]
+
+
+def test_a_jobs_kueue_attempts_waits_and_figures_are_spelt_as_kubernetes_does() -> None:
+    detail = job_json(a_job(), NOW)
+    attempt = {
+        "cluster_queue": "cq-a100",
+        "local_queue": "user-queue",
+        "flavors": {"worker": {"nvidia.com/gpu": "a100"}},
+        "quota_reserved_at": "2026-11-20T10:05:00Z",
+        "admitted_at": "2026-11-20T10:05:00Z",
+        "running_at": None,
+        "ended_at": "2026-11-20T11:00:00Z",
+        "end_reason": "Preempted",
+        "underlying_cause": "InClusterQueue",
+        "message": "Preempted to accommodate a workload",
+        "preemptor_workload_id": "w-uid",
+        "preemptor_job_id": "j-uid",
+        "requeues": 1,
+    }
+    wait: dict[str, Any] = {"reason": "Pending", "message": "quota"}
+    wait["first_seen"] = "2026-11-20T10:00:02Z"
+    wait.update(last_seen="2026-11-20T10:05:00Z", held_s=298.0)
+    detail.update(replicas={}, attempts=[attempt], attempts_truncated=False, waits=[wait])
+    detail.update(waits_truncated=False, preemptions=1, preempted_gpu_hours=3.622)
+    detail.update(evicted_gpu_hours=0.0, quota_wait_s=300.0, start_wait_s=None)
+    detail["requeue_wait_s"] = 0.0
+    job = objects.job_with_detail(detail, {})
+    status = job["status"]
+    assert status["attempts"][0]["endReason"] == "Preempted"
+    assert status["attempts"][0]["preemptorJobUID"] == "j-uid"
+    assert status["waits"][0]["heldSeconds"] == 298.0
+    assert (status["preemptedGPUHours"], status["quotaWaitSeconds"]) == (3.622, 300.0)
+    assert status["failureClass"] is None and not status["attemptsTruncated"]
     assert objects.detail_row(job) == detail

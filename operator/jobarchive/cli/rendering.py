@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from jobarchive.cli.archive import Found
+from jobarchive.cli.kueue_lines import kueue_lines
 from jobarchive.cli.options import again, elsewhere
 from jobarchive.cli.widths import Column, cluster, print_table, reason
 from jobarchive.core.times import duration, rfc3339, timestamp
@@ -198,10 +199,13 @@ def print_namesakes(found: Found[Any], reference: str, output: str, command: str
 def print_job(detail: Mapping[str, Any], reference: str, output: str) -> None:
     """A job's detail: the job, its replicas' counts, a page of its pods and of its
     Events, and the commands that show more (naming the job as ``reference`` did); of
-    the lists the API left out (``omitted``), neither a table nor a column."""
+    the lists the API left out (``omitted``), neither a table nor a column. Why it
+    failed, its Kueue attempts and waits first."""
     wide, moment = output == "wide", now()
     if detail.get("failure"):
         echo(why(detail["failure"]))
+    for line in kueue_lines(detail, moment):
+        echo(line)
     table("job", JOB_COLUMNS, job_rows([detail], wide, moment), output)
     replicas = [
         [replica, *(str(counts[key]) for key in REPLICA_COUNTS)]

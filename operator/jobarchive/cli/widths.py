@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from jobarchive.core.visible import visible
+from jobarchive.core.visible import CUT, visible
 
 # What a column costs beside its values: a space, the rule, a space.
 SEPARATOR = 3
@@ -25,6 +25,8 @@ UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # What a cluster's uid is cut to where a table has no room for it: as a short commit.
 UID_SHOWN = 8
 EXIT_CODE = re.compile(r"\(exit code (-?\d+)\)")
+# The width a block of lines is written for, whatever the terminal: as kubectl's.
+LINE = 80
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,3 +168,12 @@ def _cut(cell: str, column: Column, size: int, measure: Callable[[str], int]) ->
     if column.telling is None or max(map(measure, cell.split("\n"))) <= size:
         return cell
     return column.telling(cell, size)
+
+
+def fitted(line: str, room: int) -> str:
+    """A line of ``room`` columns at most: as ``visible`` writes it, cut with the mark
+    that says how long it was when it is wider."""
+    shown = visible(line)
+    if len(shown) <= room:
+        return shown
+    return visible(line, limit=max(0, room - len(CUT.format(len(line)))))
