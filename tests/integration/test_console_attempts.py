@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive.core.rows import FailureRow
+from jobarchive.core.rows import AttemptRow, FailureRow, WaitRow
 from jobarchive.reading import api, auth
 from jobarchive.reading.kube.discovery import PREFIX
 from jobarchive.recording.convert import workloads as wl
@@ -36,8 +36,18 @@ def at(clock: str) -> datetime.datetime:
     return datetime.datetime(2026, 11, 20, hour, minute, second, tzinfo=datetime.UTC)
 
 
-def observed(state: str) -> Any:
-    return wl.observe(o.fixture(f"kueue/{state}.yaml"), NOW)
+def attempt(state: str) -> AttemptRow:
+    row = wl.observe(o.fixture(f"kueue/{state}.yaml"), NOW).attempt
+    assert row is not None
+    row["job_id"] = JOB
+    return row
+
+
+def wait(state: str) -> WaitRow:
+    row = wl.observe(o.fixture(f"kueue/{state}.yaml"), NOW).wait
+    assert row is not None
+    row["job_id"] = JOB
+    return row
 
 
 @pytest.fixture
@@ -48,9 +58,8 @@ async def client(database: str) -> AsyncIterator[Client]:
     job = rows.job(JOB, name="bert", namespace="team-a", gmt_created=at("10:00:00"), **failed)
     other = rows.job(OTHER, name="plain", namespace="team-a", **failed)
     await Store().upsert(Job, [job, other])
-    attempts = [{**observed(state).attempt, "job_id": JOB} for state in ("preempted", "finished")]
-    await Store().upsert(Attempt, attempts)
-    await Store().upsert(Wait, [{**observed("pending").wait, "job_id": JOB}])
+    await Store().upsert(Attempt, [attempt("preempted"), attempt("finished")])
+    await Store().upsert(Wait, [wait("pending")])
     failure: FailureRow = {
         "job_id": JOB,
         "version": "10",
