@@ -188,7 +188,9 @@ async def shown_by_the_cli(uid: str, archive: str, tmp_path: pathlib.Path) -> No
     }
     waits = ("quota_wait_s", "start_wait_s", "requeue_wait_s", "evicted_gpu_hours")
     assert [detail[name] for name in waits] == [300.0, 150.0, 1200.0, 0.0]
-    printed = jobarchive("job", uid, cwd=tmp_path, env=env).stdout.splitlines()
+    # In an 80-column terminal (to a pipe every line is whole, as the tables are).
+    ran = jobarchive("job", uid, cwd=tmp_path, env={**env, "COLUMNS": "80"})
+    printed = ran.stdout.splitlines()
     start = printed.index("Attempts: 2, 1 preempted (3.622 GPU-hours lost)")
     block = printed[start : start + 4]
     assert block[1:] == [

@@ -4,6 +4,7 @@ exit code; at 120 more of each; to a pipe every column whole, the wide ones with
 ``-o wide``, where the cluster's uid is whole too."""
 
 import asyncio
+import datetime
 import os
 import shlex
 import subprocess
@@ -11,7 +12,10 @@ import subprocess
 import pytest
 
 from jobarchive.config import DbTls
+from jobarchive.recording.convert import workloads as wl
 from jobarchive.storage import database as db
+from jobarchive.storage.kueue import Attempt, Wait
+from jobarchive.storage.store import Store
 from testbed import objects as o
 from tests.support.history import History
 from tests.support.small_archive import JOBARCHIVE, fill, run
@@ -32,9 +36,24 @@ async def oom_history(url: str) -> str:
                 running, 137, "OOMKilled", "2026-11-20T10:20:00Z", REMARK.partition(": ")[2]
             )
             await history.pod(job, "Worker", 0, killed)
-        return str(job["metadata"]["uid"])
+        uid = str(job["metadata"]["uid"])
+        await kueue_admitted(uid)
+        return uid
     finally:
         await db.close_database()
+
+
+async def kueue_admitted(uid: str) -> None:
+    """Kueue's two attempts of the job, the first preempted, and the long reason it
+    waited before them."""
+    now = datetime.datetime(2026, 11, 21, tzinfo=datetime.UTC)
+    for state in ("preempted", "finished"):
+        attempt = wl.observe(o.fixture(f"kueue/{state}.yaml"), now).attempt
+        assert attempt is not None
+        await Store().upsert(Attempt, [{**attempt, "job_id": uid}])
+    wait = wl.observe(o.fixture("kueue/pending.yaml"), now).wait
+    assert wait is not None
+    await Store().upsert(Wait, [{**wait, "job_id": uid}])
 
 
 @pytest.fixture
@@ -69,6 +88,10 @@ def test_at_80_columns_each_table_keeps_what_tells_most(archive: tuple[str, str]
     assert widest(job) <= 80, job
     assert "OOMKilled (exit 137)" in job and "the container used" not in job
     assert {"status", "remark"} <= set(header(job, "pods"))
+    # Its Kueue attempts and the reason it waited, Kueue's message cut to fit.
+    assert "Attempts: 2, 1 preempted" in job
+    assert "  #1 2026-11-20 10:05 cq-a100/a100 55m Preempted by job 7d3b1f9a" in job
+    assert "Waited: Pending for 0s: couldn't assign flavors" in job
 
 
 def test_at_120_columns_a_remark_is_whole_and_nothing_is_left_out(

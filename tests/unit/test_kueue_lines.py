@@ -93,7 +93,7 @@ def detail(**more: Any) -> dict[str, Any]:
 
 
 def test_the_attempts_and_waits_are_printed_in_80_columns() -> None:
-    lines = kueue_lines(detail(), NOW)
+    lines = kueue_lines(detail(), NOW, 80)
     assert lines[:4] == [
         "Attempts: 2, 1 preempted (3.622 GPU-hours lost)",
         "Kueue waits: quota 5m, start 2m 30s, requeue 20m",
@@ -110,7 +110,7 @@ def test_a_running_attempt_a_cut_list_and_another_eviction_are_said() -> None:
     evicted = attempt("10:00:00", "10:30:00", "PodsReadyTimeout", message="\x1b[2JExceeded" * 20)
     found = detail(attempts=[evicted, running], attempts_truncated=True, waits=[])
     found.update(evicted_gpu_hours=1.5, waits_truncated=True)
-    lines = kueue_lines(found, NOW)
+    lines = kueue_lines(found, NOW, 80)
     assert lines[0] == "Attempts: 2+, 1 preempted (3.622 GPU-hours lost; 1.5 to other evictions)"
     head = "  #1 2026-11-20 10:00 cq-a100/a100 30m PodsReadyTimeout: \\x1b[2"
     assert lines[2].startswith(head) and "\x1b" not in lines[2]
@@ -120,9 +120,14 @@ def test_a_running_attempt_a_cut_list_and_another_eviction_are_said() -> None:
     assert all(len(line) <= 80 for line in lines)
 
 
+def test_to_a_file_or_a_pipe_every_line_is_whole() -> None:
+    lines = kueue_lines(detail(), NOW, None)
+    assert lines[4] == f"Waited: Pending for 24m 58s: {QUOTA}, 2 more needed"
+
+
 def test_a_job_kueue_never_saw_has_no_lines() -> None:
-    assert kueue_lines({"replicas": {}}, NOW) == []
-    assert kueue_lines(detail(attempts=[], waits=[]), NOW) == []
+    assert kueue_lines({"replicas": {}}, NOW, 80) == []
+    assert kueue_lines(detail(attempts=[], waits=[]), NOW, 80) == []
 
 
 def test_the_flavors_shown_are_the_accelerators_else_every_one() -> None:

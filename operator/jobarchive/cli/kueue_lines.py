@@ -1,13 +1,14 @@
 """A job's Kueue attempts and waits as ``jobarchive job`` prints them after its "Why:"
 line (decision 43): a summary of its attempts and of its three waits, a line per
-attempt, a line per reason it waited; every line within ``LINE`` columns, what is cut
-marked (the whole text is in ``-o json``)."""
+attempt, a line per reason it waited; each line within the terminal's width, its
+variable text cut with the mark that says how long it was (the whole text is in ``-o
+json``), and whole to a file or a pipe, as the tables are (decision 30)."""
 
 import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobarchive.cli.widths import LINE, UID_SHOWN, fitted
+from jobarchive.cli.widths import UID_SHOWN, fitted
 from jobarchive.core.times import duration, seconds, timestamp
 
 # The resources whose flavor tells nothing of an attempt: every pod set has them.
@@ -15,8 +16,9 @@ PLAIN = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 FINISHED = "Finished"
 
 
-def kueue_lines(detail: Mapping[str, Any], now: datetime.datetime) -> list[str]:
-    """The lines of a job's attempts and waits, none for a job Kueue never saw."""
+def kueue_lines(detail: Mapping[str, Any], now: datetime.datetime, room: int | None) -> list[str]:
+    """The lines of a job's attempts and waits, none for a job Kueue never saw, each
+    within ``room`` columns (None: whole)."""
     attempts: Sequence[Mapping[str, Any]] = detail.get("attempts") or ()
     waits: Sequence[Mapping[str, Any]] = detail.get("waits") or ()
     lines = []
@@ -28,7 +30,7 @@ def kueue_lines(detail: Mapping[str, Any], now: datetime.datetime) -> list[str]:
     lines += [_waited(wait) for wait in waits]
     if detail.get("waits_truncated"):
         lines.append("(the oldest waits only)")
-    return [fitted(line, LINE) for line in lines]
+    return [fitted(line, room) for line in lines]
 
 
 def _summary(detail: Mapping[str, Any]) -> str:

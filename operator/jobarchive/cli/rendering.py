@@ -12,7 +12,7 @@ import click
 from jobarchive.cli.archive import Found
 from jobarchive.cli.kueue_lines import kueue_lines
 from jobarchive.cli.options import again, elsewhere
-from jobarchive.cli.widths import Column, cluster, print_table, reason
+from jobarchive.cli.widths import Column, cluster, print_table, reason, width
 from jobarchive.core.times import duration, rfc3339, timestamp
 from jobarchive.core.visible import visible
 from jobarchive.reading.params import Page
@@ -204,7 +204,7 @@ def print_job(detail: Mapping[str, Any], reference: str, output: str) -> None:
     wide, moment = output == "wide", now()
     if detail.get("failure"):
         echo(why(detail["failure"]))
-    for line in kueue_lines(detail, moment):
+    for line in kueue_lines(detail, moment, None if wide else width()):
         echo(line)
     table("job", JOB_COLUMNS, job_rows([detail], wide, moment), output)
     replicas = [

@@ -25,8 +25,6 @@ UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # What a cluster's uid is cut to where a table has no room for it: as a short commit.
 UID_SHOWN = 8
 EXIT_CODE = re.compile(r"\(exit code (-?\d+)\)")
-# The width a block of lines is written for, whatever the terminal: as kubectl's.
-LINE = 80
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,10 +168,10 @@ def _cut(cell: str, column: Column, size: int, measure: Callable[[str], int]) ->
     return column.telling(cell, size)
 
 
-def fitted(line: str, room: int) -> str:
-    """A line of ``room`` columns at most: as ``visible`` writes it, cut with the mark
-    that says how long it was when it is wider."""
+def fitted(line: str, room: int | None) -> str:
+    """A line of ``room`` columns at most (None: whole, to a file or a pipe): as
+    ``visible`` writes it, cut with the mark that says how long it was when wider."""
     shown = visible(line)
-    if len(shown) <= room:
+    if room is None or len(shown) <= room:
         return shown
     return visible(line, limit=max(0, room - len(CUT.format(len(line)))))
