@@ -12,8 +12,10 @@ import subprocess
 import pytest
 
 from jobarchive.config import DbTls
+from jobarchive.core.rows import FailureRow
 from jobarchive.recording.convert import workloads as wl
 from jobarchive.storage import database as db
+from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.store import Store
 from testbed import objects as o
@@ -38,9 +40,28 @@ async def oom_history(url: str) -> str:
             await history.pod(job, "Worker", 0, killed)
         uid = str(job["metadata"]["uid"])
         await kueue_admitted(uid)
+        await Store().upsert(FailedJob, [classed(uid)])
         return uid
     finally:
         await db.close_database()
+
+
+def classed(uid: str) -> FailureRow:
+    """The job's failure class, as the classifying pass writes it (decision 42)."""
+    return {
+        "job_id": uid,
+        "version": "1",
+        "namespace": "team-c",
+        "failure_class": "OOMKilled",
+        "pod_id": "pod-1",
+        "pod_name": "oom-worker-0",
+        "container": "pytorch",
+        "exit_code": 137,
+        "signal": 9,
+        "detail": "OOMKilled",
+        "derived_exit_code": 137,
+        "gmt_created": None,
+    }
 
 
 async def kueue_admitted(uid: str) -> None:
@@ -75,7 +96,9 @@ def test_at_80_columns_each_table_keeps_what_tells_most(archive: tuple[str, str]
     url, _ = archive
     jobs = run(url, "jobs", COLUMNS="80").stdout
     assert widest(jobs) <= 80, jobs
-    assert header(jobs, "4 jobs") == ["job", "kind", "status", "age", "took", "owner"]
+    assert header(jobs, "4 jobs") == ["job", "kind", "status", "age", "took", "owner", "failure"]
+    [oom] = [line for line in jobs.splitlines() if line.startswith("team-c/oom ")]
+    assert oom.rstrip().endswith("OOMKilled")
     assert "left out" not in jobs
     events = run(url, "events", *SINCE, COLUMNS="80").stdout
     assert widest(events) <= 80, events
