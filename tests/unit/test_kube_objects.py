@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from jobarchive.reading import auth, embedded
 from jobarchive.reading.kube import discovery, objects, selectors, tables
+from jobarchive.reading.kube.admitted import NONE
 from jobarchive.reading.queries import BadQuery
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.storage.models import Event, Job, Pod
@@ -214,6 +215,7 @@ def test_a_lists_object_made_of_its_row_in_one_step_is_the_one_its_json_row_make
 
 def test_a_jobs_detail_carries_its_pods_events_replicas_and_cursors() -> None:
     detail = job_json(a_job(), NOW)
+    detail.update(NONE)  # Kueue never saw it: nothing of it in the status
     pod = {**pod_json(a_pod()), "has_log_tail": True}
     detail.update(
         pods=[pod],
@@ -223,6 +225,7 @@ def test_a_jobs_detail_carries_its_pods_events_replicas_and_cursors() -> None:
         events_next_cursor=None,
     )
     job = objects.job_with_detail(detail, {detail["job_id"]: "mnist"})
+    assert "attempts" not in job["status"] and "preemptions" not in job["status"]
     assert job["status"]["podsContinue"] == "next-pods"
     assert "eventsContinue" not in job["status"]
     assert job["status"]["pods"][0]["status"]["remark"] == "OOMKilled (exit code 137)"
@@ -231,6 +234,7 @@ def test_a_jobs_detail_carries_its_pods_events_replicas_and_cursors() -> None:
 
 def test_a_jobs_detail_leaves_out_what_its_reader_may_not_list_and_names_it() -> None:
     detail = job_json(a_job(), NOW)
+    detail.update(NONE)  # Kueue never saw it: nothing of it in the status
     detail.update(
         pods=[{**pod_json(a_pod()), "has_log_tail": True}],
         pods_next_cursor="next-pods",
@@ -475,6 +479,7 @@ def test_other_field_selectors_are_refused_naming_what_is_supported(
 
 def test_a_failed_jobs_detail_carries_its_failure_as_kubernetes_spells_it() -> None:
     detail = job_json(a_job(), NOW)
+    detail.update(NONE)  # Kueue never saw it: nothing of it in the status
     failure: dict[str, Any] = {"class": "OOMKilled", "pod": "mnist-worker-0"}
     failure.update(container="tensorflow", exit_code=137, signal=9, detail="OOMKilled")
     failure["derived_exit_code"] = 137

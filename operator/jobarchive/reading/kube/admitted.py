@@ -34,6 +34,16 @@ STATUS_NAMES = {
 }
 
 
+# A job Kueue never saw, as its detail says it.
+NONE: dict[str, Any] = {
+    **dict.fromkeys(STATUS_NAMES),
+    "attempts": [],
+    "attempts_truncated": False,
+    "waits": [],
+    "waits_truncated": False,
+}
+
+
 def renamed(found: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
     """``found`` with each key ``names`` names under its other name, the others as
     they are."""
@@ -46,8 +56,9 @@ def _inverse(names: Mapping[str, str]) -> dict[str, str]:
 
 def kueue_status(detail: Mapping[str, Any]) -> dict[str, Any]:
     """What an ArchivedJob's status says of the job's Kueue attempts, from its detail:
-    nothing for a detail without them."""
-    if "attempts" not in detail:
+    nothing for a job Kueue never saw (no attempt, no wait), so that ``kubectl
+    describe`` of a cluster without Kueue says nothing of it."""
+    if not detail.get("attempts") and not detail.get("waits"):
         return {}
     status = {shown: detail[field] for field, shown in STATUS_NAMES.items()}
     status["attempts"] = [renamed(each, ATTEMPT_NAMES) for each in detail["attempts"]]
@@ -57,9 +68,10 @@ def kueue_status(detail: Mapping[str, Any]) -> dict[str, Any]:
 
 def kueue_detail(status: Mapping[str, Any]) -> dict[str, Any]:
     """The job's detail's Kueue fields an ArchivedJob's status was made of
-    (``kueue_status``'s inverse)."""
+    (``kueue_status``'s inverse): a GET's status (its ``replicas``) without them, a job
+    Kueue never saw."""
     if "attempts" not in status:
-        return {}
+        return dict(NONE) if "replicas" in status else {}
     detail = {field: status[shown] for field, shown in STATUS_NAMES.items()}
     detail["attempts"] = [renamed(each, _inverse(ATTEMPT_NAMES)) for each in status["attempts"]]
     detail["waits"] = [renamed(each, _inverse(WAIT_NAMES)) for each in status["waits"]]
