@@ -212,3 +212,13 @@ async def test_a_jobs_attempts_past_the_bound_are_cut_and_said_so(database: str)
     assert detail["attempts"][0]["quota_reserved_at"] == "2026-11-20T10:05:00Z"
     # The figures count every attempt, not only those shown.
     assert detail["preemptions"] == ATTEMPTS_SHOWN + 1
+
+
+async def test_a_job_never_evicted_costs_nothing_its_pods_unread(database: str) -> None:
+    await Store().upsert(Job, [rows.job(JOB, gmt_created=at("11:00:00"))])
+    await Store().upsert(Attempt, [attempt("finished")])
+    pod = rows.pod("p0", job_id=JOB, gpus=8, gmt_started=at("11:21:00"))
+    await Store().upsert(Pod, [{**pod, "gmt_finished": at("13:00:00")}])
+    facts = (await kueue_facts([JOB]))[JOB]
+    assert facts.figures == Figures(1, 0, 1200.0, 60.0, 0.0)
+    assert (facts.preempted_gpu_hours, facts.evicted_gpu_hours) == (0.0, 0.0)

@@ -9,7 +9,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from jobarchive.core.attempts import Figures, figures, lost
+from jobarchive.core.attempts import Figures, evicted, figures, lost
 from jobarchive.core.cutting import clip, clipped_json
 from jobarchive.core.rows import MESSAGE_LENGTH, RESOURCES_LENGTH
 from jobarchive.core.times import aware, rfc3339, seconds
@@ -74,7 +74,8 @@ def _aware(row: dict[str, Any]) -> dict[str, Any]:
 
 async def kueue_facts(job_uids: Sequence[str]) -> dict[str, KueueFacts]:
     """The Kueue facts of the jobs of these uids (a page of a list) that Kueue admitted,
-    by uid: their creation, attempts and pods, each read in one statement."""
+    by uid: their creation, attempts and the pods of those evicted, each read in one
+    statement."""
     if not job_uids:
         return {}
     uids = list(job_uids)
@@ -89,8 +90,11 @@ async def kueue_facts(job_uids: Sequence[str]) -> dict[str, KueueFacts]:
         .filter(job_id__in=list(attempts))
         .values_list("job_id", "gmt_created")
     }
+    # Only an evicted attempt's pods cost anything: the pods of jobs never evicted (most,
+    # and a large job's thousands) are not read.
+    costly = [uid for uid, rows in attempts.items() if any(evicted(r["end_reason"]) for r in rows)]
     pods: dict[str, list[dict[str, Any]]] = {}
-    for row in await read(Pod).filter(job_id__in=list(attempts)).values(*POD_FIELDS):
+    for row in await read(Pod).filter(job_id__in=costly).values(*POD_FIELDS) if costly else []:
         pods.setdefault(row["job_id"], []).append(_aware(row))
     now = datetime.datetime.now(datetime.UTC)
     found = {}
