@@ -8,6 +8,7 @@ request to any host but the server; a screenshot of each is kept
 docs/)."""
 
 import asyncio
+import datetime
 import pathlib
 import urllib.parse
 from collections.abc import Iterator
@@ -20,10 +21,17 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from demo.stories import RECORDED
 from jobarchive.config import DbTls
+from jobarchive.core.rows import FailureRow
 from jobarchive.reading import queries
 from jobarchive.reading.console import mounts
+from jobarchive.recording.convert import workloads as wl
 from jobarchive.storage import database as db
+from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.kueue import Attempt
+from jobarchive.storage.models import Job
 from jobarchive.storage.readpool import ReadPool
+from jobarchive.storage.store import Store
+from testbed import objects as o
 from testbed.cluster import Cluster
 from testbed.operator import OperatorProcess
 from tests.support import browser
@@ -171,6 +179,15 @@ def large_job_page(driver: WebDriver, origin: str, uid: str, shots: pathlib.Path
     assert sum(pods) == 600 and len(pods) <= 40
     assert "OOMKilled (exit code 137)" in browser.texts(driver, "svg.timeline text.reason")
     assert len(browser.texts(driver, "tr.pod")) == queries.DEFAULT_PAGE
+    # Why it failed first; Kueue's two attempts as bands, the preemption marked.
+    [why] = browser.texts(driver, "p.why")
+    assert why.startswith("Why: GPUOutOfMemory (pod large-worker-0, container pytorch, exit")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.attempt")) == 2
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.attempt.preempted")) == 1
+    assert len(driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.preemption")) == 1
+    assert "Kueue attempt (quota reserved to its end)" in browser.texts(driver, "p.legend")[0]
+    assert len(browser.texts(driver, "tr.attempt")) == 2
+    narrow(driver, shots, "large-job")
     browser.follow(driver, By.CSS_SELECTOR, "a.next-pods")
     assert "pods_cursor=" in driver.current_url
     assert len(browser.texts(driver, "tr.pod")) == queries.DEFAULT_PAGE
@@ -178,14 +195,43 @@ def large_job_page(driver: WebDriver, origin: str, uid: str, shots: pathlib.Path
     clean(driver, origin)
 
 
-async def large_job_archive(directory: pathlib.Path, pods: int) -> tuple[str, str]:
-    """A SQLite archive of a job of ``pods`` pods, recorded by the recorder: its URL and
-    the job's uid."""
+async def admitted_then_failed(uid: str) -> None:
+    """Kueue's two attempts of the job, the first preempted, then its failure, classed."""
+    now = datetime.datetime(2026, 11, 21, tzinfo=datetime.UTC)
+    for state in ("preempted", "finished"):
+        attempt = wl.observe(o.fixture(f"kueue/{state}.yaml"), now).attempt
+        assert attempt is not None
+        await Store().upsert(Attempt, [{**attempt, "job_id": uid}])
+    await Job.filter(job_id=uid).update(status="Failed")
+    failure: FailureRow = {
+        "job_id": uid,
+        "version": "1",
+        "namespace": "team-a",
+        "failure_class": "GPUOutOfMemory",
+        "pod_id": "pod-1",
+        "pod_name": "large-worker-0",
+        "container": "pytorch",
+        "exit_code": 1,
+        "signal": None,
+        "detail": "torch.OutOfMemoryError: CUDA out of memory",
+        "derived_exit_code": 1,
+        "gmt_created": now,
+    }
+    await Store().upsert(FailedJob, [failure])
+
+
+async def large_job_archive(
+    directory: pathlib.Path, pods: int, admitted: bool = False
+) -> tuple[str, str]:
+    """A SQLite archive of a job of ``pods`` pods, recorded by the recorder (then, when
+    ``admitted``, preempted by Kueue once and failed): its URL and the job's uid."""
     url = f"sqlite://{directory / 'archive.sqlite3'}"
     await db.open_database(url, encryption=DbTls(), read_pool=ReadPool(url))
     try:
         async with History() as history:
             job = await large_job(history, pods)
+        if admitted:
+            await admitted_then_failed(job["metadata"]["uid"])
     finally:
         await db.close_database()
     return url, job["metadata"]["uid"]
@@ -194,7 +240,7 @@ async def large_job_archive(directory: pathlib.Path, pods: int) -> tuple[str, st
 async def test_a_job_of_hundreds_of_pods_in_a_browser(
     tmp_path: pathlib.Path, driver: WebDriver
 ) -> None:
-    url, uid = await large_job_archive(tmp_path, 600)
+    url, uid = await large_job_archive(tmp_path, 600, admitted=True)
     async with serving_console(url, tmp_path) as origin:
         await asyncio.to_thread(large_job_page, driver, origin, uid, tmp_path)
 

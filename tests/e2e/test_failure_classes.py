@@ -7,7 +7,10 @@ import json
 import pathlib
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
+from jobarchive.reading import api, auth
+from jobarchive.reading.kube.discovery import PREFIX
 from jobarchive.storage.failed import FailedJob
 from testbed import objects as o
 from testbed.cluster import PODS, Cluster
@@ -62,6 +65,14 @@ async def test_a_worker_whose_tail_shows_a_cuda_oom_files_its_job_under_it(
     assert "ml/oom" in listed.stdout.split()
     other = jobarchive("jobs", "--failure", "NCCLError", "-o", "json", cwd=tmp_path, env=env)
     assert other.returncode == 0 and json.loads(other.stdout)["items"] == []
+    # kubectl's table of ArchivedJobs shows the class in its FAILURE column.
+    table = "application/json;as=Table;g=meta.k8s.io;v=v1"
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).app())) as client:
+        path = f"{PREFIX}/namespaces/ml/archivedjobs"
+        answered = await (await client.get(path, headers={"Accept": table})).json()
+    names = [column["name"] for column in answered["columnDefinitions"]]
+    [cells] = [dict(zip(names, each["cells"], strict=True)) for each in answered["rows"]]
+    assert (cells["Name"], cells["Status"], cells["Failure"]) == ("oom", "Failed", "GPUOutOfMemory")
 
 
 async def test_a_rules_file_that_does_not_parse_stops_the_operator_in_one_line(

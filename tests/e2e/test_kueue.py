@@ -4,10 +4,16 @@ messages, admission, requeueState, schedulingStats), each scenario's figures com
 here by hand (decision 43)."""
 
 import datetime
+import json
+import pathlib
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive.core.attempts import Figures
+from jobarchive.infra import cluster as kube
+from jobarchive.reading import api, auth
+from jobarchive.reading.kube.discovery import PREFIX
 from jobarchive.reading.queries.preemptions import kueue_facts
 from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import Event, Pod
@@ -19,14 +25,19 @@ from testbed.cluster import (
     WORKLOADS_V1BETA1,
     Cluster,
     Resource,
+    Reviews,
     resource_of,
 )
-from testbed.operator import OperatorProcess
+from testbed.operator import OperatorProcess, write_kubeconfig
+from tests.support.commands import jobarchive
 from tests.support.kueue_workloads import JOBS, PYTORCHJOBS, Workload, attempt_pods, pytorch_job
 from tests.support.operators import OperatorFactory
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
+ALICE, CAROL = "alice-token", "carol-token"
+PREEMPTOR_JOB = "7d3b1f9a-0000-4000-8000-00000000cafe"
+TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"
 TFJOBS = resource_of("kubeflow.org", "TFJob")
 RAYJOBS = resource_of("ray.io", "RayJob")
 
@@ -50,8 +61,26 @@ async def kueue(cluster: Cluster, start_operator: OperatorFactory) -> OperatorPr
     return await serving(cluster, start_operator, WORKLOADS)
 
 
+@pytest.fixture
+def readers(cluster: Cluster, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """alice reads team-a, carol team-b only; the reading process's own credentials a
+    kubeconfig for the emulated cluster, which answers their reviews."""
+    table = Reviews(cluster)
+    table.user(ALICE, "alice", "ml-team-a")
+    table.user(CAROL, "carol", "ml-team-b")
+    table.grant("group:ml-team-a", "team-a")
+    table.grant("group:ml-team-b", "team-b")
+    # Both may read the cluster the operator records: what parts them is the namespace.
+    table.grant_clusters("group:ml-team-a")
+    table.grant_clusters("group:ml-team-b")
+    path = tmp_path / "kubeconfig"
+    write_kubeconfig(path, cluster.url)
+    monkeypatch.setattr(kube, "KUBE_CONFIG_DEFAULT_LOCATION", str(path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+
 async def test_a_job_preempted_then_readmitted_has_two_attempts_its_waits_and_its_costs(
-    cluster: Cluster, kueue: OperatorProcess, archive: str
+    cluster: Cluster, kueue: OperatorProcess, archive: str, tmp_path: pathlib.Path, readers: None
 ) -> None:
     job = await cluster.create(PYTORCHJOBS, pytorch_job())
     uid = job["metadata"]["uid"]
@@ -112,6 +141,8 @@ async def test_a_job_preempted_then_readmitted_has_two_attempts_its_waits_and_it
     facts = (await kueue_facts([uid]))[uid]
     assert facts.figures == Figures(2, 1, 300.0, 150.0, 1200.0)
     assert (facts.preempted_gpu_hours, facts.evicted_gpu_hours) == (3.622, 0.0)
+    await shown_by_the_cli(uid, archive, tmp_path)
+    await shown_by_the_apis_to_its_namespaces_readers_only(uid)
 
     # Kueue's Events about the Workload are the job's.
     await cluster.create(
@@ -130,6 +161,74 @@ async def test_a_job_preempted_then_readmitted_has_two_attempts_its_waits_and_it
         ("Preempted", at("11:00:00")),
         ("Finished", at("13:00:00")),
     ]
+
+
+async def shown_by_the_cli(uid: str, archive: str, tmp_path: pathlib.Path) -> None:
+    """The job's detail as ``jobarchive job`` answers it, in JSON and in 80 columns."""
+    env = {"JOBARCHIVE_DB_URL": archive}
+    shown = jobarchive("job", uid, "-o", "json", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    detail = json.loads(shown.stdout)
+    assert [
+        (a["quota_reserved_at"], a["running_at"], a["ended_at"], a["end_reason"])
+        for a in detail["attempts"]
+    ] == [
+        ("2026-11-20T10:05:00Z", "2026-11-20T10:06:30Z", "2026-11-20T11:00:00Z", "Preempted"),
+        ("2026-11-20T11:20:00Z", "2026-11-20T11:21:00Z", "2026-11-20T13:00:00Z", "Finished"),
+    ]
+    first = detail["attempts"][0]
+    assert (first["cluster_queue"], first["preemptor_job_id"]) == ("cq-a100", PREEMPTOR_JOB)
+    assert first["flavors"]["worker"]["nvidia.com/gpu"] == "a100"
+    # Pending from 10:00:02 to 10:05:00 (298 s), and from 11:00:40 to 11:20:00 (1,160 s).
+    assert sum(wait["held_s"] for wait in detail["waits"]) == 298.0 + 1160.0
+    assert {wait["reason"] for wait in detail["waits"]} == {"Pending"}
+    assert {name: detail[name] for name in ("preemptions", "preempted_gpu_hours")} == {
+        "preemptions": 1,
+        "preempted_gpu_hours": 3.622,
+    }
+    waits = ("quota_wait_s", "start_wait_s", "requeue_wait_s", "evicted_gpu_hours")
+    assert [detail[name] for name in waits] == [300.0, 150.0, 1200.0, 0.0]
+    # In an 80-column terminal (to a pipe every line is whole, as the tables are).
+    ran = jobarchive("job", uid, cwd=tmp_path, env={**env, "COLUMNS": "80"})
+    printed = ran.stdout.splitlines()
+    start = printed.index("Attempts: 2, 1 preempted (3.622 GPU-hours lost)")
+    block = printed[start : start + 4]
+    assert block[1:] == [
+        "Kueue waits: quota 5m, start 2m 30s, requeue 20m",
+        "  #1 2026-11-20 10:05 cq-a100/a100 55m Preempted by job 7d3b1f9a",
+        "  #2 2026-11-20 11:20 cq-a100/a100 1h 40m Finished (Succeeded)",
+    ]
+    waited = [line for line in printed if line.startswith("Waited: Pending for ")]
+    assert waited and all(len(line) <= 80 for line in block + waited)
+
+
+async def shown_by_the_apis_to_its_namespaces_readers_only(uid: str) -> None:
+    """The JSON API's detail and the aggregated API's ArchivedJob of a team-a job: its
+    attempts to a reader of team-a, nothing of it to a reader of team-b."""
+    access = await auth.access("kubernetes")
+    async with TestClient(TestServer(api.Api(access).app())) as client:
+        as_alice = {"Authorization": f"Bearer {ALICE}"}
+        got = await client.get(f"{PREFIX}/namespaces/team-a/archivedjobs/{uid}", headers=as_alice)
+        status = (await got.json())["status"]
+        assert got.status == 200, status
+        assert [a["endReason"] for a in status["attempts"]] == ["Preempted", "Finished"]
+        assert status["attempts"][0]["preemptorJobUID"] == PREEMPTOR_JOB
+        assert (status["preemptions"], status["preemptedGPUHours"]) == (1, 3.622)
+        assert (status["quotaWaitSeconds"], status["requeueWaitSeconds"]) == (300.0, 1200.0)
+        listed = await client.get(
+            f"{PREFIX}/namespaces/team-a/archivedjobs", headers={**as_alice, "Accept": TABLE}
+        )
+        table = await listed.json()
+        names = [column["name"] for column in table["columnDefinitions"]]
+        [row] = table["rows"]
+        # Not failed: no class.
+        assert dict(zip(names, row["cells"], strict=True))["Failure"] == ""
+        as_carol = {"Authorization": f"Bearer {CAROL}"}
+        for path in (f"{PREFIX}/namespaces/team-a/archivedjobs/{uid}", f"{api.PREFIX}/jobs/{uid}"):
+            refused = await client.get(path, headers=as_carol)
+            answer = await refused.text()
+            assert refused.status in (403, 404), answer
+            assert "attempts" not in answer and "Preempted" not in answer
 
 
 async def test_a_workload_in_another_namespace_naming_the_job_is_not_believed(

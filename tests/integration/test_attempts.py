@@ -10,7 +10,8 @@ from typing import Any
 from jobarchive.core.attempts import Figures
 from jobarchive.core.rows import AttemptRow, WaitRow
 from jobarchive.maintenance import retention
-from jobarchive.reading.queries.preemptions import kueue_facts
+from jobarchive.reading import queries
+from jobarchive.reading.queries.preemptions import ATTEMPTS_SHOWN, FIGURES, kueue_facts
 from jobarchive.recording.convert import workloads as wl
 from jobarchive.storage.kueue import Attempt, Wait
 from jobarchive.storage.models import Job, Pod
@@ -142,3 +143,82 @@ async def test_the_figures_read_back_are_the_hand_computed_ones(database: str) -
     # One two-GPU pod of the preempted attempt: 2 x 3,260 s.
     assert (facts.preempted_gpu_hours, facts.evicted_gpu_hours) == (1.811, 0.0)
     assert await kueue_facts([]) == {} and await kueue_facts(["no-such-job"]) == {}
+
+
+async def test_a_jobs_detail_has_its_attempts_waits_and_figures(database: str) -> None:
+    await Store().upsert(Job, [rows.job(JOB, gmt_created=at("10:00:00"))])
+    await Store().upsert(Attempt, [attempt("preempted"), attempt("finished")])
+    pod = rows.pod("p0", job_id=JOB, gpus=2, gmt_started=at("10:06:00"))
+    await Store().upsert(Pod, [{**pod, "gmt_finished": at("11:00:20")}])
+    again = wait(first_seen=at("11:00:40"), last_seen=at("11:20:00"), wait_id="w2")
+    await Store().upsert(Wait, [wait(last_seen=at("10:05:00")), again])
+    detail = await queries.job_detail(JOB)
+    assert detail is not None
+    assert [
+        (a["quota_reserved_at"], a["ended_at"], a["end_reason"], a["preemptor_job_id"])
+        for a in detail["attempts"]
+    ] == [
+        (
+            "2026-11-20T10:05:00Z",
+            "2026-11-20T11:00:00Z",
+            "Preempted",
+            "7d3b1f9a-0000-4000-8000-00000000cafe",
+        ),
+        ("2026-11-20T11:20:00Z", "2026-11-20T13:00:00Z", "Finished", None),
+    ]
+    assert detail["attempts"][0]["flavors"]["worker"]["nvidia.com/gpu"] == "a100"
+    assert detail["attempts_truncated"] is False and detail["waits_truncated"] is False
+    # One reason, one message: 10:00:02 to 10:05:00, then 11:00:40 to 11:20:00.
+    [waited] = detail["waits"]
+    assert (waited["reason"], waited["first_seen"], waited["last_seen"], waited["held_s"]) == (
+        "Pending",
+        "2026-11-20T10:00:02Z",
+        "2026-11-20T11:20:00Z",
+        298.0 + 1160.0,
+    )
+    assert {name: detail[name] for name in FIGURES} == {
+        "preemptions": 1,
+        "preempted_gpu_hours": 1.811,
+        "evicted_gpu_hours": 0.0,
+        "quota_wait_s": 300.0,
+        "start_wait_s": 150.0,
+        "requeue_wait_s": 1200.0,
+    }
+
+
+async def test_a_job_kueue_never_admitted_has_no_attempts_and_null_figures(database: str) -> None:
+    await Store().upsert(Job, [rows.job(JOB)])
+    await Store().upsert(Wait, [wait()])
+    detail = await queries.job_detail(JOB)
+    assert detail is not None and detail["attempts"] == []
+    assert [w["reason"] for w in detail["waits"]] == ["Pending"]
+    assert all(detail[name] is None for name in FIGURES)
+
+
+async def test_a_jobs_attempts_past_the_bound_are_cut_and_said_so(database: str) -> None:
+    await Store().upsert(Job, [rows.job(JOB, gmt_created=at("00:00:00"))])
+    many = [
+        attempt(
+            "preempted",
+            attempt_id=f"a{index}",
+            quota_reserved_at=at("10:05:00") + datetime.timedelta(minutes=index),
+        )
+        for index in range(ATTEMPTS_SHOWN + 1)
+    ]
+    await Store().upsert(Attempt, many)
+    detail = await queries.job_detail(JOB)
+    assert detail is not None and detail["attempts_truncated"] is True
+    assert len(detail["attempts"]) == ATTEMPTS_SHOWN
+    assert detail["attempts"][0]["quota_reserved_at"] == "2026-11-20T10:05:00Z"
+    # The figures count every attempt, not only those shown.
+    assert detail["preemptions"] == ATTEMPTS_SHOWN + 1
+
+
+async def test_a_job_never_evicted_costs_nothing_its_pods_unread(database: str) -> None:
+    await Store().upsert(Job, [rows.job(JOB, gmt_created=at("11:00:00"))])
+    await Store().upsert(Attempt, [attempt("finished")])
+    pod = rows.pod("p0", job_id=JOB, gpus=8, gmt_started=at("11:21:00"))
+    await Store().upsert(Pod, [{**pod, "gmt_finished": at("13:00:00")}])
+    facts = (await kueue_facts([JOB]))[JOB]
+    assert facts.figures == Figures(1, 0, 1200.0, 60.0, 0.0)
+    assert (facts.preempted_gpu_hours, facts.evicted_gpu_hours) == (0.0, 0.0)

@@ -4,6 +4,7 @@ exit code; at 120 more of each; to a pipe every column whole, the wide ones with
 ``-o wide``, where the cluster's uid is whole too."""
 
 import asyncio
+import datetime
 import os
 import shlex
 import subprocess
@@ -11,7 +12,12 @@ import subprocess
 import pytest
 
 from jobarchive.config import DbTls
+from jobarchive.core.rows import FailureRow
+from jobarchive.recording.convert import workloads as wl
 from jobarchive.storage import database as db
+from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.kueue import Attempt, Wait
+from jobarchive.storage.store import Store
 from testbed import objects as o
 from tests.support.history import History
 from tests.support.small_archive import JOBARCHIVE, fill, run
@@ -32,9 +38,43 @@ async def oom_history(url: str) -> str:
                 running, 137, "OOMKilled", "2026-11-20T10:20:00Z", REMARK.partition(": ")[2]
             )
             await history.pod(job, "Worker", 0, killed)
-        return str(job["metadata"]["uid"])
+        uid = str(job["metadata"]["uid"])
+        await kueue_admitted(uid)
+        await Store().upsert(FailedJob, [classed(uid)])
+        return uid
     finally:
         await db.close_database()
+
+
+def classed(uid: str) -> FailureRow:
+    """The job's failure class, as the classifying pass writes it (decision 42)."""
+    return {
+        "job_id": uid,
+        "version": "1",
+        "namespace": "team-c",
+        "failure_class": "OOMKilled",
+        "pod_id": "pod-1",
+        "pod_name": "oom-worker-0",
+        "container": "pytorch",
+        "exit_code": 137,
+        "signal": 9,
+        "detail": "OOMKilled",
+        "derived_exit_code": 137,
+        "gmt_created": None,
+    }
+
+
+async def kueue_admitted(uid: str) -> None:
+    """Kueue's two attempts of the job, the first preempted, and the long reason it
+    waited before them."""
+    now = datetime.datetime(2026, 11, 21, tzinfo=datetime.UTC)
+    for state in ("preempted", "finished"):
+        attempt = wl.observe(o.fixture(f"kueue/{state}.yaml"), now).attempt
+        assert attempt is not None
+        await Store().upsert(Attempt, [{**attempt, "job_id": uid}])
+    wait = wl.observe(o.fixture("kueue/pending.yaml"), now).wait
+    assert wait is not None
+    await Store().upsert(Wait, [{**wait, "job_id": uid}])
 
 
 @pytest.fixture
@@ -56,7 +96,9 @@ def test_at_80_columns_each_table_keeps_what_tells_most(archive: tuple[str, str]
     url, _ = archive
     jobs = run(url, "jobs", COLUMNS="80").stdout
     assert widest(jobs) <= 80, jobs
-    assert header(jobs, "4 jobs") == ["job", "kind", "status", "age", "took", "owner"]
+    assert header(jobs, "4 jobs") == ["job", "kind", "status", "age", "took", "owner", "failure"]
+    [oom] = [line for line in jobs.splitlines() if line.startswith("team-c/oom ")]
+    assert oom.rstrip().endswith("OOMKilled")
     assert "left out" not in jobs
     events = run(url, "events", *SINCE, COLUMNS="80").stdout
     assert widest(events) <= 80, events
@@ -69,6 +111,10 @@ def test_at_80_columns_each_table_keeps_what_tells_most(archive: tuple[str, str]
     assert widest(job) <= 80, job
     assert "OOMKilled (exit 137)" in job and "the container used" not in job
     assert {"status", "remark"} <= set(header(job, "pods"))
+    # Its Kueue attempts and the reason it waited, Kueue's message cut to fit.
+    assert "Attempts: 2, 1 preempted" in job
+    assert "  #1 2026-11-20 10:05 cq-a100/a100 55m Preempted by job 7d3b1f9a" in job
+    assert "Waited: Pending for 0s: couldn't assign flavors" in job
 
 
 def test_at_120_columns_a_remark_is_whole_and_nothing_is_left_out(

@@ -201,3 +201,37 @@ def test_a_restarted_pods_bar_is_marked_where_its_container_last_ended() -> None
     grouped = gantt.layout(gantt.pods_of(many, minutes(40)), [], minutes(0), minutes(40))
     assert all(bar.x_restarted is None for bar in grouped.bars)
     assert sum(bar.restarts for bar in grouped.bars) == 100
+
+
+def attempt(reserved: float, ended: float | None, end: str | None) -> dict:
+    def moment(n: float | None) -> str | None:
+        return None if n is None else minutes(n).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return {
+        "quota_reserved_at": moment(reserved),
+        "ended_at": moment(ended),
+        "end_reason": end,
+        "cluster_queue": "cq-a100",
+        "message": "Preempted to accommodate a workload" if end == "Preempted" else None,
+    }
+
+
+def test_kueues_attempts_are_bands_in_a_lane_of_their_own_a_preemption_marked() -> None:
+    pods = gantt.pods_of([row("w-0", "Succeeded", 0, 5, 40)], minutes(40))
+    attempts = [attempt(2, 20, "Preempted"), attempt(25, None, None)]
+    drawing = gantt.layout(pods, [], T0, minutes(40), attempts=attempts)
+    plain = gantt.layout(pods, [], T0, minutes(40))
+    assert plain.band_y is None and plain.bands == [] and plain.preemptions == []
+    # The lane sits between the Events' and the pods', which move down by its height.
+    assert drawing.band_y == gantt.AXIS + gantt.LANE
+    assert drawing.rows_y == plain.rows_y + 26
+    first, second = drawing.bands
+    assert (first.number, first.ended, second.ended) == (1, "Preempted", None)
+    assert first.x < first.x_end < second.x and second.x_end == drawing.right
+    [mark] = drawing.preemptions
+    assert mark.x == first.x_end
+    assert mark.title == (
+        "Attempt 1 in cq-a100: reserved 2026-11-20 10:02:00, ended 2026-11-20 10:20:00 UTC, "
+        "Preempted: Preempted to accommodate a workload"
+    )
+    assert second.title == "Attempt 2 in cq-a100: reserved 2026-11-20 10:25:00, holding still"

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from jobarchive.reading import auth, embedded
 from jobarchive.reading.kube import discovery, objects, selectors, tables
+from jobarchive.reading.kube.admitted import NONE
 from jobarchive.reading.queries import BadQuery
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.storage.models import Event, Job, Pod
@@ -214,6 +215,7 @@ def test_a_lists_object_made_of_its_row_in_one_step_is_the_one_its_json_row_make
 
 def test_a_jobs_detail_carries_its_pods_events_replicas_and_cursors() -> None:
     detail = job_json(a_job(), NOW)
+    detail.update(NONE)  # Kueue never saw it: nothing of it in the status
     pod = {**pod_json(a_pod()), "has_log_tail": True}
     detail.update(
         pods=[pod],
@@ -223,6 +225,7 @@ def test_a_jobs_detail_carries_its_pods_events_replicas_and_cursors() -> None:
         events_next_cursor=None,
     )
     job = objects.job_with_detail(detail, {detail["job_id"]: "mnist"})
+    assert "attempts" not in job["status"] and "preemptions" not in job["status"]
     assert job["status"]["podsContinue"] == "next-pods"
     assert "eventsContinue" not in job["status"]
     assert job["status"]["pods"][0]["status"]["remark"] == "OOMKilled (exit code 137)"
@@ -231,6 +234,7 @@ def test_a_jobs_detail_carries_its_pods_events_replicas_and_cursors() -> None:
 
 def test_a_jobs_detail_leaves_out_what_its_reader_may_not_list_and_names_it() -> None:
     detail = job_json(a_job(), NOW)
+    detail.update(NONE)  # Kueue never saw it: nothing of it in the status
     detail.update(
         pods=[{**pod_json(a_pod()), "has_log_tail": True}],
         pods_next_cursor="next-pods",
@@ -300,6 +304,7 @@ def test_a_jobs_table_has_the_columns_kubectl_prints_and_the_wide_ones() -> None
         ("Name", 0),
         ("Kind", 0),
         ("Status", 0),
+        ("Failure", 0),
         ("Age", 0),
         ("Duration", 0),
         ("Cluster", 1),
@@ -315,6 +320,7 @@ def test_a_jobs_table_has_the_columns_kubectl_prints_and_the_wide_ones() -> None
         "evil\\x1b]0;x\\x07",
         "TFJob",
         "Failed",
+        "",
         "3d2h",
         "20m",
         "east",
@@ -473,6 +479,7 @@ def test_other_field_selectors_are_refused_naming_what_is_supported(
 
 def test_a_failed_jobs_detail_carries_its_failure_as_kubernetes_spells_it() -> None:
     detail = job_json(a_job(), NOW)
+    detail.update(NONE)  # Kueue never saw it: nothing of it in the status
     failure: dict[str, Any] = {"class": "OOMKilled", "pod": "mnist-worker-0"}
     failure.update(container="tensorflow", exit_code=137, signal=9, detail="OOMKilled")
     failure["derived_exit_code"] = 137
@@ -481,4 +488,45 @@ def test_a_failed_jobs_detail_carries_its_failure_as_kubernetes_spells_it() -> N
     shown = job["status"]["failure"]
     assert (shown["class"], shown["exitCode"], shown["derivedExitCode"]) == ("OOMKilled", 137, 137)
     assert "exit_code" not in shown
+    assert objects.detail_row(job) == detail
+
+
+def test_a_failed_jobs_class_is_its_tables_failure_column() -> None:
+    job = objects.archived_job(job_json(a_job(), NOW))
+    job["status"]["failureClass"] = "GPUOutOfMemory"
+    [row] = tables.table(discovery.JOBS, [job], None, "v1", "None", NOW)["rows"]
+    assert row["cells"][2:4] == ["Failed", "GPUOutOfMemory"]
+
+
+def test_a_jobs_kueue_attempts_waits_and_figures_are_spelt_as_kubernetes_does() -> None:
+    detail = job_json(a_job(), NOW)
+    attempt = {
+        "cluster_queue": "cq-a100",
+        "local_queue": "user-queue",
+        "flavors": {"worker": {"nvidia.com/gpu": "a100"}},
+        "quota_reserved_at": "2026-11-20T10:05:00Z",
+        "admitted_at": "2026-11-20T10:05:00Z",
+        "running_at": None,
+        "ended_at": "2026-11-20T11:00:00Z",
+        "end_reason": "Preempted",
+        "underlying_cause": "InClusterQueue",
+        "message": "Preempted to accommodate a workload",
+        "preemptor_workload_id": "w-uid",
+        "preemptor_job_id": "j-uid",
+        "requeues": 1,
+    }
+    wait: dict[str, Any] = {"reason": "Pending", "message": "quota"}
+    wait["first_seen"] = "2026-11-20T10:00:02Z"
+    wait.update(last_seen="2026-11-20T10:05:00Z", held_s=298.0)
+    detail.update(replicas={}, attempts=[attempt], attempts_truncated=False, waits=[wait])
+    detail.update(waits_truncated=False, preemptions=1, preempted_gpu_hours=3.622)
+    detail.update(evicted_gpu_hours=0.0, quota_wait_s=300.0, start_wait_s=None)
+    detail["requeue_wait_s"] = 0.0
+    job = objects.job_with_detail(detail, {})
+    status = job["status"]
+    assert status["attempts"][0]["endReason"] == "Preempted"
+    assert status["attempts"][0]["preemptorJobUID"] == "j-uid"
+    assert status["waits"][0]["heldSeconds"] == 298.0
+    assert (status["preemptedGPUHours"], status["quotaWaitSeconds"]) == (3.622, 300.0)
+    assert status["failureClass"] is None and not status["attemptsTruncated"]
     assert objects.detail_row(job) == detail

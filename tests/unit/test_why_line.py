@@ -1,7 +1,7 @@
 """``jobarchive job``'s "why" line (decision 42): a failed job's class first, where it
 was read from, and its detail line."""
 
-from jobarchive.cli.rendering import why
+from jobarchive.cli.rendering import failure_class, why
 
 FAILURE = {
     "class": "OOMKilled",
@@ -28,3 +28,9 @@ def test_a_higher_exit_code_of_another_pod_is_said_and_what_is_unknown_left_out(
     )
     bare = {"class": "Unknown", "pod": None, "detail": None, "derived_exit_code": None}
     assert why(bare) == "Why: Unknown"
+
+
+def test_the_job_tables_failure_cell_is_the_lists_class_or_the_details() -> None:
+    assert failure_class({"failure_class": "NCCLError"}) == "NCCLError"
+    assert failure_class({"failure": {"class": "OOMKilled"}}) == "OOMKilled"
+    assert failure_class({"failure_class": None}) == failure_class({}) == ""

@@ -20,8 +20,19 @@ class Direct:
     def jobs(
         self, filters: Mapping[str, Any], limit: int | None, cursor: str | None
     ) -> queries.Page:
-        """A page of the job list (an exact name among its filters)."""
-        return session.reading(self.db_url, _page(queries.IDENTIFIED_JOBS, filters, limit, cursor))
+        """A page of the job list (an exact name among its filters), each failed job's
+        class in ``failure_class`` (decision 42), read for the page at once."""
+        listed = _page(queries.IDENTIFIED_JOBS, filters, limit, cursor)
+
+        async def classified(kinds: queries.KnownKinds) -> queries.Page:
+            page = await listed(kinds)
+            statuses = {job["job_id"]: job["status"] for job in page.items}
+            found = await queries.failure_classes(statuses)
+            for job in page.items:
+                job["failure_class"] = found.get(job["job_id"])
+            return page
+
+        return session.reading(self.db_url, classified)
 
     def events(
         self, filters: Mapping[str, Any], limit: int | None, cursor: str | None

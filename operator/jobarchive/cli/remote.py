@@ -199,8 +199,15 @@ async def _page(
     if cursor is not None:
         query.append(("continue", cursor))
     found = await api.get(f"{_in(namespace)}/{plural}", query, _scope(namespace))
-    row = objects.job_row if plural == "archivedjobs" else objects.event_row
-    return Page([row(item) for item in found["items"]], found["metadata"].get("continue"))
+    if plural != "archivedjobs":
+        rows = [objects.event_row(item) for item in found["items"]]
+    else:
+        # Each failed job's class (decision 42), as the database mode reads it.
+        rows = [
+            {**objects.job_row(item), "failure_class": item["status"].get("failureClass")}
+            for item in found["items"]
+        ]
+    return Page(rows, found["metadata"].get("continue"))
 
 
 async def _found(api: Api, reference: str, read: Read[T]) -> Found[T]:

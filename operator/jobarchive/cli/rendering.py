@@ -10,8 +10,9 @@ from typing import Any
 import click
 
 from jobarchive.cli.archive import Found
+from jobarchive.cli.kueue_lines import kueue_lines
 from jobarchive.cli.options import again, elsewhere
-from jobarchive.cli.widths import Column, cluster, print_table, reason
+from jobarchive.cli.widths import Column, cluster, fitted, print_table, reason, width
 from jobarchive.core.times import duration, rfc3339, timestamp
 from jobarchive.core.visible import visible
 from jobarchive.reading.params import Page
@@ -26,11 +27,13 @@ JOB_COLUMNS = (
     Column("age", 3),
     Column("took", 4),
     Column("owner", 5, least=8),
-    Column("created", 6, wide=True),
-    Column("finished", 7, wide=True),
-    Column("in cluster", 8, wide=True),
-    Column("uid", 9, wide=True),
-    Column("cluster", 10, wide=True),
+    # A failed job's class (decision 42): in a narrow terminal after the owner.
+    Column("failure", 6, least=8),
+    Column("created", 7, wide=True),
+    Column("finished", 8, wide=True),
+    Column("in cluster", 9, wide=True),
+    Column("uid", 10, wide=True),
+    Column("cluster", 11, wide=True),
 )
 EVENT_COLUMNS = (
     Column("age", 4),
@@ -120,6 +123,7 @@ def job_rows(
             age(job["gmt_created"], now),
             duration(job["duration_seconds"]),
             job["owner"] or "-",
+            failure_class(job),
             short(job["gmt_created"]),
             short(job["gmt_finished"]),
             "yes" if job["is_in_etcd"] else "no",
@@ -128,6 +132,13 @@ def job_rows(
         ]
         for job in jobs
     ]
+
+
+def failure_class(job: Mapping[str, Any]) -> str:
+    """A failed job's class as the list reads it (``failure_class``), or as its detail
+    has it (``failure``); "" for any other job."""
+    failure = job.get("failure") or {}
+    return str(job.get("failure_class") or failure.get("class") or "")
 
 
 def event_rows(
@@ -198,10 +209,15 @@ def print_namesakes(found: Found[Any], reference: str, output: str, command: str
 def print_job(detail: Mapping[str, Any], reference: str, output: str) -> None:
     """A job's detail: the job, its replicas' counts, a page of its pods and of its
     Events, and the commands that show more (naming the job as ``reference`` did); of
-    the lists the API left out (``omitted``), neither a table nor a column."""
+    the lists the API left out (``omitted``), neither a table nor a column. Why it
+    failed, its Kueue attempts and waits first."""
     wide, moment = output == "wide", now()
+    # Lines, not tables: cut to the terminal's width as the tables are, whole when wide.
+    room = None if wide else width()
     if detail.get("failure"):
-        echo(why(detail["failure"]))
+        echo(fitted(why(detail["failure"]), room))
+    for line in kueue_lines(detail, moment, room):
+        echo(line)
     table("job", JOB_COLUMNS, job_rows([detail], wide, moment), output)
     replicas = [
         [replica, *(str(counts[key]) for key in REPLICA_COUNTS)]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from jobarchive.core.visible import visible
+from jobarchive.core.visible import CUT, visible
 
 # What a column costs beside its values: a space, the rule, a space.
 SEPARATOR = 3
@@ -166,3 +166,12 @@ def _cut(cell: str, column: Column, size: int, measure: Callable[[str], int]) ->
     if column.telling is None or max(map(measure, cell.split("\n"))) <= size:
         return cell
     return column.telling(cell, size)
+
+
+def fitted(line: str, room: int | None) -> str:
+    """A line of ``room`` columns at most (None: whole, to a file or a pipe): as
+    ``visible`` writes it, cut with the mark that says how long it was when wider."""
+    shown = visible(line)
+    if room is None or len(shown) <= room:
+        return shown
+    return visible(line, limit=max(0, room - len(CUT.format(len(line)))))

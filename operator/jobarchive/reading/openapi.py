@@ -10,13 +10,16 @@ from jobarchive.reading.described import (
     EVENT,
     HOURS,
     JOB,
+    JSON_COLUMN,
     LOG_TAIL,
     MAYBE_NUMBER,
     MAYBE_TEXT,
+    MAYBE_TIME,
     NUMBER,
     POD,
     SECONDS,
     TEXT,
+    TIME,
     Schema,
 )
 from jobarchive.reading.queries import Param
@@ -84,6 +87,63 @@ FAILURE: Schema = _object(
 )
 
 
+MAYBE_HOURS: Schema = {"type": ["number", "null"]}
+FLAG: Schema = {"type": "boolean"}
+ATTEMPT: Schema = _object(
+    {
+        "cluster_queue": MAYBE_TEXT,
+        "local_queue": MAYBE_TEXT,
+        "flavors": {**JSON_COLUMN, "description": "The flavor of each resource of each pod set."},
+        "quota_reserved_at": {**TIME, "description": "When Kueue reserved its quota."},
+        "admitted_at": MAYBE_TIME,
+        "running_at": {**MAYBE_TIME, "description": "When every replica ran (PodsReady)."},
+        "ended_at": MAYBE_TIME,
+        "end_reason": {
+            **MAYBE_TEXT,
+            "description": "How it ended: Finished, Preempted, PodsReadyTimeout, Deleted...",
+        },
+        "underlying_cause": MAYBE_TEXT,
+        "message": MAYBE_TEXT,
+        "preemptor_workload_id": MAYBE_TEXT,
+        "preemptor_job_id": {**MAYBE_TEXT, "description": "The uid of the job that preempted it."},
+        "requeues": MAYBE_NUMBER,
+    },
+    "One admission of the job by Kueue, from its quota reservation to its end (decision 43).",
+)
+WAIT: Schema = _object(
+    {
+        "reason": {**TEXT, "description": "Kueue's reason: Pending, WaitingForQuota..."},
+        "message": TEXT,
+        "first_seen": TIME,
+        "last_seen": TIME,
+        "held_s": {"type": "number", "description": "How long it held, its stretches summed."},
+    },
+    "Why Kueue kept the job waiting: one reason and message, however often it held.",
+)
+# A job's figures from its attempts (``core.attempts``): null where Kueue never admitted it.
+KUEUE_FIGURES: dict[str, Schema] = {
+    "preemptions": {**MAYBE_NUMBER, "description": "Its attempts a preemption ended."},
+    "preempted_gpu_hours": {
+        **MAYBE_HOURS,
+        "description": "Its pods' GPU-hours in attempts a preemption ended.",
+    },
+    "evicted_gpu_hours": {
+        **MAYBE_HOURS,
+        "description": "Its pods' GPU-hours in attempts another eviction ended.",
+    },
+    "quota_wait_s": {**SECONDS, "description": "From its creation to its first reservation."},
+    "start_wait_s": {**SECONDS, "description": "From each admission to every replica running."},
+    "requeue_wait_s": {**SECONDS, "description": "From each eviction to the next reservation."},
+}
+KUEUE: dict[str, Schema] = {
+    "attempts": {"type": "array", "items": ATTEMPT, "description": "Oldest first."},
+    "attempts_truncated": {**FLAG, "description": "Whether it has more attempts than shown."},
+    "waits": {"type": "array", "items": WAIT, "description": "First seen first."},
+    "waits_truncated": {**FLAG, "description": "Whether more waits were left unread."},
+    **KUEUE_FIGURES,
+}
+
+
 def _ref(name: str) -> Schema:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -112,11 +172,13 @@ SCHEMAS: dict[str, Schema] = {
                 "replicas": {"type": "object", "additionalProperties": POD_COUNTS},
                 "events": {"type": "array", "items": _ref("Event")},
                 "events_next_cursor": CURSOR,
+                **KUEUE,
                 "failure": FAILURE,
                 "omitted": {"type": "array", "items": OMISSION},
             },
-            "One job with a page of its pods and of its Events, and its pods counted by "
-            "replica type. A list the caller may not read on its own is left out, with its "
+            "One job with a page of its pods and of its Events, its pods counted by "
+            "replica type, and Kueue's attempts and waits of it, with their figures. A "
+            "list the caller may not read on its own is left out, with its "
             "cursor (and the pods' has_log_tail, without the grant to read the log tails), "
             "and named in omitted; omitted is absent when nothing is.",
         ),

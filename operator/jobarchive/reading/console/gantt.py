@@ -2,9 +2,9 @@
 
 One shared time axis; above it a lane of Event marks (Warnings taller, and a guide
 line down through the pods, so that what every pod was doing at that moment shows);
-below it the pods grouped by replica type, one bar each, from creation (pale: waiting
-to start) through start to finish (coloured by outcome), a failed pod's reason beside
-its bar.
+below it a lane of the job's Kueue attempts when it has any (``bands``); below that the
+pods grouped by replica type, one bar each, from creation (pale: waiting to start)
+through start to finish (coloured by outcome), a failed pod's reason beside its bar.
 
 A large role cannot have a bar per pod and stay readable or light: a role of more than
 ``BARS_PER_ROLE`` pods is drawn as groups of pods that share an outcome, a failure
@@ -22,6 +22,7 @@ from typing import Any
 
 from jobarchive.core.cutting import clip
 from jobarchive.reading.console.axis import Scale, Tick, axis, ticks
+from jobarchive.reading.console.bands import BAND_LANE, Band, Preemption, attempt_times, bands
 
 WIDTH = 1200
 LABELS = 250
@@ -110,6 +111,10 @@ class Drawing:
     lane_y: float
     rows_y: float
     grouped_roles: list[str]
+    # Kueue's attempts (decision 43): their lane's top (None: no attempt), bands, marks.
+    band_y: float | None = None
+    bands: list[Band] = dataclasses.field(default_factory=list)
+    preemptions: list[Preemption] = dataclasses.field(default_factory=list)
 
 
 def outcome(status: str, in_cluster: bool, started: bool, finished: bool) -> str:
@@ -164,9 +169,12 @@ def layout(
     job_created: datetime.datetime,
     job_ended: datetime.datetime,
     per_role: int = BARS_PER_ROLE,
+    attempts: Sequence[dict[str, Any]] = (),
 ) -> Drawing:
-    """The timeline of a job's pods and Events, at most ``per_role`` bar rows a role."""
+    """The timeline of a job's pods and Events, at most ``per_role`` bar rows a role,
+    and its Kueue ``attempts`` (its detail's) in a lane of their own."""
     moments: list[datetime.datetime | None] = [job_created, job_ended]
+    moments += attempt_times(attempts)
     for pod in pods:
         moments += [pod.created, pod.ended]
     for event in events:
@@ -174,7 +182,9 @@ def layout(
     start, end = axis(moments)
     scale = Scale(start, end, LABELS, WIDTH - RIGHT)
     lane_y = AXIS
-    rows_y = AXIS + LANE
+    band_y = AXIS + LANE if attempts else None
+    rows_y = AXIS + LANE + (BAND_LANE if attempts else 0)
+    drawn, preemptions = bands(attempts, scale)
     headings, bars, grouped = [], [], []
     y = rows_y
     for role, members in _by_role(pods):
@@ -201,6 +211,9 @@ def layout(
         lane_y=lane_y,
         rows_y=rows_y,
         grouped_roles=grouped,
+        band_y=band_y,
+        bands=drawn,
+        preemptions=preemptions,
     )
 
 

@@ -105,9 +105,13 @@ async def jobs_page(visit: Visit) -> Page:
     # One more read for the page, not one a row: its jobs' usage facts, as usage counts.
     uids = [job["job_id"] for job in page.items]
     facts = await visit.reads.within(lambda: queries.jobs_usage(uids))
+    # And one for their failure classes (decision 42), the raw reason their detail.
+    statuses = {job["job_id"]: job["status"] for job in page.items}
+    classes = await visit.reads.within(lambda: queries.failure_classes(statuses))
     context = {
         "jobs": page.items,
         "usage": facts,
+        "classes": classes,
         "next": link("./", params, cursor=page.next_cursor) if page.next_cursor else None,
         "first": link("./", params, cursor="") if params.get("cursor") else None,
         "form": form(params),
@@ -200,7 +204,7 @@ async def job_page(visit: Visit) -> Page:
         "job": detail,
         "facts": facts,
         "remark": drawn.remark,
-        "drawing": gantt.layout(pods, drawn.events, created, ended),
+        "drawing": gantt.layout(pods, drawn.events, created, ended, attempts=detail["attempts"]),
         "drawn": drawn,
         "drawn_pods": len(pods),
         "pod_limit": queries.TIMELINE_PODS,
@@ -208,6 +212,7 @@ async def job_page(visit: Visit) -> Page:
         "per_role": gantt.BARS_PER_ROLE,
         "roles": _roles(detail),
         "others": [job for job in named.items if job["job_id"] != uid],
+        "failed_where": _failed_where(detail.get("failure")),
         "cli": f"{CLI} job {uid}",
         "tailed": tailed if shown.shows(embedded.TAILS) and shown.shows(embedded.PODS) else set(),
         "omitted": {omission.field: omission for omission in shown.omitted},
@@ -215,6 +220,16 @@ async def job_page(visit: Visit) -> Page:
         "more_events": _more("job", params, "events_cursor", detail.get("events_next_cursor")),
     }
     return Page("job.html", context)
+
+
+def _failed_where(failure: dict[str, Any] | None) -> list[str]:
+    """Where a failed job's class was read, as its "Why" line says it: its pod,
+    container, exit code and signal, those known."""
+    if failure is None:
+        return []
+    named = (("pod", "pod"), ("container", "container"), ("exit code", "exit_code"))
+    found = [(said, failure[key]) for said, key in (*named, ("signal", "signal"))]
+    return [f"{said} {value}" for said, value in found if value is not None]
 
 
 def _drawn(drawn: queries.Timeline, shown: embedded.Shown) -> queries.Timeline:

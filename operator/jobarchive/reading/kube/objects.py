@@ -13,6 +13,7 @@ from typing import Any
 from jobarchive.core.cutting import clip, clipped_json
 from jobarchive.core.rows import IMAGE_LENGTH, MESSAGE_LENGTH, REMARK_LENGTH, RESOURCES_LENGTH
 from jobarchive.core.times import rfc3339, seconds
+from jobarchive.reading.kube.admitted import kueue_detail, kueue_status, renamed
 from jobarchive.reading.kube.discovery import EVENTS, GROUP_VERSION, JOBS, PODS, Kind
 
 Object = dict[str, Any]
@@ -319,7 +320,8 @@ FAILURE_NAMES = {shown: field for field, shown in FAILURE_FIELDS.items()}
 def job_with_detail(detail: Mapping[str, Any], job_names: Mapping[str, str]) -> Object:
     """An ArchivedJob as a GET answers it: a job's detail (``queries.job_detail``) with
     its replicas, a page of its pods and of its Events in its status, and the
-    cursors of the next pages when there are more; a list the detail left out is
+    cursors of the next pages when there are more, its failure and its class, its
+    Kueue attempts, waits and figures (``admitted``); a list the detail left out is
     absent, and named in ``status.omitted``."""
     job = archived_job(detail)
     status = job["status"]
@@ -334,8 +336,11 @@ def job_with_detail(detail: Mapping[str, Any], job_names: Mapping[str, str]) -> 
     ):
         if detail.get(cursor) is not None:
             status[key] = detail[cursor]
-    if detail.get("failure") is not None:
-        status["failure"] = _renamed_keys(detail["failure"], FAILURE_FIELDS)
+    failure = detail.get("failure")
+    status["failureClass"] = None if failure is None else failure["class"]
+    if failure is not None:
+        status["failure"] = renamed(failure, FAILURE_FIELDS)
+    status.update(kueue_status(detail))
     if "omitted" in detail:
         status["omitted"] = _renamed(detail["omitted"], OMITTED_FIELDS)
     return job
@@ -354,15 +359,12 @@ def detail_row(job: Mapping[str, Any]) -> dict[str, Any]:
         row["events"] = [event_row(event) for event in status["events"]]
         row["events_next_cursor"] = status.get("eventsContinue")
     if "failure" in status:
-        row["failure"] = _renamed_keys(status["failure"], FAILURE_NAMES)
+        row["failure"] = renamed(status["failure"], FAILURE_NAMES)
+    row.update(kueue_detail(status))
     if "omitted" in status:
         fields = {shown: field for field, shown in OMITTED_FIELDS.items()}
         row["omitted"] = _renamed(status["omitted"], fields)
     return row
-
-
-def _renamed_keys(found: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
-    return {names.get(key, key): value for key, value in found.items()}
 
 
 def _renamed(omitted: list[dict[str, str]], names: Mapping[str, str]) -> list[dict[str, str]]:

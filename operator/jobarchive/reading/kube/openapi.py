@@ -19,7 +19,7 @@ from typing import Any
 
 from jobarchive.reading import described
 from jobarchive.reading import openapi as json_api
-from jobarchive.reading.kube import objects, selectors
+from jobarchive.reading.kube import admitted, objects, selectors
 from jobarchive.reading.kube.discovery import (
     EVENTS,
     GROUP,
@@ -156,6 +156,7 @@ def _job_detail(status: Schema) -> None:
         },
         "eventsContinue": {**TEXT, "description": "Pass it back as events_cursor for more."},
         "failure": _failure(),
+        **_kueue(),
         "omitted": {
             "type": "array",
             "description": "The lists left out, and why: the caller may not read them.",
@@ -175,6 +176,17 @@ def _failure() -> Schema:
     return failure
 
 
+def _kueue() -> dict[str, Schema]:
+    """The JSON API's Kueue attempts, waits and figures of a job, as Kubernetes spells
+    them (``admitted``): a GET's."""
+    found = copy.deepcopy(json_api.KUEUE)
+    for key, names in (("attempts", admitted.ATTEMPT_NAMES), ("waits", admitted.WAIT_NAMES)):
+        item = found[key]["items"]
+        item["properties"] = admitted.renamed(item["properties"], names)
+        item["required"] = list(item["properties"])
+    return admitted.renamed(found, admitted.STATUS_NAMES)
+
+
 def components() -> dict[str, Schema]:
     """Every schema of the document, as JSON Schema, by name."""
     job = _shape(objects.JOB_FIELDS, described.JOB, "A job as the archive recorded it.")
@@ -184,6 +196,8 @@ def components() -> dict[str, Schema]:
         objects.EVENT_FIELDS, described.EVENT, "A core/v1 Event about a job, its pods or its parts."
     )
     _put(pod, ("spec", "jobName"), {**described.MAYBE_TEXT, "description": "The pod's job."})
+    failed = "Its failure class (decision 42) when it failed and was classified; a list's, a GET's."
+    _put(job, ("status", "failureClass"), {**described.MAYBE_TEXT, "description": failed}, False)
     _put(event, ("involvedObject", "namespace"), {**TEXT, "description": "Its namespace."})
     first = described.EVENT["first_timestamp"]
     _put(event, ("firstTimestamp",), {**first, "description": "When it first occurred."})

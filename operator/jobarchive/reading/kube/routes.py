@@ -136,6 +136,8 @@ class Kube:
         items = page.items
         if served.named:
             await self._name_jobs(items)
+        if served.kind == discovery.JOBS:
+            await self._classify(items)
         headers = {}
         if capped and page.next_cursor is not None:
             more = f"at most {MAX_PAGE} {served.kind.plural} a page; more follow (continue)"
@@ -204,6 +206,14 @@ class Kube:
 
     async def _usage(self, request: web.Request, caller: Caller) -> web.Response:
         return await self.reads.usage(request, caller, _in_path(request, queries.USAGE_PARAMS))
+
+    async def _classify(self, jobs: Sequence[objects.Object]) -> None:
+        """Each failed ArchivedJob's failure class (``status.failureClass``): the
+        page's, read at once."""
+        statuses = {job["metadata"]["uid"]: job["status"]["phase"] for job in jobs}
+        found = await self.reads.within(lambda: queries.failure_classes(statuses))
+        for job in jobs:
+            job["status"]["failureClass"] = found.get(job["metadata"]["uid"])
 
     async def _name_jobs(self, pods: Sequence[objects.Object]) -> None:
         """Each ArchivedPod's job named (``spec.jobName``): the page's, read at once."""

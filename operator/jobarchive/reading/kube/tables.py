@@ -91,6 +91,8 @@ def _job_cells(job: Object, now: datetime.datetime) -> list[Any]:
         meta["name"],
         spec["kind"],
         status["phase"],
+        # Its class when it failed (decision 42): a list's and a GET's alike.
+        status.get("failureClass") or "",
         _since(meta["creationTimestamp"], now),
         None if took is None else human_duration(took),
         spec["cluster"],
@@ -145,6 +147,7 @@ COLUMNS: dict[str, tuple[tuple[Column, ...], Callable[[Object, datetime.datetime
             NAME,
             Column("Kind", "The job's kind (TFJob, PyTorchJob, ...)."),
             Column("Status", "The job's status as last recorded."),
+            Column("Failure", "Why it failed: its failure class, once classified."),
             AGE,
             Column("Duration", "From creation to the finish, or until now."),
             CLUSTER,

@@ -45,6 +45,7 @@ from jobarchive.reading.params import (
     one_of,
     parse_time,
 )
+from jobarchive.reading.queries.classes import failure_classes
 from jobarchive.reading.queries.events import (
     EVENTS,
     event_page_sql,
@@ -141,6 +142,7 @@ __all__ = [
     "decode_cursor",
     "encode_cursor",
     "event_page_sql",
+    "failure_classes",
     "failure_reasons",
     "find_jobs",
     "fits",

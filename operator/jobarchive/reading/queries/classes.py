@@ -1,7 +1,9 @@
 """A failed job's class (decision 42), as the classifying pass stored it in
-``job_failure``: the job's ``failure`` in its detail, and the jobs of one class, the
-job list's ``failure`` filter (read along the table's class index)."""
+``job_failure``: the job's ``failure`` in its detail, the classes of a page of jobs
+(the lists' column), and the jobs of one class, the job list's ``failure`` filter (read
+along the table's class index)."""
 
+from collections.abc import Mapping
 from typing import Any
 
 from tortoise.expressions import Subquery
@@ -33,6 +35,16 @@ async def failure_json(job_uid: str) -> dict[str, Any] | None:
         "detail": row["detail"],
         "derived_exit_code": row["derived_exit_code"],
     }
+
+
+async def failure_classes(statuses: Mapping[str, str]) -> dict[str, str]:
+    """The class of each failed job of a page, by uid, given each job's status by uid:
+    one statement for the page, the jobs not failed (or not classified yet) left out."""
+    failed = [uid for uid, status in statuses.items() if status == FAILED]
+    if not failed:
+        return {}
+    found = await read(FailedJob).filter(job_id__in=failed).values_list("job_id", "failure_class")
+    return {str(uid): str(name) for uid, name in found}
 
 
 def failed_as(failure_class: str | None) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from jobarchive.reading.params import (
 from jobarchive.reading.queries.classes import FAILED, failed_as, failure_json
 from jobarchive.reading.queries.measured import efficiency_json
 from jobarchive.reading.queries.paging import Order, ordered, paged
+from jobarchive.reading.queries.preemptions import job_kueue
 from jobarchive.reading.queries.shapes import event_json, job_json, pod_json
 from jobarchive.reading.queries.source import bounded, read
 from jobarchive.reading.queries.tails import pods_with_log_tails
@@ -355,8 +356,9 @@ async def job_detail(
 ) -> dict[str, Any] | None:
     """One job with a page of its pods (each saying whether it has a captured log tail,
     ``has_log_tail``) and of its Events (the first, or those after the cursors; each
-    with the cursor of the next), and a per-replica-type summary of all its pods; None
-    for an unknown job. What the CLI, the API and the console show of a job.
+    with the cursor of the next), a per-replica-type summary of all its pods, and its
+    Kueue attempts, waits and figures (``job_kueue``); None for an unknown job. What the
+    CLI, the API and the console show of a job.
 
     Bounded whatever the job's size: a 20,000-pod job answers ``limit`` pods and
     Events; the rest are read page by page (``job_pods``, ``job_events``).
@@ -377,6 +379,7 @@ async def job_detail(
         events=events.items,
         events_next_cursor=events.next_cursor,
     )
+    detail.update(await job_kueue(job_uid))
     # Why it failed (decision 42): absent for a job not failed, or not classified yet.
     failure = await failure_json(job_uid) if job.status == FAILED else None
     if failure is not None:
