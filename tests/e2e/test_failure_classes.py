@@ -52,10 +52,15 @@ async def test_a_worker_whose_tail_shows_a_cuda_oom_files_its_job_under_it(
     env = {"JOBARCHIVE_DB_URL": archive}
     shown = jobarchive("job", "ml/oom", "-o", "json", cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stderr
-    failure = json.loads(shown.stdout)["failure"]
+    detail = json.loads(shown.stdout)
+    # Each failed pod its own class, shown before its raw reason in the pods' table.
+    assert [pod["failure_class"] for pod in detail["pods"]] == ["GPUOutOfMemory"]
+    failure = detail["failure"]
     assert failure["class"] == "GPUOutOfMemory" and failure["derived_exit_code"] == 1
     assert failure["detail"].startswith("torch.OutOfMemoryError: CUDA out of memory")
-    why = jobarchive("job", "ml/oom", cwd=tmp_path, env=env).stdout.splitlines()[0]
+    printed = jobarchive("job", "ml/oom", cwd=tmp_path, env=env).stdout
+    assert "GPUOutOfMemory: Error (exit code 1)" in printed
+    why = printed.splitlines()[0]
     assert why.startswith(
         f"Why: GPUOutOfMemory (pod {worker['metadata']['name']}, container pytorch, exit code 1)"
         ": torch.OutOfMemoryError: CUDA out of memory"

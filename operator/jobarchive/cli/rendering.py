@@ -259,7 +259,8 @@ def _print_pods(detail: Mapping[str, Any], reference: str, output: str) -> None:
             pod["name"],
             pod["replica_type"],
             pod["status"],
-            pod["remark"] or "",
+            # Its failure class, the raw reason after it as its detail.
+            ": ".join(part for part in (pod.get("failure_class"), pod["remark"]) if part),
             *(["yes" if pod["has_log_tail"] else "-"] if logged else []),
             pod["node_name"] or pod["host_ip"] or "-",
             short(pod["gmt_started"]),

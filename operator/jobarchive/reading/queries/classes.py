@@ -1,9 +1,9 @@
 """A failed job's class (decision 42), as the classifying pass stored it in
 ``job_failure``: the job's ``failure`` in its detail, the classes of a page of jobs
-(the lists' column), and the jobs of one class, the job list's ``failure`` filter (read
-along the table's class index)."""
+(the lists' column) and of a page of pods (``pod_failure``), and the jobs of one
+class, the job list's ``failure`` filter (read along the table's class index)."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tortoise.expressions import Subquery
@@ -11,7 +11,7 @@ from tortoise.expressions import Subquery
 from jobarchive.core.rows import SHORT_TEXT_LENGTH
 from jobarchive.reading.params import fits
 from jobarchive.reading.queries.source import read
-from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.failed import FailedJob, FailedPod
 
 # The one status a class is shown for: a job failed, then run again, is not failed.
 FAILED = "Failed"
@@ -44,6 +44,19 @@ async def failure_classes(statuses: Mapping[str, str]) -> dict[str, str]:
     if not failed:
         return {}
     found = await read(FailedJob).filter(job_id__in=failed).values_list("job_id", "failure_class")
+    return {str(uid): str(name) for uid, name in found}
+
+
+async def pod_classes(pod_uids: Sequence[str]) -> dict[str, str]:
+    """The class of each failed pod of a page (``pod_failure``), by uid: one statement
+    for the page, the pods not failed (or not classified yet) left out."""
+    if not pod_uids:
+        return {}
+    found = (
+        await read(FailedPod)
+        .filter(pod_id__in=list(pod_uids))
+        .values_list("pod_id", "failure_class")
+    )
     return {str(uid): str(name) for uid, name in found}
 
 

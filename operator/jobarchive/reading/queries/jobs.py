@@ -37,7 +37,7 @@ from jobarchive.reading.params import (
     one_of,
     page_size,
 )
-from jobarchive.reading.queries.classes import FAILED, failed_as, failure_json
+from jobarchive.reading.queries.classes import FAILED, failed_as, failure_json, pod_classes
 from jobarchive.reading.queries.measured import efficiency_json
 from jobarchive.reading.queries.paging import Order, ordered, paged
 from jobarchive.reading.queries.preemptions import job_kueue
@@ -368,9 +368,11 @@ async def job_detail(
         return None
     pods = await job_pods(job_uid, limit, pods_cursor)
     events = await job_events(job_uid, limit, events_cursor)
-    tailed = await pods_with_log_tails(job_uid, [pod["pod_id"] for pod in pods.items])
+    uids = [pod["pod_id"] for pod in pods.items]
+    tailed, classes = await pods_with_log_tails(job_uid, uids), await pod_classes(uids)
     for pod in pods.items:
         pod["has_log_tail"] = pod["pod_id"] in tailed
+        pod["failure_class"] = classes.get(pod["pod_id"])
     detail = job_json(job, datetime.datetime.now(datetime.UTC))
     detail.update(
         pods=pods.items,
