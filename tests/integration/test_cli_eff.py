@@ -6,12 +6,15 @@ import asyncio
 import datetime
 import json
 
+import jsonschema
 import pytest
 
 from jobarchive.config import DbTls
 from jobarchive.core.efficiency import MEASURED, NO_DATA, PodEfficiency
 from jobarchive.core.rows import SummaryRow
 from jobarchive.maintenance.summarising import summary_row
+from jobarchive.reading.kube.used import efficiency_detail, efficiency_schema, efficiency_status
+from jobarchive.reading.wellused import EFFICIENCY
 from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
@@ -104,6 +107,13 @@ def test_a_jobs_efficiency_fits_80_columns_with_its_hand_computed_figures(archiv
 
 def test_the_json_is_the_same_figures_and_an_unsummarised_job_says_so(archive: str) -> None:
     answer = json.loads(run(archive, "eff", "team-a/llama-sft", "-o", "json").stdout)
+    # The shape both APIs' documents give it.
+    jsonschema.validate(answer, EFFICIENCY)
+    # As an ArchivedJob's status holds it, and back.
+    status = efficiency_status(answer)
+    jsonschema.validate(status, efficiency_schema())
+    assert status["idleGPUHours"] == 12.8 and "gpuActivityMean" in status["replicas"]["Master"]
+    assert efficiency_detail(status) == answer
     assert (answer["gpu_hours"], answer["idle_gpu_hours"], answer["unused_gpus"]) == (24.0, 12.8, 2)
     assert answer["replicas"]["Master"]["gpu_activity_mean"] == 0.6
     assert [p["outcome"] for p in answer["per_pod"]] == [MEASURED, MEASURED]

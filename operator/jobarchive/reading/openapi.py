@@ -23,6 +23,7 @@ from jobarchive.reading.described import (
     Schema,
 )
 from jobarchive.reading.queries import Param
+from jobarchive.reading.wellused import EFFICIENCY
 
 
 def _object(properties: dict[str, Schema], description: str) -> Schema:
@@ -51,8 +52,16 @@ HAS_LOG_TAIL: Schema = {
     "type": "boolean",
     "description": "Whether the last lines of a failed container's log were kept.",
 }
+FAILURE_CLASS: Schema = {
+    **MAYBE_TEXT,
+    "description": "Its failure class (decision 42) when it failed and was classified.",
+}
 DETAIL_POD = _optional(
-    _object({**POD, "has_log_tail": HAS_LOG_TAIL}, "A pod of the job."), "has_log_tail"
+    _object(
+        {**POD, "has_log_tail": HAS_LOG_TAIL, "failure_class": FAILURE_CLASS}, "A pod of the job."
+    ),
+    "has_log_tail",
+    "failure_class",
 )
 OMISSION = _object(
     {
@@ -174,6 +183,7 @@ SCHEMAS: dict[str, Schema] = {
                 "events_next_cursor": CURSOR,
                 **KUEUE,
                 "failure": FAILURE,
+                "efficiency": EFFICIENCY,
                 "omitted": {"type": "array", "items": OMISSION},
             },
             "One job with a page of its pods and of its Events, its pods counted by "
@@ -187,6 +197,7 @@ SCHEMAS: dict[str, Schema] = {
         "events",
         "events_next_cursor",
         "failure",
+        "efficiency",
         "omitted",
     ),
     "Stats": _object(

@@ -15,6 +15,7 @@ from jobarchive.core.rows import IMAGE_LENGTH, MESSAGE_LENGTH, REMARK_LENGTH, RE
 from jobarchive.core.times import rfc3339, seconds
 from jobarchive.reading.kube.admitted import kueue_detail, kueue_status, renamed
 from jobarchive.reading.kube.discovery import EVENTS, GROUP_VERSION, JOBS, PODS, Kind
+from jobarchive.reading.kube.used import efficiency_detail, efficiency_status
 
 Object = dict[str, Any]
 
@@ -341,6 +342,8 @@ def job_with_detail(detail: Mapping[str, Any], job_names: Mapping[str, str]) -> 
     if failure is not None:
         status["failure"] = renamed(failure, FAILURE_FIELDS)
     status.update(kueue_status(detail))
+    if "efficiency" in detail:
+        status["efficiency"] = efficiency_status(detail["efficiency"])
     if "omitted" in detail:
         status["omitted"] = _renamed(detail["omitted"], OMITTED_FIELDS)
     return job
@@ -361,6 +364,8 @@ def detail_row(job: Mapping[str, Any]) -> dict[str, Any]:
     if "failure" in status:
         row["failure"] = renamed(status["failure"], FAILURE_NAMES)
     row.update(kueue_detail(status))
+    if "efficiency" in status:
+        row["efficiency"] = efficiency_detail(status["efficiency"])
     if "omitted" in status:
         fields = {shown: field for field, shown in OMITTED_FIELDS.items()}
         row["omitted"] = _renamed(status["omitted"], fields)

@@ -19,7 +19,7 @@ from typing import Any
 
 from jobarchive.reading import described
 from jobarchive.reading import openapi as json_api
-from jobarchive.reading.kube import admitted, objects, selectors
+from jobarchive.reading.kube import admitted, objects, selectors, used
 from jobarchive.reading.kube.discovery import (
     EVENTS,
     GROUP,
@@ -157,6 +157,7 @@ def _job_detail(status: Schema) -> None:
         "eventsContinue": {**TEXT, "description": "Pass it back as events_cursor for more."},
         "failure": _failure(),
         **_kueue(),
+        "efficiency": used.efficiency_schema(),
         "omitted": {
             "type": "array",
             "description": "The lists left out, and why: the caller may not read them.",
