@@ -6,7 +6,7 @@ import asyncio
 import datetime
 import json
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # the package ships no type information
 import pytest
 
 from jobarchive.config import DbTls
