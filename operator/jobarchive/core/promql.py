@@ -35,6 +35,9 @@ ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 CPU_SECONDS = "container_cpu_usage_seconds_total"
 WORKING_SET = "container_memory_working_set_bytes"
 CONTAINERS_ONLY = 'container!="",container!="POD"'
+# What tells a pod's series apart: a GPU (its UUID, index, MIG instance), a container's
+# cgroup (a restarted container's counter is a new series).
+SERIES_LABELS = ("UUID", "gpu", "GPU_I_ID", "id")
 
 # Each figure: its name, the function over the run, and the family it reads.
 GPU_FIGURES = (
@@ -108,11 +111,19 @@ def _tagged(expression: str, figure: str) -> str:
     return f'label_replace({expression}, "{FIGURE}", "{figure}", "", "")'
 
 
+def _kept(target: Target, expression: str) -> str:
+    """``expression`` with only the labels a summary reads: whose pod it is, which GPU
+    (or MIG instance), which container's series; the rest (the node, the GPU's model and
+    driver, the scrape's job) would only make the answer longer."""
+    labels = [name for pair in target.label_pairs for name in pair]
+    return f"max by ({', '.join([*labels, *SERIES_LABELS])}) ({expression})"
+
+
 def _over_time(target: Target, function: str, family: str, extra: str = "") -> str:
     """``function`` over the run of the family's series of the pods, each label pair's."""
     window = _range(target)
     return " or ".join(
-        f"{function}({family}{_selector(target, pair, extra)}[{window}])"
+        _kept(target, f"{function}({family}{_selector(target, pair, extra)}[{window}])")
         for pair in target.label_pairs
     )
 

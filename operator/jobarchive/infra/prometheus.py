@@ -205,7 +205,8 @@ def _sample(entry: Any) -> Sample | None:
     """One series of a vector, ``{"metric": {...}, "value": [time, "1.5"]}``; None for a
     value that is not finite. Raises KeyError, TypeError or ValueError when malformed."""
     labels = entry["metric"]
-    if not all(isinstance(key, str) and isinstance(value, str) for key, value in labels.items()):
+    # A JSON object's keys are text; its values must be too (checked in C, not per label).
+    if not isinstance(labels, dict) or not set(map(type, labels.values())) <= {str}:
         raise TypeError("a label that is not text")
     raw = entry["value"][1]
     if not isinstance(raw, str):
