@@ -57,6 +57,11 @@ def number(value: float | None) -> str:
     return written.rstrip("0").rstrip(".") if "." in written else written
 
 
+def percent(ratio: float | None) -> str:
+    """A ratio as a whole percentage, ``42%``; ``unknown`` for None (never zero)."""
+    return "unknown" if ratio is None else f"{ratio * 100:.0f}%"
+
+
 def cluster(name: str | None) -> str:
     """A cluster as a column shows it: its name, or an unnamed one's uid's first
     characters (the page puts the whole uid in a title); ``-`` for none."""

@@ -68,6 +68,7 @@ def _environment() -> jinja2.Environment:
         utc=formats.utc,
         iso=formats.iso,
         number=formats.number,
+        percent=formats.percent,
         cluster=formats.cluster,
     )
     env.globals.update(statuses=queries.JOB_STATUSES, quote=_quote)

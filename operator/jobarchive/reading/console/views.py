@@ -24,7 +24,7 @@ from multidict import MultiDict, MultiDictProxy
 from jobarchive.core.times import timestamp
 from jobarchive.core.untrusted import mapping
 from jobarchive.reading import embedded, queries
-from jobarchive.reading.console import gantt
+from jobarchive.reading.console import gantt, strips
 from jobarchive.reading.console.mounts import Mount
 from jobarchive.reading.handling import Caller, Reads
 from jobarchive.reading.parsing import listed, parse
@@ -205,6 +205,7 @@ async def job_page(visit: Visit) -> Page:
         "facts": facts,
         "remark": drawn.remark,
         "drawing": gantt.layout(pods, drawn.events, created, ended, attempts=detail["attempts"]),
+        "strip": strips.strip(detail["efficiency"]) if "efficiency" in detail else None,
         "drawn": drawn,
         "drawn_pods": len(pods),
         "pod_limit": queries.TIMELINE_PODS,
