@@ -12,7 +12,7 @@ import click
 from jobarchive.cli.archive import Found
 from jobarchive.cli.kueue_lines import kueue_lines
 from jobarchive.cli.options import again, elsewhere
-from jobarchive.cli.widths import Column, cluster, fitted, print_table, reason, width
+from jobarchive.cli.widths import Column, cluster, fitted, print_table, reason, reason_cell, width
 from jobarchive.core.times import duration, rfc3339, timestamp
 from jobarchive.core.visible import visible
 from jobarchive.reading.params import Page
@@ -259,8 +259,7 @@ def _print_pods(detail: Mapping[str, Any], reference: str, output: str) -> None:
             pod["name"],
             pod["replica_type"],
             pod["status"],
-            # Its failure class, the raw reason after it as its detail.
-            ": ".join(part for part in (pod.get("failure_class"), pod["remark"]) if part),
+            reason_cell(pod.get("failure_class"), pod["remark"]),
             *(["yes" if pod["has_log_tail"] else "-"] if logged else []),
             pod["node_name"] or pod["host_ip"] or "-",
             short(pod["gmt_started"]),

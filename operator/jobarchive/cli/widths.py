@@ -54,6 +54,14 @@ def reason(remark: str, size: int) -> str:
     return head if len(head) < len(short) and size < len(head) + 6 else short
 
 
+def reason_cell(failure_class: str | None, remark: str | None) -> str:
+    """A pod's reason: its failure class, the raw reason after it as its detail (alone
+    where it names the class already: ``OOMKilled (exit code 137)``)."""
+    if not failure_class or (remark or "").startswith(failure_class):
+        return remark or ""
+    return f"{failure_class}; {remark}" if remark else failure_class
+
+
 def cluster(name: str, wide: bool) -> str:
     """A cluster as a table shows it: by its name (``JOBARCHIVE_CLUSTER``); an unnamed
     one, known by a uid, by the uid's first characters, or whole with ``-o wide``."""
