@@ -2,6 +2,7 @@
 ``job_failure``: the job's ``failure`` in its detail, and the jobs of one class, the
 job list's ``failure`` filter (read along the table's class index)."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from tortoise.expressions import Subquery
@@ -33,6 +34,19 @@ async def failure_json(job_uid: str) -> dict[str, Any] | None:
         "detail": row["detail"],
         "derived_exit_code": row["derived_exit_code"],
     }
+
+
+async def classes_of(job_uids: Sequence[str]) -> dict[str, str]:
+    """The classes of the jobs of these uids (a page of a list) that were classified,
+    by uid, in one statement; a job not failed, or not classified yet, has none."""
+    if not job_uids:
+        return {}
+    found = (
+        await read(FailedJob)
+        .filter(job_id__in=list(job_uids))
+        .values_list("job_id", "failure_class")
+    )
+    return {str(uid): str(name) for uid, name in found}
 
 
 def failed_as(failure_class: str | None) -> dict[str, Any]:
