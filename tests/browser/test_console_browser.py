@@ -142,17 +142,21 @@ def tour_of_the_demo(
 
     browser.follow(driver, By.LINK_TEXT, "Usage")
     assert len(driver.find_elements(By.CSS_SELECTOR, "svg rect")) >= 2
-    # The failed jobs' classes ranked by their GPU-hours, each a bar; and the GPU-hours
-    # preemptions cost each Kueue cluster queue (none in the demo: said so).
+    # The failed jobs' classes ranked by their GPU-hours, each a bar.
     labels = browser.texts(driver, "#failure-classes + svg.bars text.label")
     assert classes <= set(labels), (classes, labels)
-    preempted = driver.find_element(By.CSS_SELECTOR, "#preempted + p.empty").text
-    assert preempted.startswith("No Kueue preemption ended")
     assert browser.texts(driver, "table.usage tr.usage-row")
     csv_link = driver.find_element(By.CSS_SELECTOR, "a.csv").get_attribute("href") or ""
     assert urllib.parse.urlsplit(csv_link).path == "/usage.csv"
     browser.screenshot(driver, shots, "usage")
     narrow(driver, shots, "usage")
+    clean(driver, origin)
+    # By cluster queue, the GPU-hours preemptions cost each (none in the demo: said so).
+    browser.follow(driver, By.CSS_SELECTOR, "#preempted + p.note a")
+    assert "by=clusterqueue" in driver.current_url
+    preempted = driver.find_element(By.CSS_SELECTOR, "#preempted + p.empty").text
+    assert preempted.startswith("No Kueue preemption ended")
+    narrow(driver, shots, "usage-by-clusterqueue")
     clean(driver, origin)
 
     driver.get(origin + "/?created_since=last+week")

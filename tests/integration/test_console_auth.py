@@ -203,8 +203,9 @@ async def test_a_namespace_reader_sees_its_namespaces_failure_classes_alone(
     window = "by=failure&since=2026-11-20&until=2026-11-21"
     mine = await page(console, f"/usage?{window}&namespace=team-a", ALICE, 200)
     assert "<td>OOMKilled</td>" in mine and "NCCLError" not in mine
-    # A namespace's page draws no cluster queue's figures: they are the cluster's.
-    assert "lost to preemption" not in mine
+    # A namespace's page leads to no cluster queue's figures: they are the cluster's.
+    [queues] = re.findall(r'Grouped <a href="([^"]+)"', mine)
+    assert "by=clusterqueue" in queues and "namespace" not in queues
     for refused in (f"/usage?{window}&namespace=team-b", f"/usage?{window}"):
         assert "NCCLError" not in await page(console, refused, ALICE, 403)
     headers = {"Authorization": f"Bearer {ALICE}"}
@@ -216,4 +217,3 @@ async def test_a_namespace_reader_sees_its_namespaces_failure_classes_alone(
     assert "NCCLError" not in await page(console, "/usage?since=2026-11-20", ALICE, 403)
     everything = await page(console, f"/usage?{window}", BOB, 200)
     assert "<td>OOMKilled</td>" in everything and "<td>NCCLError</td>" in everything
-    assert "lost to preemption" in everything

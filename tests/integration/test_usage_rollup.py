@@ -440,7 +440,7 @@ async def test_the_console_draws_the_usage_page(archive: None) -> None:
         # The failure classes ranked by their GPU-hours; no preemption in this archive.
         assert "Failure classes by failed jobs' GPU-hours" in text
         assert "Unclassified: 15.3 GPU-h, 1 job" in text
-        assert "No Kueue preemption ended a job&#39;s attempt that held GPUs" in text
+        assert 'Grouped <a href="usage?by=clusterqueue&amp;since=' in text
         assert "http://" not in text and "https://" not in text
         bad = await client.get("/usage?by=pod")
         assert bad.status == 400 and "not one of" in await bad.text()

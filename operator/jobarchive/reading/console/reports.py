@@ -87,8 +87,8 @@ async def _gpu_owners(
 
 async def usage_page(visit: Visit) -> Page:
     """GPU-hours per day stacked by a job's column, queue waits per queue, the failure
-    classes by the GPU-hours they cost and the GPU-hours preemptions cost each Kueue
-    cluster queue (over all namespaces) over a window (default: the last 30 days), of one
+    classes by the GPU-hours they cost and (by Kueue cluster queue) the GPU-hours
+    preemptions cost each queue over a window (default: the last 30 days), of one
     namespace or all, as the API's /usage (decision 33); under them, the figures per
     group as a table, and the same rows as CSV (``usage.csv``)."""
     values = parse(visit.params, USAGE_WINDOW)
@@ -100,7 +100,7 @@ async def usage_page(visit: Visit) -> Page:
     # Over the clusters the caller may read (decision 36), or the one named.
     scope = await visit.reads.clusters(visit.caller, values.get("cluster"))
 
-    per, by_period, table, (by_queue, by_failure, by_clusterqueue) = await visit.reads.rolled_up(
+    per, by_period, table, by_queue, by_failure = await visit.reads.rolled_up(
         lambda: _usage_figures(group, namespace, since, until, scope)
     )
     window = {
@@ -132,8 +132,12 @@ async def usage_page(visit: Visit) -> Page:
         ),
         "waits": usage_charts.queue_waits(by_queue),
         "classes": usage_charts.failure_classes(by_failure),
-        # A cluster queue's figures are the cluster's: shown over all namespaces alone.
-        "preempted": None if namespace else usage_charts.preempted_queues(by_clusterqueue),
+        # From the rows by cluster queue alone: their roll-up reads every pod of an
+        # admitted job live, too costly to add to every grouping's page (decision 44).
+        "preempted": (
+            usage_charts.preempted_queues(table) if group == usage.CLUSTER_QUEUE else None
+        ),
+        "by_clusterqueue": link("usage", {"by": usage.CLUSTER_QUEUE, **window}, namespace=""),
         "table": [(row, links.jobs(group, row[group], since, until, narrowed)) for row in table],
         "csv": link("usage.csv", {"by": group, **window}),
     }
@@ -146,33 +150,24 @@ async def _usage_figures(
     since: datetime.datetime,
     until: datetime.datetime,
     scope: Clusters,
-) -> tuple[str, Rows, Rows, tuple[Rows, Rows, Rows]]:
+) -> tuple[str, Rows, Rows, Rows, Rows]:
     """The usage page's roll-ups: its group's per day (per week when too many groups
-    for a row each a day), its group's over the window, and ``_queues``'."""
+    for a row each a day), its group's over the window, by queue (the waits' chart)
+    and by failure class (the classes' chart; the table itself by failure class)."""
     table = await queries.rollup(group, None, namespace, since, until, cluster=scope)
+    by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
+    by_failure = (
+        table
+        if group == usage.FAILURE
+        else await queries.rollup(usage.FAILURE, None, namespace, since, until, cluster=scope)
+    )
     try:
         by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
     except usage.TooManyRows:
         # Too many groups for a row each a day: the same chart a bar a week.
         every = await queries.rollup(group, "week", namespace, since, until, cluster=scope)
-        return "week", every, table, await _queues(namespace, since, until, scope)
-    return "day", by_day, table, await _queues(namespace, since, until, scope)
-
-
-async def _queues(
-    namespace: str | None, since: datetime.datetime, until: datetime.datetime, scope: Clusters
-) -> tuple[Rows, Rows, Rows]:
-    """The usage page's roll-ups beside its group's: by queue, by failure class, and by
-    Kueue cluster queue (none when a namespace is named: a queue's quota is the
-    cluster's, decision 44)."""
-    by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
-    by_failure = await queries.rollup(usage.FAILURE, None, namespace, since, until, cluster=scope)
-    if namespace:
-        return by_queue, by_failure, []
-    by_cluster_queue = await queries.rollup(
-        usage.CLUSTER_QUEUE, None, None, since, until, cluster=scope
-    )
-    return by_queue, by_failure, by_cluster_queue
+        return "week", every, table, by_queue, by_failure
+    return "day", by_day, table, by_queue, by_failure
 
 
 async def usage_csv(visit: Visit) -> Download:
