@@ -202,7 +202,11 @@ async def test_a_namespace_reader_sees_its_namespaces_failure_classes_alone(
     await classify(failure(uids["team-b"], "NCCLError", "team-b"))
     window = "by=failure&since=2026-11-20&until=2026-11-21"
     mine = await page(console, f"/usage?{window}&namespace=team-a", ALICE, 200)
-    assert "<td>OOMKilled</td>" in mine and "NCCLError" not in mine
+    assert ">OOMKilled</a></td>" in mine and "NCCLError" not in mine
+    # A class's row leads to its jobs in the list, within the page's namespace.
+    [listed] = re.findall(r'<a href="(\./\?[^"]*failure=OOMKilled[^"]*)"', mine)
+    assert "namespace=team-a" in unescape(listed)
+    assert uids["team-a"] in await page(console, unescape(listed), ALICE, 200)
     # A namespace's page leads to no cluster queue's figures: they are the cluster's.
     [queues] = re.findall(r'Grouped <a href="([^"]+)"', mine)
     assert "by=clusterqueue" in queues and "namespace" not in queues
@@ -216,4 +220,4 @@ async def test_a_namespace_reader_sees_its_namespaces_failure_classes_alone(
     # The usage page's own chart of classes, over every namespace, needs every namespace.
     assert "NCCLError" not in await page(console, "/usage?since=2026-11-20", ALICE, 403)
     everything = await page(console, f"/usage?{window}", BOB, 200)
-    assert "<td>OOMKilled</td>" in everything and "<td>NCCLError</td>" in everything
+    assert ">OOMKilled</a></td>" in everything and ">NCCLError</a></td>" in everything
