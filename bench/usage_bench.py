@@ -1,8 +1,9 @@
 """Usage over a month (decision 33): an archive whose month holds ``jobs`` jobs and
 ``jobs x pods`` pods of 0-8 GPUs, queued, run and finished through the month (those
 whose run ends past the month still running), written through the store (which keeps
-the daily roll-up), rolled up by namespace, by queue per day and one namespace's by
-owner, each from the daily roll-up and from the pods (the indexed query), beside
+the daily roll-up, its failed jobs filed under failure classes), rolled up by
+namespace, by queue per day, by failure class and one namespace's by owner, each from
+the daily roll-up and from the pods (the indexed query), beside
 ``jobarchive jobs``'s first page, in the same run; and the per-job facts of the month
 streamed (jobs/s)."""
 
@@ -14,10 +15,11 @@ from typing import Any
 
 from bench.query_bench import measure
 from jobarchive.config import DbTls
-from jobarchive.core.rows import Row
+from jobarchive.core.rows import FailureRow, Row
 from jobarchive.reading import queries
 from jobarchive.reading.queries import JobQuery
 from jobarchive.storage import database as db
+from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.models import Event, Job, Pod, Stamped
 from jobarchive.storage.readpool import ReadPool
 from jobarchive.storage.store import Store
@@ -83,6 +85,37 @@ async def fill_month(jobs: int, pods_per_job: int) -> None:
         await store.upsert(model, rows)
 
 
+CLASSES = ("OOMKilled", "GPUOutOfMemory", "NCCLError", "Unknown")
+
+
+async def classify_month() -> int:
+    """File three in four failed jobs under a failure class as the classifying pass
+    would (``job_failure``), the rest left unclassified: usage reads the classes as it
+    rolls up (decision 42). Returns the jobs classified."""
+    failed = await Job.filter(status="Failed").order_by("id").values_list("job_id", "namespace")
+    rows: list[FailureRow] = [
+        {
+            "job_id": uid,
+            "version": "1",
+            "namespace": namespace,
+            "failure_class": CLASSES[n % len(CLASSES)],
+            "pod_id": f"{uid}-0",
+            "pod_name": f"{uid}-0",
+            "container": "pytorch",
+            "exit_code": 1,
+            "signal": None,
+            "detail": None,
+            "derived_exit_code": 1,
+            "gmt_created": None,
+        }
+        for n, (uid, namespace) in enumerate(failed)
+        if n % 4
+    ]
+    for start in range(0, len(rows), CHUNK):
+        await Store().upsert(FailedJob, rows[start : start + CHUNK])
+    return len(rows)
+
+
 Asked = Callable[[random.Random], dict[str, Any]]
 
 
@@ -110,12 +143,16 @@ async def run(url: str, jobs: int, pods_per_job: int) -> dict[str, tuple[float, 
     try:
         started = time.perf_counter()
         await fill_month(jobs, pods_per_job)
-        await db.connection().execute_script("ANALYZE TABLE job_info, replica_info, usage_day")
-        print(f"  (filled in {time.perf_counter() - started:.0f} s)", flush=True)
+        classified = await classify_month()
+        await db.connection().execute_script(
+            "ANALYZE TABLE job_info, replica_info, usage_day, job_failure"
+        )
+        print(f"  (filled in {time.perf_counter() - started:.0f} s; {classified:,} classified)")
         jobs_page = "jobarchive jobs: newest page (baseline)"
         questions: dict[str, Asked] = {
             "a month by namespace": lambda rng: {"group_by": "namespace"},
             "a month by queue, every day": lambda rng: {"group_by": "queue", "every": "day"},
+            "a month by failure class": lambda rng: {"group_by": "failure"},
             "a month of one namespace by owner": lambda rng: {
                 "group_by": "owner",
                 "namespace": f"team-{rng.randrange(60)}",

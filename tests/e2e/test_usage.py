@@ -13,11 +13,13 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from jobarchive.reading import api, auth
 from jobarchive.reading.queries import job_usage, parse_time, rollup
+from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.models import Job, UsageDay
 from testbed.cluster import Cluster
 from testbed.operator import OperatorProcess
 from tests.support.small_archive import run
 from tests.support.usage_workload import OOM, SINCE, UNTIL, record
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -31,12 +33,19 @@ async def test_usage_of_a_recorded_workload_is_what_the_hand_computes(
 ) -> None:
     await record(cluster)
     since, until = parse_time(SINCE, "since"), parse_time(UNTIL, "until")
+
+    async def classified() -> FailedJob | None:
+        failed = await Job.filter(name="usage-b").values_list("job_id", flat=True)
+        return await FailedJob.filter(job_id__in=failed).first()
+
+    # The failed job's class, once the operator's classifying pass filed it.
+    assert (await eventually(classified, within=60)).failure_class == "OOMKilled"
     by_namespace = shown(await rollup("namespace", since=since, until=until), "namespace")
     a, b = by_namespace[("team-a",)], by_namespace[("team-b",)]
     assert (a["jobs"], a["succeeded"], a["failed"]) == (2, 1, 1)
     assert (a["gpu_hours"], a["failed_gpu_hours"], a["cpu_hours"]) == (14.0, 4.0, 4.0)
     assert (a["queue_wait_p50_s"], a["queue_wait_p95_s"]) == (0, 600)
-    assert a["top_failure_reasons"] == [{"reason": OOM, "gpu_hours": 4.0, "jobs": 1}]
+    assert a["top_failure_reasons"] == [{"reason": "OOMKilled", "gpu_hours": 4.0, "jobs": 1}]
     assert (b["jobs"], b["succeeded"], b["failed"], b["gpu_hours"]) == (1, 0, 0, 96.0)
 
     per_day = await rollup("namespace", "day", since=since, until=until)

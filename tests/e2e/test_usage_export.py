@@ -7,11 +7,14 @@ import asyncio
 import pytest
 
 from jobarchive.reading.queries import job_usage, parse_time, rollup
+from jobarchive.storage.failed import FailedJob
+from jobarchive.storage.models import Job
 from testbed.cluster import Cluster
 from testbed.operator import OperatorProcess
 from tests.support.exports import read_export
 from tests.support.small_archive import run
 from tests.support.usage_workload import OOM, SINCE, UNTIL, record
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -20,6 +23,12 @@ async def test_the_export_of_a_recorded_workload_holds_the_numbers_computed_by_h
     cluster: Cluster, operator: OperatorProcess, archive: str, tmp_path
 ) -> None:
     await record(cluster)
+
+    async def classified() -> FailedJob | None:
+        failed = await Job.filter(name="usage-b").values_list("job_id", flat=True)
+        return await FailedJob.filter(job_id__in=failed).first()
+
+    await eventually(classified, within=60)
     window = ("--since", "2026-11-20", "--until", "2026-11-22")
     folder = tmp_path / "export"
     done = await asyncio.to_thread(run, archive, "export", *window, "--to", str(folder))
@@ -43,6 +52,10 @@ async def test_the_export_of_a_recorded_workload_holds_the_numbers_computed_by_h
     assert a["gpu_hours_by_type"] == '{"master": 2.0, "worker": 8.0}'
     # B: 2 GPUs across midnight, its whole life in its creation day's row.
     assert (b["gpu_hours"], b["status"], b["reason"]) == (4.0, "Failed", OOM)
+    # Its class as the operator's classifying pass filed it; none for the others, and
+    # no Kueue figures: no Workload admitted any of them.
+    assert [row["failure_class"] for row in (a, b, c)] == [None, "OOMKilled", None]
+    assert {row["attempts"] for row in (a, b, c)} == {None}
     # C: running on 8 GPUs since 12:00 on the 21st, counted to the export's time.
     assert (c["status"], c["finished"]) == ("Running", None)
     started = parse_time("2026-11-21T12:00:00Z", "t")

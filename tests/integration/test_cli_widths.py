@@ -106,7 +106,11 @@ def test_at_80_columns_each_table_keeps_what_tells_most(archive: tuple[str, str]
     usage = run(url, "usage", *SINCE, "--by", "namespace", COLUMNS="80").stdout
     assert widest(usage) <= 80, usage
     title = next(line for line in usage.splitlines() if line.startswith("usage by"))
-    assert {"wait p50", "wait p95", "top failure reasons"} <= set(header(usage, title))
+    assert {"wait p50", "wait p95", "top failure classes"} <= set(header(usage, title))
+    failures = run(url, "usage", *SINCE, "--by", "failure", COLUMNS="80").stdout
+    assert widest(failures) <= 80, failures
+    title = next(line for line in failures.splitlines() if line.startswith("usage by"))
+    assert header(failures, title)[:2] == ["failure", "jobs"]
     job = run(url, "job", "team-c/oom", COLUMNS="80").stdout
     assert widest(job) <= 80, job
     assert "OOMKilled (exit 137)" in job and "the container used" not in job

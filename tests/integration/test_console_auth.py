@@ -23,6 +23,7 @@ from jobarchive.storage.readpool import ReadPool
 from testbed.cluster import Cluster, Reviews
 from testbed.operator import write_kubeconfig
 from tests.support.console import oom_killed_job
+from tests.support.failures import classify, failure
 from tests.support.history import History
 
 Client = TestClient[web.Request, web.Application]
@@ -192,3 +193,31 @@ async def test_under_the_prefix_pages_are_reviewed_as_the_archives_resources(
     assert f"may not list archivedjobs.{ARCHIVE} in any" in elsewhere
     hidden = await page(console, f"{root}job?uid={uids['team-a']}", ALICE, 404)
     assert "OOMKilled" not in hidden and "team-a" not in hidden
+
+
+async def test_a_namespace_reader_sees_its_namespaces_failure_classes_alone(
+    console: Client, uids: dict[str, str]
+) -> None:
+    await classify(failure(uids["team-a"], "OOMKilled", "team-a"))
+    await classify(failure(uids["team-b"], "NCCLError", "team-b"))
+    window = "by=failure&since=2026-11-20&until=2026-11-21"
+    mine = await page(console, f"/usage?{window}&namespace=team-a", ALICE, 200)
+    assert ">OOMKilled</a></td>" in mine and "NCCLError" not in mine
+    # A class's row leads to its jobs in the list, within the page's namespace.
+    [listed] = re.findall(r'<a href="(\./\?[^"]*failure=OOMKilled[^"]*)"', mine)
+    assert "namespace=team-a" in unescape(listed)
+    assert uids["team-a"] in await page(console, unescape(listed), ALICE, 200)
+    # A namespace's page leads to no cluster queue's figures: they are the cluster's.
+    [queues] = re.findall(r'Grouped <a href="([^"]+)"', mine)
+    assert "by=clusterqueue" in queues and "namespace" not in queues
+    for refused in (f"/usage?{window}&namespace=team-b", f"/usage?{window}"):
+        assert "NCCLError" not in await page(console, refused, ALICE, 403)
+    headers = {"Authorization": f"Bearer {ALICE}"}
+    answer = await console.get(f"{api.PREFIX}/usage?{window}&namespace=team-a", headers=headers)
+    assert [row["failure"] for row in (await answer.json())["items"]] == ["OOMKilled"]
+    other = await console.get(f"{api.PREFIX}/usage?{window}&namespace=team-b", headers=headers)
+    assert other.status == 403 and "NCCLError" not in await other.text()
+    # The usage page's own chart of classes, over every namespace, needs every namespace.
+    assert "NCCLError" not in await page(console, "/usage?since=2026-11-20", ALICE, 403)
+    everything = await page(console, f"/usage?{window}", BOB, 200)
+    assert ">OOMKilled</a></td>" in everything and ">NCCLError</a></td>" in everything

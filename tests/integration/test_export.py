@@ -1,21 +1,27 @@
 """``jobarchive export`` run as a user runs it, on both databases: jobs recorded with
 figures computed by hand, exported, read back with pyarrow as a Hive-partitioned
-dataset, the same numbers as the usage every face reads (``queries.facts``), a day
-exported again replaced, CSV too; and bad input refused in one line, exit status 2."""
+dataset, the same numbers as the usage every face reads (``queries.facts``), a failed
+job's class and Kueue's figures read back by pyarrow and DuckDB, a day exported again
+replaced, CSV too; and bad input refused in one line, exit status 2."""
 
 import datetime
 import json
 import pathlib
 import subprocess
 
+import duckdb
 import pytest
 
-from jobarchive.core.rows import DEFAULT_CLUSTER
+from jobarchive.core.rows import DEFAULT_CLUSTER, AttemptRow
+from jobarchive.exporting import columns
 from jobarchive.reading.queries.facts import job_usage
+from jobarchive.storage.kueue import Attempt
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
+from tests.support.csv_readers import EXPORT_TYPES, duckdb_rows
 from tests.support.exports import read_export
+from tests.support.failures import classify, failure
 from tests.support.small_archive import run
 
 
@@ -150,6 +156,101 @@ async def test_the_export_holds_each_job_of_the_window_with_usages_numbers(recor
     [team_a] = [row for row in json.loads(rolled.stdout)["items"] if row["namespace"] == "team-a"]
     assert (team_a["jobs"], team_a["gpu_hours"]) == (2, a["gpu_hours"] + b["gpu_hours"])
     assert team_a["cpu_hours"] == a["cpu_hours"] + b["cpu_hours"]
+
+
+def admission(key: str, reserved: datetime.datetime, **fields: object) -> AttemptRow:
+    """An attempt of job ``a`` in Kueue's cluster queue ``gpu-a``."""
+    row: AttemptRow = {
+        "attempt_id": key,
+        "version": "1",
+        "job_id": "a",
+        "workload_id": "wl-a",
+        "workload_name": "job-a",
+        "namespace": "team-a",
+        "cluster_queue": "gpu-a",
+        "local_queue": "lq",
+        "flavors": "{}",
+        "quota_reserved_at": reserved,
+        "admitted_at": None,
+        "running_at": None,
+        "ended_at": None,
+        "end_reason": None,
+        "underlying_cause": None,
+        "message": None,
+        "preemptor_workload_id": None,
+        "preemptor_job_id": None,
+        "evictions": None,
+        "requeues": None,
+        "gmt_created": reserved,
+    }
+    row.update(fields)  # type: ignore[typeddict-item]
+    return row
+
+
+def duckdb_parquet(folder: pathlib.Path) -> dict[str, dict[str, object]]:
+    """The export's Parquet files as DuckDB reads them, one table by Hive partitions."""
+    with duckdb.connect() as connection:
+        connection.execute("SET TimeZone = 'UTC'")
+        found = connection.execute(
+            "SELECT * FROM read_parquet(?, hive_partitioning = true)",
+            [str(folder / "*" / "*.parquet")],
+        )
+        names = [column[0] for column in found.description]
+        return {row[0]: dict(zip(names, row, strict=True)) for row in found.fetchall()}
+
+
+KUEUE_AND_CLASS = ("failure_class", *columns.KUEUE)
+
+
+async def test_a_failed_jobs_class_and_kueues_figures_read_back_by_pyarrow_and_duckdb(
+    recorded, tmp_path
+):
+    # A: created 10:00; Kueue reserved its quota at 10:02 (admitted 10:02:30), its pod
+    # a0 (2 GPUs) started 10:05, a preemption ended the attempt at 11:00; reserved again
+    # at 11:02, a1 started 11:05, finished 12:05. a0 counts whole in the attempt it
+    # started in: 2 GPUs x 2 h = 4 preempted GPU-hours. Waits: quota 120 s; start
+    # 150 s + 180 s; requeue 11:00 to 11:02, 120 s.
+    await Store().upsert(
+        Attempt,
+        [
+            admission(
+                "a-1",
+                at(20, 10, 2),
+                admitted_at=at(20, 10, 2) + datetime.timedelta(seconds=30),
+                running_at=at(20, 10, 5),
+                ended_at=at(20, 11),
+                end_reason="Preempted",
+            ),
+            admission(
+                "a-2",
+                at(20, 11, 2),
+                admitted_at=at(20, 11, 2),
+                running_at=at(20, 11, 5),
+                ended_at=at(20, 12, 5),
+                end_reason="Finished",
+            ),
+        ],
+    )
+    # B failed and was classified; C runs and never failed; none of them saw Kueue.
+    await classify(failure("b", "OOMKilled", "team-a"))
+    expected = {
+        "a": (None, 2, 1, 4.0, 120.0, 330.0, 120.0),
+        "b": ("OOMKilled", None, None, None, None, None, None),
+        "c": (None, None, None, None, None, None, None),
+    }
+    parquet, csv = tmp_path / "parquet", tmp_path / "csv"
+    export(recorded, parquet)
+    export(recorded, csv, "--format", "csv")
+    for found in (read_export(parquet), read_export(csv, "csv"), duckdb_parquet(parquet)):
+        assert {
+            uid: tuple(row[name] for name in KUEUE_AND_CLASS) for uid, row in found.items()
+        } == expected
+    by_csv = {
+        row["job_uid"]: tuple(row[name] for name in KUEUE_AND_CLASS)
+        for path in csv.glob("date=*/part-0.csv")
+        for row in duckdb_rows(path, EXPORT_TYPES)
+    }
+    assert by_csv == expected
 
 
 async def test_a_day_exported_again_is_replaced_and_csv_too(recorded, tmp_path):

@@ -261,3 +261,12 @@ async def test_a_roll_up_s_running_pods_are_read_off_one_index_alone(archive: No
     assert (await leading_columns("replica_info")).get(pods["key"]) == "gmt_finished", pods
     # Covering: no pod's row is read, only the index (decision 33).
     assert "Using index" in (pods["Extra"] or "").split("; "), pods
+
+
+async def test_a_roll_up_reads_a_failed_jobs_class_by_its_unique_index(archive: None) -> None:
+    from jobarchive.reading.queries.windows import class_sql
+
+    steps = await plan(f"SELECT {class_sql('d')} AS class FROM usage_day d")
+    [failures] = [step for step in steps if step["table"] == "f"]
+    assert (await leading_columns("job_failure")).get(failures["key"]) == "job_id", failures
+    assert failures["type"] in ("eq_ref", "unique_subquery", "const", "ref"), failures

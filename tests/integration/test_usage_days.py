@@ -17,6 +17,7 @@ from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, Pod, UsageDay
 from jobarchive.storage.store import Store
 from tests.support import rows
+from tests.support.failures import classify, failure
 
 T0 = datetime.datetime(2026, 11, 20, 0, 0, tzinfo=datetime.UTC)
 HOUR = datetime.timedelta(hours=1)
@@ -98,6 +99,12 @@ async def test_a_day_holds_its_job_s_columns_whichever_is_written_last(database:
     window: dict[str, Any] = {"since": T0, "until": T0 + 2 * daily.DAY}
     found = await rollup("namespace", **window)
     assert found == await rollup("namespace", **window, from_pods=True)
+    # Its GPU-hours under its failure class, read when the days are: none yet.
+    assert found[0]["top_failure_reasons"] == [
+        {"reason": "Unclassified", "gpu_hours": 2.0, "jobs": 1}
+    ]
+    await classify(failure("j", "BackoffLimitExceeded", "team-a"))
+    found = await rollup("namespace", **window)
     assert found[0]["top_failure_reasons"] == [
         {"reason": "BackoffLimitExceeded", "gpu_hours": 2.0, "jobs": 1}
     ]

@@ -176,4 +176,7 @@ async def test_the_api_and_the_console_answer_the_same_rows(archive: None) -> No
     row = next(r for r in html.split('<tr class="usage-row">')[1:] if "gpu-a" in r)
     cells = [cell.split("</td>")[0] for cell in row.split('<td class="number">')[1:6]]
     assert cells == ["171", "276", "0.62", "11", "18"]
+    # The GPU-hours preemptions cost each queue, charted: gpu-a's alone had one.
+    chart = html.split('id="preempted"')[1].split("</svg>")[0]
+    assert "<title>gpu-a: 18 GPU-h</title>" in chart and "gpu-b" not in chart
     assert refused.status == 400 and "namespace" in said

@@ -1,6 +1,7 @@
 """Usage rolled up on both databases over rows whose figures are computed by hand: a
 pod's time cut at the window's and the days' edges, a pod that never started, a failed
-job's GPU-hours under its reason, a running job counted to the window's end."""
+job's GPU-hours under its failure class (Unclassified until it has one), by failure
+class, a running job counted to the window's end."""
 
 import asyncio
 import datetime
@@ -19,6 +20,7 @@ from jobarchive.storage import database as db
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from tests.support import rows
+from tests.support.failures import classify, failure
 from tests.support.small_archive import run
 
 
@@ -116,10 +118,77 @@ async def test_a_window_rolled_up_by_namespace(archive: None) -> None:
     assert (a["jobs"], a["succeeded"], a["failed"]) == (2, 1, 1)
     assert (a["gpu_hours"], a["failed_gpu_hours"], a["cpu_hours"]) == (20.333, 15.333, 9.0)
     assert (a["queue_wait_p50_s"], a["queue_wait_p95_s"]) == (300, 600)
-    assert a["top_failure_reasons"] == [
-        {"reason": "OOMKilled (exit code 137)", "gpu_hours": 15.333, "jobs": 1}
-    ]
+    # Not classified yet: under Unclassified, not under its pod's raw reason.
+    assert a["top_failure_reasons"] == [{"reason": "Unclassified", "gpu_hours": 15.333, "jobs": 1}]
     assert (b["jobs"], b["gpu_hours"], b["queue_wait_p50_s"]) == (1, 120.0, 0)
+    await classify(failure("b", "OOMKilled", "team-a"))
+    # Whole days (the daily roll-up joined to the classes) and edges read live alike.
+    for since, until in ((SINCE, UNTIL), (at(20, 12), at(21, 12))):
+        for from_pods in (False, True):
+            rolled = await rollup("namespace", since=since, until=until, from_pods=from_pods)
+            (a,) = [row for row in rolled if row["namespace"] == "team-a"]
+            assert a["top_failure_reasons"] == [
+                {"reason": "OOMKilled", "gpu_hours": 15.333, "jobs": 1}
+            ], (since, from_pods)
+
+
+async def test_by_failure_class_failed_jobs_alone_each_under_its_class(
+    archive: None, db_url: str
+) -> None:
+    # E: failed in team-b, 1 GPU from 10:00 to 14:00 (4 GPU-hours), classified NCCLError.
+    ended: dict[str, Any] = {"namespace": "team-b", "status": "Failed", "gmt_finished": at(20, 14)}
+    job = rows.job("e", name="e", gmt_created=at(20, 9), gmt_job_running=at(20, 10), **ended)
+    await Store().upsert(Job, [job])
+    await Store().upsert(Pod, [rows.pod("e0", job_id="e", gpus=1, gmt_started=at(20, 10), **ended)])
+    await classify(failure("e", "NCCLError", "team-b"))
+    found = by(await rollup("failure", since=SINCE, until=UNTIL), "failure")
+    assert sorted(found) == [("NCCLError",), ("Unclassified",)]
+    nccl, unclassified = found[("NCCLError",)], found[("Unclassified",)]
+    assert (nccl["jobs"], nccl["succeeded"], nccl["failed"]) == (1, 0, 1)
+    assert (nccl["gpu_hours"], nccl["failed_gpu_hours"], nccl["queue_wait_p50_s"]) == (
+        4.0,
+        4.0,
+        3600,
+    )
+    assert (unclassified["jobs"], unclassified["failed_gpu_hours"]) == (1, 15.333)
+    assert "top_failure_reasons" not in nccl
+    assert usage.columns("failure", None)[-1] == "queue_wait_p95_s"
+    await classify(failure("b", "OOMKilled", "team-a"))
+    daily = by(await rollup("failure", "day", since=SINCE, until=UNTIL), "failure,period")
+    assert sorted(daily) == [
+        ("NCCLError", "2026-11-20"),
+        ("OOMKilled", "2026-11-20"),
+        ("OOMKilled", "2026-11-21"),
+    ]
+    # B across midnight: 4 GPUs from 22:10 (7.333 h) and to 02:00 (8 h).
+    assert daily[("OOMKilled", "2026-11-20")]["failed_gpu_hours"] == 7.333
+    assert (
+        daily[("OOMKilled", "2026-11-21")]["failed"],
+        daily[("OOMKilled", "2026-11-21")]["failed_gpu_hours"],
+    ) == (1, 8.0)
+    assert await rollup("failure", "day", since=SINCE, until=UNTIL) == await rollup(
+        "failure", "day", since=SINCE, until=UNTIL, from_pods=True
+    )
+    # One namespace's classes alone.
+    assert [
+        row["failure"]
+        for row in await rollup("failure", namespace="team-b", since=SINCE, until=UNTIL)
+    ] == ["NCCLError"]
+    expected = await rollup("failure", since=SINCE, until=UNTIL)
+    flags = ["--since=2026-11-20", "--until=2026-11-22"]
+    ran = await asyncio.to_thread(run, db_url, "usage", "--by", "failure", *flags, "-o", "json")
+    assert json.loads(ran.stdout) == {"items": expected}, ran.stderr
+    table = await asyncio.to_thread(run, db_url, "usage", "--by", "failure", *flags)
+    assert "OOMKilled" in table.stdout and "NCCLError" in table.stdout
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
+    async with TestClient(TestServer(api.Api(auth.NoAuth()).app())) as client:
+        query = "by=failure&since=2026-11-20&until=2026-11-22"
+        answer = await client.get(f"{api.PREFIX}/usage?{query}")
+        assert await answer.json() == {"items": expected}
+        csv = await client.get(f"{api.PREFIX}/usage?{query}", headers={"Accept": "text/csv"})
+        lines = (await csv.text()).splitlines()
+        assert lines[0] == ",".join(f'"{name}"' for name in usage.columns("failure", None))
+        assert '"OOMKilled",1,0,1,15.333,15.333,0.0,600.0,600.0' in lines
 
 
 async def test_a_job_across_midnight_counts_in_both_days(archive: None) -> None:
@@ -368,7 +437,10 @@ async def test_the_console_draws_the_usage_page(archive: None) -> None:
         assert "GPU-hours per day, by queue" in text and "140.3 GPU-hours in all" in text
         assert "2026-11-21: research 8 GPU-h" in text and 'class="segment series-0"' in text
         assert "p50 5m, p95 10m" in text
-        assert "OOMKilled (exit code 137) (research)" in text
+        # The failure classes ranked by their GPU-hours; no preemption in this archive.
+        assert "Failure classes by failed jobs' GPU-hours" in text
+        assert "Unclassified: 15.3 GPU-h, 1 job" in text
+        assert 'Grouped <a href="usage?by=clusterqueue&amp;since=' in text
         assert "http://" not in text and "https://" not in text
         bad = await client.get("/usage?by=pod")
         assert bad.status == 400 and "not one of" in await bad.text()

@@ -14,10 +14,12 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 
+from jobarchive.core.attempts import Figures
 from jobarchive.exporting import columns, layout, run
 from jobarchive.exporting.files import SCHEMA
 from jobarchive.exporting.run import Window
 from jobarchive.reading.queries.facts import JobUsage
+from jobarchive.reading.queries.preemptions import KueueFacts
 from tests.support.exports import read_export
 
 UTC = datetime.UTC
@@ -256,3 +258,29 @@ def test_a_spreadsheet_opening_the_csv_runs_no_formula_a_tenant_wrote(tmp_path):
     # Parquet keeps the value as stored: no reader runs it.
     export(Stub(rows), tmp_path)
     assert hive(tmp_path)[0]["owner"] == formula
+
+
+def test_a_jobs_class_and_kueues_figures_are_columns_null_where_unknown():
+    figures = Figures(
+        attempts=2, preemptions=1, quota_wait_s=120.0, start_wait_s=330.0, requeue_wait_s=120.0
+    )
+    admitted = usage(
+        "a",
+        at(1, 1),
+        status="Failed",
+        failure_class="NCCLError",
+        kueue=KueueFacts(figures, preempted_gpu_hours=4.0, evicted_gpu_hours=0.5),
+    )
+    row = columns.record(admitted, NOW)
+    assert {name: row[name] for name in ("failure_class", *columns.KUEUE)} == {
+        "failure_class": "NCCLError",
+        "attempts": 2,
+        "preemptions": 1,
+        "preempted_gpu_hours": 4.0,
+        "quota_wait_s": 120.0,
+        "start_wait_s": 330.0,
+        "requeue_wait_s": 120.0,
+    }
+    alone = columns.record(usage("b", at(1, 2)), NOW)
+    assert [alone[name] for name in ("failure_class", *columns.KUEUE)] == [None] * 7
+    assert list(row) == list(columns.NAMES) == list(alone)

@@ -148,3 +148,23 @@ def test_csv_quotes_what_a_spreadsheet_would_run() -> None:
     assert header.startswith('"owner","jobs","succeeded","failed","gpu_hours"')
     assert line.startswith('"\'=HYPERLINK(""http://x"")",1,1,1,,,,,,')
     assert line.endswith('"\'@SUM(A1)=2.5"')
+
+
+def test_a_failed_jobs_hours_go_to_its_class_or_unclassified() -> None:
+    row = usage.empty_row()
+    usage.add_hours(row, "j1", 7200.0, 0.0, {"j1": "OOMKilled"})
+    usage.add_hours(row, "j2", 3600.0, 0.0, {})
+    usage.add_hours(row, "j3", 3600.0, 0.0, {})
+    usage.add_days(row, "OOMKilled", 3600.0, 0.0, 2)
+    usage.add_hours(row, "", 3600.0, 0.0, {})
+    found = usage.finished_row("queue", "research", None, row)
+    assert (found["gpu_hours"], found["failed_gpu_hours"]) == (6.0, 5.0)
+    assert found["top_failure_reasons"] == [
+        {"reason": "OOMKilled", "gpu_hours": 3.0, "jobs": 3},
+        {"reason": usage.UNCLASSIFIED, "gpu_hours": 2.0, "jobs": 2},
+    ]
+    # By failure class, the row is the class: no column of classes.
+    by_class = usage.finished_row(usage.FAILURE, "OOMKilled", "2026-11-20", row)
+    assert list(by_class) == list(usage.columns(usage.FAILURE, "day"))
+    assert usage.REASONS not in usage.columns(usage.FAILURE, None)
+    assert usage.group_of("failure") == usage.FAILURE

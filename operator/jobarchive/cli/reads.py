@@ -151,9 +151,10 @@ def stats(where: Where, /, output: str, **window: Any) -> None:
 @outputs((*OUTPUTS, "csv"))
 @click.pass_obj
 def usage(where: Where, /, output: str, **window: Any) -> None:
-    """GPU- and CPU-hours, jobs, outcomes, queue waits and the costliest failure reasons
-    by namespace, owner, tenant, queue, kind, node or cluster over a window of UTC time
-    (the last 30 days by default), per day, week or month with --every."""
+    """GPU- and CPU-hours, jobs, outcomes, queue waits and the costliest failure classes
+    by namespace, owner, tenant, queue, kind, node, cluster, Kueue cluster queue or
+    failure class (failed jobs) over a window of UTC time (the last 30 days by default),
+    per day, week or month with --every."""
     # Checked before any database or client is opened: bad input is one line, exit 2.
     from jobarchive.reading import usage as arithmetic
 

@@ -57,7 +57,7 @@ POD_COLUMNS = (
     Column("finished", 7, wide=True),
 )
 # A usage table's columns after its group's, by the names of ``reading.usage.columns``:
-# at 80 columns the counts, the GPU-hours, the queue's waits and why jobs failed.
+# at 80 columns the counts, the GPU-hours, the queue's waits and how jobs failed.
 USAGE_COLUMNS = {
     "period": Column("period", 1, kept=True),
     "jobs": Column("jobs", 3),
@@ -68,7 +68,7 @@ USAGE_COLUMNS = {
     "cpu_hours": Column("cpu hours", 10, wide=True),
     "queue_wait_p50_s": Column("wait p50", 5, kept=True),
     "queue_wait_p95_s": Column("wait p95", 6, kept=True),
-    "top_failure_reasons": Column("top failure reasons", 7, least=20, kept=True, telling=reason),
+    "top_failure_reasons": Column("top failure classes", 7, least=20, kept=True, telling=reason),
 }
 REPLICA_COUNTS = ("active", "succeeded", "failed", "stopped")
 STATS_COLUMNS = ("jobs", "finished", "average", "longest")

@@ -18,6 +18,16 @@ class Column:
     meaning: str
 
 
+# A job's figures from Kueue's attempts (``core.attempts``), in the export.
+_KUEUE_COLUMNS = (
+    ("attempts", "int32", "Kueue's admissions of it (decision 43)"),
+    ("preemptions", "int32", "its attempts that a preemption ended"),
+    ("preempted_gpu_hours", "double", "GPU-hours of its pods in attempts a preemption ended"),
+    ("quota_wait_s", "double", "seconds from creation to its first quota reservation"),
+    ("start_wait_s", "double", "seconds from each admission to every replica running, summed"),
+    ("requeue_wait_s", "double", "seconds from each eviction to the next reservation, summed"),
+)
+KUEUE = tuple(name for name, _, _ in _KUEUE_COLUMNS)
 COLUMNS = (
     Column("job_uid", "string", "the job's uid (one row per job)"),
     Column("name", "string", "the job's name"),
@@ -43,6 +53,15 @@ COLUMNS = (
     Column("cpu_hours", "double", "its pods' requested CPUs x hours run, its whole life"),
     Column("gpu_hours_by_type", "string", 'the GPU-hours per replica type, JSON: {"worker": 8.0}'),
     Column("replicas", "int32", "the pods recorded for it"),
+    Column(
+        "failure_class",
+        "string",
+        "its failure class (decision 42), null unless it failed and was classified",
+    ),
+    *(
+        Column(name, type_, f"{meaning}; null where Kueue never admitted it")
+        for name, type_, meaning in _KUEUE_COLUMNS
+    ),
     Column("exported_at", "timestamp[us, UTC]", "when this row was written: its usage's as-of"),
 )
 NAMES = tuple(column.name for column in COLUMNS)
@@ -54,6 +73,23 @@ TIMES = frozenset(column.name for column in COLUMNS if column.type.startswith("t
 def day_of(usage: JobUsage) -> datetime.date:
     """The day a job's row belongs to: its creation day in UTC."""
     return usage.created.astimezone(datetime.UTC).date()
+
+
+def _kueue(usage: JobUsage) -> dict[str, Any]:
+    """A job's Kueue columns: its attempts' figures, all null when Kueue never
+    admitted it."""
+    kueue = usage.kueue
+    if kueue is None:
+        return dict.fromkeys(KUEUE)
+    figures = kueue.figures
+    return {
+        "attempts": figures.attempts,
+        "preemptions": figures.preemptions,
+        "preempted_gpu_hours": kueue.preempted_gpu_hours,
+        "quota_wait_s": figures.quota_wait_s,
+        "start_wait_s": figures.start_wait_s,
+        "requeue_wait_s": figures.requeue_wait_s,
+    }
 
 
 def record(usage: JobUsage, exported_at: datetime.datetime) -> dict[str, Any]:
@@ -80,5 +116,7 @@ def record(usage: JobUsage, exported_at: datetime.datetime) -> dict[str, Any]:
         "cpu_hours": usage.all_cpu_hours,
         "gpu_hours_by_type": json.dumps(dict(usage.gpu_hours_by_type), sort_keys=True),
         "replicas": usage.replicas,
+        "failure_class": usage.failure_class,
+        **_kueue(usage),
         "exported_at": exported_at,
     }

@@ -254,7 +254,8 @@ SCHEMAS: dict[str, Schema] = {
                             "type": "array",
                             "items": _object(
                                 {"reason": TEXT, "gpu_hours": HOURS, "jobs": NUMBER},
-                                "A failure reason and the failed jobs' GPU-hours it cost.",
+                                "A failure class (Unclassified until classified) and the "
+                                "failed jobs' GPU-hours it cost; none by failure.",
                             ),
                         },
                     },

@@ -40,7 +40,8 @@ LOG_TAILS_MAX = 100
 STATS_GROUPS = ("status", "kind", "owner", "namespace", "tenant")
 DEFAULT_GROUP = "status"
 # What usage rolls up by: a job's columns (``cluster`` among them, decision 35), and its
-# pods' nodes; and the Kueue cluster queue its jobs were admitted to (decision 44).
+# pods' nodes; the Kueue cluster queue its jobs were admitted to (decision 44); and a
+# failed job's failure class (decision 42), failed jobs only.
 USAGE_GROUPS = (
     "namespace",
     "owner",
@@ -50,6 +51,7 @@ USAGE_GROUPS = (
     "node",
     "cluster",
     "clusterqueue",
+    "failure",
 )
 # What a DATETIME column can hold; a bound beyond it means "no bound" and is clamped.
 EARLIEST = datetime.datetime(1000, 1, 1, tzinfo=datetime.UTC)

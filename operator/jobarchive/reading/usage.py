@@ -21,8 +21,12 @@ MAX_ROWS = 10_000
 # that no period's end or whole day passes the calendar's ends.
 FIRST = EARLIEST + datetime.timedelta(days=1)
 LAST = LATEST.replace(day=1, hour=0, minute=0, second=0)
-# How many failure reasons a row names, the costliest first.
+# How many failure classes a row names, the costliest first.
 TOP_REASONS = 3
+# By failure class (decision 42): failed jobs only, each under its class, or this one
+# until the classifying pass has classified it (``maintenance.classifying``).
+FAILURE = "failure"
+UNCLASSIFIED = "Unclassified"
 COUNTS = ("jobs", "succeeded", "failed")
 # The percentiles of the queue waits a row gives (``queue_wait_p50_s``, ...).
 WAIT_PERCENTS = (50, 95)
@@ -39,7 +43,7 @@ QUEUE_FIGURES = (
     "preempted_gpu_hours",
     *(f"{wait}_p{p}_s" for wait in QUEUE_WAITS for p in WAIT_PERCENTS),
 )
-# The columns written as numbers; the group, the period and the reasons are text.
+# The columns written as numbers; the group, the period and the classes are text.
 NUMBERS = frozenset((*COUNTS, *FIGURES, *QUEUE_FIGURES))
 REASONS = "top_failure_reasons"
 
@@ -230,13 +234,14 @@ def add_hours(
     counts: bool = True,
 ) -> None:
     """Add pods' seconds to a group's row: ``gpu_s``, ``cpu_ms``, and for a failed job
-    (``job`` set) its GPU-seconds again as failed, under the job's reason, the job among
-    the reason's jobs unless ``counts`` says another part counted it."""
+    (``job`` set) its GPU-seconds again as failed, under the job's class (``reasons``:
+    by job; ``UNCLASSIFIED`` when it has none yet), the job among the class's jobs
+    unless ``counts`` says another part counted it."""
     row["gpu_s"] += gpu_s
     row["cpu_ms"] += cpu_ms
     if job:
         row["failed_gpu_s"] += gpu_s
-        cost = row["reasons"].setdefault(reasons.get(job, "unknown"), [0.0, set(), 0])
+        cost = row["reasons"].setdefault(reasons.get(job, UNCLASSIFIED), [0.0, set(), 0])
         cost[0] += gpu_s
         if counts:
             cost[1].add(job)
@@ -254,7 +259,7 @@ def add_days(
     row: dict[str, Any], reason: str | None, gpu_s: float, cpu_ms: float, jobs: int
 ) -> None:
     """Add the daily roll-up's seconds to a group's row, for failed jobs (``reason``
-    set) also as failed under their reason, with how many jobs they are."""
+    set: their class) also as failed under their class, with how many jobs they are."""
     row["gpu_s"] += gpu_s
     row["cpu_ms"] += cpu_ms
     if reason is not None:
@@ -273,6 +278,12 @@ def finished_row(
 ) -> dict[str, Any]:
     """A group's row as answered, under ``columns``' names."""
     costliest = sorted(row["reasons"].items(), key=lambda item: (-item[1][0], item[0]))
+    classes = {
+        REASONS: [
+            {"reason": reason, "gpu_hours": _hours(seconds), "jobs": len(jobs) + more}
+            for reason, (seconds, jobs, more) in costliest[:TOP_REASONS]
+        ]
+    }
     return {
         group: value,
         **({"period": period} if period is not None else {}),
@@ -281,32 +292,32 @@ def finished_row(
         "failed_gpu_hours": _hours(row["failed_gpu_s"]),
         "cpu_hours": _hours(row["cpu_ms"] / 1000),
         **{name: row["waits"][p] for name, p in zip(WAIT_FIGURES, WAIT_PERCENTS, strict=True)},
-        REASONS: [
-            {"reason": reason, "gpu_hours": _hours(seconds), "jobs": len(jobs) + more}
-            for reason, (seconds, jobs, more) in costliest[:TOP_REASONS]
-        ],
+        **(classes if group != FAILURE else {}),
     }
 
 
 def columns(group: str, every: str | None) -> tuple[str, ...]:
     """The columns of a roll-up's rows: the group under its dimension's name, the
-    period when asked for, the counts, the figures, the costliest reasons; by cluster
-    queue, the queue's figures (``QUEUE_FIGURES``)."""
+    period when asked for, the counts, the figures, the costliest failure classes (by
+    failure class, none: the group is the class); by cluster queue, the queue's
+    figures (``QUEUE_FIGURES``)."""
     period = ("period",) if every else ()
     if group == CLUSTER_QUEUE:
         return (group, *period, *QUEUE_FIGURES)
+    if group == FAILURE:
+        return (group, *period, *COUNTS, *FIGURES)
     return (group, *period, *COUNTS, *FIGURES, REASONS)
 
 
 def reasons_text(reasons: Iterable[Mapping[str, Any]]) -> str:
-    """The costliest failure reasons in one CSV cell: ``reason=GPU-hours`` joined by ``; ``."""
+    """The costliest failure classes in one CSV cell: ``class=GPU-hours`` joined by ``; ``."""
     return "; ".join(f"{reason['reason']}={reason['gpu_hours']}" for reason in reasons)
 
 
 def to_csv(rows: Iterable[Mapping[str, Any]], names: Sequence[str]) -> str:
     """The rows as CSV with a header line, by the one writer (``csvsafe``): the counts
     and figures as numbers (a missing figure an empty cell), every other column as text,
-    the reasons as ``reasons_text``."""
+    the failure classes as ``reasons_text``."""
     cells = (
         {**row, REASONS: reasons_text(row[REASONS])} if REASONS in names else row for row in rows
     )

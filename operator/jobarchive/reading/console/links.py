@@ -5,11 +5,13 @@ column it is grouped by, and the jobs created in its period (pure, no I/O)."""
 import datetime
 from collections.abc import Mapping
 
+from jobarchive.reading import usage
 from jobarchive.reading.console import formats
 from jobarchive.reading.console.views import link
 
-# The columns a report groups by that are filters of the job list too.
-FILTERED = frozenset(("namespace", "owner", "tenant", "kind", "cluster", "status"))
+# The columns a report groups by that are filters of the job list too (``failure``:
+# the failure class, decision 42).
+FILTERED = frozenset(("namespace", "owner", "tenant", "kind", "cluster", "status", "failure"))
 DAY = datetime.timedelta(days=1)
 
 
@@ -30,8 +32,11 @@ def jobs(
 ) -> str | None:
     """The job list of the jobs with ``column`` = ``value`` created in [since, until),
     within the report's own filters (``narrowed``: its namespace, its cluster); None when
-    the list cannot filter on that column, or for the group of jobs without a value."""
+    the list cannot filter on that column, or for the group of jobs without a value
+    (failed jobs not classified yet among them)."""
     if column not in FILTERED or value in (None, ""):
+        return None
+    if column == usage.FAILURE and value == usage.UNCLASSIFIED:
         return None
     filters = {**(narrowed or {}), column: str(value)}
     return link("./", filters, created_since=moment(since), created_until=moment(until))

@@ -1,9 +1,10 @@
 """The console's reports, one path segment below its mount like every page (decision
 31): the statistics (``stats``: jobs per day, failure reasons, durations, owners, over a
 window of creation) and the usage (``usage``: GPU-hours per period, queue waits, the
-costliest failures, over a window of time, decision 33; ``usage.csv``: its table as
-CSV). GPU-hours on both are the usage roll-up's, their one definition; their figures
-lead to the job list they count (``links``); and the form an error page of either holds.
+failure classes' and preemptions' GPU-hours, over a window of time, decision 33;
+``usage.csv``: its table as CSV). GPU-hours on both are the usage roll-up's, their one
+definition; their figures lead to the job list they count (``links``); and the form an
+error page of either holds.
 """
 
 import datetime
@@ -85,8 +86,9 @@ async def _gpu_owners(
 
 
 async def usage_page(visit: Visit) -> Page:
-    """GPU-hours per day stacked by a job's column, queue waits per queue and the
-    costliest failure reasons over a window (default: the last 30 days), of one
+    """GPU-hours per day stacked by a job's column, queue waits per queue, the failure
+    classes by the GPU-hours they cost and (by Kueue cluster queue) the GPU-hours
+    preemptions cost each queue over a window (default: the last 30 days), of one
     namespace or all, as the API's /usage (decision 33); under them, the figures per
     group as a table, and the same rows as CSV (``usage.csv``)."""
     values = parse(visit.params, USAGE_WINDOW)
@@ -98,18 +100,9 @@ async def usage_page(visit: Visit) -> Page:
     # Over the clusters the caller may read (decision 36), or the one named.
     scope = await visit.reads.clusters(visit.caller, values.get("cluster"))
 
-    async def figures() -> tuple[str, Rows, Rows, Rows]:
-        by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
-        table = await queries.rollup(group, None, namespace, since, until, cluster=scope)
-        try:
-            by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
-        except usage.TooManyRows:
-            # Too many groups for a row each a day: the same chart a bar a week.
-            every = await queries.rollup(group, "week", namespace, since, until, cluster=scope)
-            return "week", every, by_queue, table
-        return "day", by_day, by_queue, table
-
-    per, by_period, by_queue, table = await visit.reads.rolled_up(figures)
+    per, by_period, table, by_queue, by_failure = await visit.reads.rolled_up(
+        lambda: _usage_figures(group, namespace, since, until, scope)
+    )
     window = {
         "since": formats.iso(since),
         "until": formats.iso(until),
@@ -138,11 +131,43 @@ async def usage_page(visit: Visit) -> Page:
             "allocated_gpu_hours" if group == usage.CLUSTER_QUEUE else "gpu_hours",
         ),
         "waits": usage_charts.queue_waits(by_queue),
-        "reasons": usage_charts.costliest_reasons(by_queue, "queue"),
+        "classes": usage_charts.failure_classes(by_failure),
+        # From the rows by cluster queue alone: their roll-up reads every pod of an
+        # admitted job live, too costly to add to every grouping's page (decision 44).
+        "preempted": (
+            usage_charts.preempted_queues(table) if group == usage.CLUSTER_QUEUE else None
+        ),
+        "by_clusterqueue": link("usage", {"by": usage.CLUSTER_QUEUE, **window}, namespace=""),
         "table": [(row, links.jobs(group, row[group], since, until, narrowed)) for row in table],
         "csv": link("usage.csv", {"by": group, **window}),
     }
     return Page("usage.html", context)
+
+
+async def _usage_figures(
+    group: str,
+    namespace: str | None,
+    since: datetime.datetime,
+    until: datetime.datetime,
+    scope: Clusters,
+) -> tuple[str, Rows, Rows, Rows, Rows]:
+    """The usage page's roll-ups: its group's per day (per week when too many groups
+    for a row each a day), its group's over the window, by queue (the waits' chart)
+    and by failure class (the classes' chart; the table itself by failure class)."""
+    table = await queries.rollup(group, None, namespace, since, until, cluster=scope)
+    by_queue = await queries.rollup("queue", None, namespace, since, until, cluster=scope)
+    by_failure = (
+        table
+        if group == usage.FAILURE
+        else await queries.rollup(usage.FAILURE, None, namespace, since, until, cluster=scope)
+    )
+    try:
+        by_day = await queries.rollup(group, "day", namespace, since, until, cluster=scope)
+    except usage.TooManyRows:
+        # Too many groups for a row each a day: the same chart a bar a week.
+        every = await queries.rollup(group, "week", namespace, since, until, cluster=scope)
+        return "week", every, table, by_queue, by_failure
+    return "day", by_day, table, by_queue, by_failure
 
 
 async def usage_csv(visit: Visit) -> Download:

@@ -1,6 +1,7 @@
 """The usage page's charts as geometry (pure, no I/O): GPU-hours per day stacked by
-group, queue waits per queue (p50, a line to p95), the costliest failure reasons; made
-from the roll-up's rows (``reading.queries.rollups``)."""
+group, queue waits per queue (p50, a line to p95), the failure classes by the GPU-hours
+they cost, the GPU-hours preemptions cost each cluster queue; made from the roll-up's
+rows (``reading.queries.rollups``)."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -81,17 +82,43 @@ def queue_waits(rows: Sequence[dict[str, Any]]) -> BarChart:
     )
 
 
-def costliest_reasons(rows: Sequence[dict[str, Any]], group: str) -> BarChart:
-    """The failure reasons that cost the most GPU-hours, each with its group."""
-    found = [
-        (f"{reason['reason']} ({_named(row[group])})", reason["gpu_hours"], reason["jobs"])
-        for row in rows
-        for reason in row["top_failure_reasons"]
-    ]
-    found.sort(key=lambda item: (-item[1], item[0]))
+def failure_classes(rows: Sequence[dict[str, Any]]) -> BarChart:
+    """The failure classes ranked by the GPU-hours their failed jobs spent (decision
+    42), from the roll-up by failure class; ``usage.UNCLASSIFIED`` among them until
+    the classifying pass has read the newest failures."""
+    ranked = sorted(
+        (row for row in rows if row["failed_gpu_hours"]),
+        key=lambda row: (-row["failed_gpu_hours"], row["failure"]),
+    )
     return bar_chart(
         [
-            (label, hours, f"{number(hours)} GPU-h, {counted(jobs, 'job')}", None)
-            for label, hours, jobs in found[:REASONS]
+            (
+                row["failure"],
+                row["failed_gpu_hours"],
+                f"{number(row['failed_gpu_hours'])} GPU-h, {counted(row['jobs'], 'job')}",
+                None,
+            )
+            for row in ranked[:REASONS]
+        ]
+    )
+
+
+def preempted_queues(rows: Sequence[dict[str, Any]]) -> BarChart:
+    """The GPU-hours each Kueue cluster queue lost to preemptions (its jobs' pods in
+    attempts a preemption ended, decision 44), the most first, from the roll-up by
+    cluster queue."""
+    ranked = sorted(
+        (row for row in rows if row["preempted_gpu_hours"]),
+        key=lambda row: (-row["preempted_gpu_hours"], _named(row["clusterqueue"])),
+    )
+    return bar_chart(
+        [
+            (
+                _named(row["clusterqueue"]),
+                row["preempted_gpu_hours"],
+                f"{number(row['preempted_gpu_hours'])} GPU-h",
+                None,
+            )
+            for row in ranked
         ]
     )

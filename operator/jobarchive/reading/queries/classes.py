@@ -39,11 +39,20 @@ async def failure_json(job_uid: str) -> dict[str, Any] | None:
 
 async def failure_classes(statuses: Mapping[str, str]) -> dict[str, str]:
     """The class of each failed job of a page, by uid, given each job's status by uid:
-    one statement for the page, the jobs not failed (or not classified yet) left out."""
-    failed = [uid for uid, status in statuses.items() if status == FAILED]
-    if not failed:
+    the jobs not failed (or not classified yet) left out."""
+    return await classes_of([uid for uid, status in statuses.items() if status == FAILED])
+
+
+async def classes_of(job_uids: Sequence[str]) -> dict[str, str]:
+    """The classes of the jobs of these uids (a page of a list) that were classified,
+    by uid, in one statement; a job not failed, or not classified yet, has none."""
+    if not job_uids:
         return {}
-    found = await read(FailedJob).filter(job_id__in=failed).values_list("job_id", "failure_class")
+    found = (
+        await read(FailedJob)
+        .filter(job_id__in=list(job_uids))
+        .values_list("job_id", "failure_class")
+    )
     return {str(uid): str(name) for uid, name in found}
 
 

@@ -9,7 +9,13 @@ from typing import Literal
 from tortoise.expressions import Q
 from tortoise.queryset import ValuesQuery
 
-from jobarchive.reading.queries.facts import JOB_FIELDS, REASON_LENGTH, JobUsage, with_pods
+from jobarchive.reading.queries.facts import (
+    JOB_FIELDS,
+    REASON_LENGTH,
+    JobUsage,
+    with_attempts,
+    with_pods,
+)
 from jobarchive.reading.queries.source import Head, read
 from jobarchive.storage.models import Job
 
@@ -41,13 +47,13 @@ async def created_usage(
 ) -> AsyncIterator[list[JobUsage]]:
     """The jobs created in [since, until), ordered by creation (then id), ``batch`` at a
     time; their hours counted from ``since`` to ``now`` (a running job's end), which is
-    their whole life's."""
+    their whole life's; with their failure class and Kueue's figures (``with_attempts``)."""
     after: tuple[datetime.datetime, int] | None = None
     while True:
         found = await created_page(since, until, after, batch)
         if not found:
             return
         after = found[-1]["gmt_created"].replace(tzinfo=datetime.UTC), found[-1]["id"]
-        yield await with_pods(found, since, now, now)
+        yield await with_attempts(await with_pods(found, since, now, now))
         if len(found) < batch:
             return

@@ -10,6 +10,8 @@ from tortoise.expressions import Q
 
 from jobarchive.core.times import aware, seconds
 from jobarchive.reading.params import EARLIEST, LATEST, check_namespace
+from jobarchive.reading.queries.classes import FAILED, classes_of
+from jobarchive.reading.queries.preemptions import KueueFacts, kueue_facts
 from jobarchive.reading.queries.source import Head, read
 from jobarchive.reading.usage import overlap
 from jobarchive.storage.models import Job, Pod
@@ -48,7 +50,9 @@ class JobUsage:
     window asked for; ``all_gpu_hours``/``all_cpu_hours`` its whole life's (to now while
     it runs). ``queue_wait_s``: creation to the first Running; ``gang_wait_s``: to every
     recorded replica running; ``run_s``: the first Running to the finish (or now). Times
-    are UTC."""
+    are UTC. ``failure_class`` and ``kueue`` are read only where asked for
+    (``with_attempts``): a failed job's class (decision 42), and Kueue's figures of a
+    job it admitted (decision 43)."""
 
     job_uid: str
     name: str
@@ -75,6 +79,8 @@ class JobUsage:
     gpus: int
     # (replica type, GPU-hours in the window), by replica type.
     gpu_hours_by_type: tuple[tuple[str, float], ...]
+    failure_class: str | None = None
+    kueue: KueueFacts | None = None
 
 
 async def job_usage(
@@ -143,6 +149,21 @@ async def jobs_usage(uids: Sequence[str]) -> dict[str, JobUsage]:
     )
     now = datetime.datetime.now(datetime.UTC)
     return {usage.job_uid: usage for usage in await with_pods(found, EARLIEST, LATEST, now)}
+
+
+async def with_attempts(found: Sequence[JobUsage]) -> list[JobUsage]:
+    """The usage facts of a page of jobs with their failure class (a failed job's, when
+    classified) and Kueue's figures (a job Kueue admitted): one statement for the
+    classes, ``kueue_facts``' for the attempts."""
+    uids = [usage.job_uid for usage in found]
+    classes = await classes_of([usage.job_uid for usage in found if usage.status == FAILED])
+    kueue = await kueue_facts(uids)
+    return [
+        dataclasses.replace(
+            usage, failure_class=classes.get(usage.job_uid), kueue=kueue.get(usage.job_uid)
+        )
+        for usage in found
+    ]
 
 
 def first_ran(running: T | None, pod_starts: Iterable[T | None]) -> T | None:

@@ -1,6 +1,6 @@
 """Usage rolled up by a job's column over a window, per UTC period when asked: jobs,
 outcomes, GPU- and CPU-hours of their pods cut to each period, queue waits, the
-costliest failure reasons. A few statements whatever the archive's size; the pods'
+costliest failure classes. A few statements whatever the archive's size; the pods'
 hours are summed and the waits' percentiles ranked by the database (decision 33)."""
 
 import datetime
@@ -11,10 +11,9 @@ from jobarchive.reading import usage
 from jobarchive.reading.params import BadQuery, Clusters, Named, check_namespace, one_of
 from jobarchive.reading.queries.allocation import queue_rollup
 from jobarchive.reading.queries.facts import first_ran_sql
-from jobarchive.reading.queries.windows import Window, period_sql
+from jobarchive.reading.queries.windows import FAILURES, Window, class_sql, period_sql
 from jobarchive.storage import daily
 
-HEAD = daily.HEAD
 REASON_BATCH = 500
 # The pods running now, read live over the whole window.
 RUNNING = "p.gmt_finished IS NULL"
@@ -60,14 +59,14 @@ def pod_hours_sql(
 async def _day_hours(
     w: Window, cut: Sequence[usage.Period], first: datetime.datetime, last: datetime.datetime
 ) -> list[dict[str, Any]]:
-    """Per group, period and, for failed jobs, reason (decision 33's rule: the stored
-    pods' reason, else the job's remark's head, else ``unknown``), the finished pods'
-    seconds of the whole days [first, last) from the daily roll-up (``usage_day``), by
-    its copies of the jobs' columns; and how many failed jobs they are, counted over
+    """Per group, period and, for failed jobs, class (``class_sql``: read from
+    ``job_failure`` as the days are read), the finished pods' seconds of the whole days
+    [first, last) from the daily roll-up (``usage_day``), by its copies of the jobs'
+    columns; and how many failed jobs they are, counted over
     the failed jobs' days alone (a distinct count over every day costs three times
     the sums)."""
     n = period_sql(cut, w.since, w.every, w.rel("d.day"))
-    reason = "CASE WHEN d.status = 'Failed' THEN COALESCE(d.reason, d.job_reason, 'unknown') END"
+    reason = f"CASE WHEN d.status = 'Failed' THEN {class_sql('d')} END"
 
     def days(failed: str) -> str:
         return (
@@ -200,25 +199,18 @@ async def _waits(w: Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]
     )
 
 
-async def _reasons(w: Window, jobs: list[str]) -> dict[str, str]:
-    """Why each failed job failed: its first failed pod's reason (by finish, as
-    ``storage.daily.reasons_of``), else its own remark's head, else ``unknown``."""
-    first: dict[str, str] = {}
-    own: dict[str, str | None] = {}
+async def _classes(w: Window, jobs: list[str]) -> dict[str, str]:
+    """The class of each failed job the classifying pass has classified (decision 42),
+    ``REASON_BATCH`` jobs a statement by ``job_failure``'s unique index."""
+    found: dict[str, str] = {}
     for start in range(0, len(jobs), REASON_BATCH):
-        chunk = jobs[start : start + REASON_BATCH]
-        marks = ", ".join(w.value(uid) for uid in chunk)
+        marks = ", ".join(w.value(uid) for uid in jobs[start : start + REASON_BATCH])
         sql = (
-            f"SELECT j.job_id AS job, {HEAD.format('j.remark')} AS own, {HEAD.format('p.remark')} "
-            "AS pod, p.gmt_finished AS finished FROM job_info j LEFT JOIN replica_info p "
-            "ON p.job_id = j.job_id AND p.status = 'Failed' "
-            f"WHERE j.job_id IN ({marks}) ORDER BY j.job_id, p.gmt_finished IS NULL, p.gmt_finished"
+            f"SELECT f.job_id AS job, f.failure_class AS class FROM {FAILURES} f "
+            f"WHERE f.job_id IN ({marks})"
         )
-        for row in await w.rows(sql):
-            own[row["job"]] = row["own"]
-            if row["pod"]:
-                first.setdefault(row["job"], row["pod"])
-    return {job: first.get(job) or why or "unknown" for job, why in own.items()}
+        found.update({row["job"]: row["class"] for row in await w.rows(sql)})
+    return found
 
 
 async def rollup(
@@ -251,7 +243,7 @@ async def rollup(
     hours, days = await _hours(w, cut, from_pods)
     waits = await _waits(w, cut)
     failed = sorted({row["job"] for row in hours if row["job"]})
-    reasons = await _reasons(w, failed)
+    reasons = await _classes(w, failed)
     counted = await _counted(w, cut, failed, *_whole_days(w)) if days else set()
     return _rows(group, period, cut, start, (hours, days, counted), counts, waits, reasons)
 

@@ -9,7 +9,21 @@ from typing import Any
 from jobarchive.reading import usage
 from jobarchive.reading.params import Clusters, check_cluster
 from jobarchive.storage import dialects
+from jobarchive.storage.failed import FailedJob
 from jobarchive.storage.readpool import reader
+
+FAILURES = FailedJob._meta.db_table
+
+
+def class_sql(table: str) -> str:
+    """The failure class of the job of a row (``table``: a job, ``j``, or a day, ``d``),
+    read from ``job_failure`` by the job's uid (its unique index) when the row is
+    read, so that a class the classifying pass writes after the job's days counts at
+    once; ``usage.UNCLASSIFIED`` until then. Literals of ours, no user text."""
+    return (
+        f"COALESCE((SELECT f.failure_class FROM {FAILURES} f WHERE f.job_id = {table}.job_id), "
+        f"'{usage.UNCLASSIFIED}')"
+    )
 
 
 def period_sql(
@@ -74,7 +88,9 @@ class Window:
 
     def grouped(self, table: str = "j") -> str:
         """The group's column of a job (``j``) or a day (``d``), told apart by case
-        as Kubernetes tells names apart (``Dialect.exact``)."""
+        as Kubernetes tells names apart (``Dialect.exact``); by failure, its class."""
+        if self.group == usage.FAILURE:
+            return self.dialect.exact(class_sql(table))
         return self.dialect.exact(f"{table}.{self.group}")
 
     def pod_group(self) -> str:
@@ -112,8 +128,9 @@ class Window:
 
     def scope(self, table: str = "j") -> str:
         """The namespace named and the clusters read (one, a caller's scope, or every
-        cluster: decision 36), as terms to AND to a statement's jobs (or days)."""
-        where = ""
+        cluster: decision 36), as terms to AND to a statement's jobs (or days); by
+        failure, the failed jobs alone."""
+        where = f" AND {table}.status = 'Failed'" if self.group == usage.FAILURE else ""
         if self.namespace is not None:
             where += f" AND {table}.namespace = {self.value(self.namespace)}"
         if isinstance(self.clusters, str):
