@@ -12,12 +12,15 @@ import subprocess
 import duckdb
 import pytest
 
+from jobarchive.core.efficiency import MEASURED, PodEfficiency
 from jobarchive.core.rows import DEFAULT_CLUSTER, AttemptRow
 from jobarchive.exporting import columns
+from jobarchive.maintenance.summarising import summary_row
 from jobarchive.reading.queries.facts import job_usage
 from jobarchive.storage.kueue import Attempt
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
+from jobarchive.storage.summaries import Summary
 from tests.support import rows
 from tests.support.csv_readers import EXPORT_TYPES, duckdb_rows
 from tests.support.exports import read_export
@@ -378,3 +381,47 @@ async def test_links_planted_in_the_folder_are_refused_and_their_targets_untouch
     )
     assert refused().startswith(f"Error: {day / 'part-0.parquet'} is a symbolic link")
     assert (victim / "precious").read_text() == "kept"
+
+
+async def test_a_jobs_efficiency_columns_read_back_weighted_null_where_unsummarised(
+    recorded, tmp_path
+):
+    # a0: 2 GPUs x 2 h at 50%, one GPU never used, 4 CPUs at 25%, 1 kWh; a1: 1 GPU x
+    # 1 h at 100%, 1 CPU at 100%. A: activity (4 x 0.5 + 1 x 1) / 5; idle 4 x 0.5;
+    # never used 1 GPU x 2 h; CPU (8 x 0.25 + 1 x 1) / 9 CPU-hours; no memory figure.
+    figures = {
+        "a0": PodEfficiency(
+            MEASURED, gpu_activity_mean=0.5, unused_gpus=1, cpu_efficiency=0.25, energy_joules=3.6e6
+        ),
+        "a1": PodEfficiency(
+            MEASURED, gpu_activity_mean=1.0, unused_gpus=0, cpu_efficiency=1.0, energy_joules=0.0
+        ),
+    }
+    await Store().upsert(
+        Summary,
+        [
+            summary_row(
+                {
+                    "pod_id": uid,
+                    "version": "10",
+                    "job_id": "a",
+                    "namespace": "kubeflow",
+                    "name": uid,
+                },
+                found,
+            )
+            for uid, found in figures.items()
+        ],
+    )
+    expected = {
+        "a": (0.6, 2.0, 2.0, 1 / 3, None, 1.0),
+        "b": (None,) * 6,
+        "c": (None,) * 6,
+    }
+    parquet = tmp_path / "parquet"
+    export(recorded, parquet)
+    for found in (read_export(parquet), duckdb_parquet(parquet)):
+        got = {uid: tuple(row[name] for name in columns.EFFICIENCY) for uid, row in found.items()}
+        assert got.keys() == expected.keys()
+        for uid, values in expected.items():
+            assert got[uid] == pytest.approx(values)

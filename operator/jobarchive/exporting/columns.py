@@ -28,6 +28,16 @@ _KUEUE_COLUMNS = (
     ("requeue_wait_s", "double", "seconds from each eviction to the next reservation, summed"),
 )
 KUEUE = tuple(name for name, _, _ in _KUEUE_COLUMNS)
+# A job's efficiency from Prometheus (``core.efficiency``, decision 45), in the export.
+_EFFICIENCY_COLUMNS = (
+    ("gpu_activity_mean", "its GPUs' mean activity (0-1), weighted by GPU-hours"),
+    ("idle_gpu_hours", "its GPU-hours x (1 - activity), summed over its pods"),
+    ("unused_gpu_hours", "the GPU-hours of its GPUs never used"),
+    ("cpu_efficiency", "CPU used / requested (0-1), weighted by CPU-hours requested"),
+    ("mem_peak_ratio", "memory peak / limit (0-1), weighted by the limit's byte-hours"),
+    ("energy_kwh", "what its GPUs drew"),
+)
+EFFICIENCY = tuple(name for name, _ in _EFFICIENCY_COLUMNS)
 COLUMNS = (
     Column("job_uid", "string", "the job's uid (one row per job)"),
     Column("name", "string", "the job's name"),
@@ -62,6 +72,10 @@ COLUMNS = (
         Column(name, type_, f"{meaning}; null where Kueue never admitted it")
         for name, type_, meaning in _KUEUE_COLUMNS
     ),
+    *(
+        Column(name, "double", f"{meaning}; null where no pod of it was summarised")
+        for name, meaning in _EFFICIENCY_COLUMNS
+    ),
     Column("exported_at", "timestamp[us, UTC]", "when this row was written: its usage's as-of"),
 )
 NAMES = tuple(column.name for column in COLUMNS)
@@ -92,6 +106,14 @@ def _kueue(usage: JobUsage) -> dict[str, Any]:
     }
 
 
+def _efficiency(usage: JobUsage) -> dict[str, Any]:
+    """A job's efficiency columns, all null where no pod of it was summarised."""
+    found = usage.efficiency
+    if found is None:
+        return dict.fromkeys(EFFICIENCY)
+    return {name: getattr(found, name) for name in EFFICIENCY}
+
+
 def record(usage: JobUsage, exported_at: datetime.datetime) -> dict[str, Any]:
     """A job's usage as a row of ``COLUMNS``: its whole life's hours (to the export's
     time while it runs), not the hours of a window."""
@@ -118,5 +140,6 @@ def record(usage: JobUsage, exported_at: datetime.datetime) -> dict[str, Any]:
         "replicas": usage.replicas,
         "failure_class": usage.failure_class,
         **_kueue(usage),
+        **_efficiency(usage),
         "exported_at": exported_at,
     }

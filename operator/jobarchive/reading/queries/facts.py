@@ -8,9 +8,11 @@ from typing import Any, TypeVar
 
 from tortoise.expressions import Q
 
+from jobarchive.core.efficiency import JobEfficiency
 from jobarchive.core.times import aware, seconds
 from jobarchive.reading.params import EARLIEST, LATEST, check_namespace
 from jobarchive.reading.queries.classes import FAILED, classes_of
+from jobarchive.reading.queries.measured import jobs_efficiency
 from jobarchive.reading.queries.preemptions import KueueFacts, kueue_facts
 from jobarchive.reading.queries.source import Head, read
 from jobarchive.reading.usage import overlap
@@ -81,6 +83,8 @@ class JobUsage:
     gpu_hours_by_type: tuple[tuple[str, float], ...]
     failure_class: str | None = None
     kueue: KueueFacts | None = None
+    # Its pods' efficiency from Prometheus (decision 45), where one of them was summarised.
+    efficiency: JobEfficiency | None = None
 
 
 async def job_usage(
@@ -153,14 +157,19 @@ async def jobs_usage(uids: Sequence[str]) -> dict[str, JobUsage]:
 
 async def with_attempts(found: Sequence[JobUsage]) -> list[JobUsage]:
     """The usage facts of a page of jobs with their failure class (a failed job's, when
-    classified) and Kueue's figures (a job Kueue admitted): one statement for the
-    classes, ``kueue_facts``' for the attempts."""
+    classified), Kueue's figures (a job Kueue admitted) and their efficiency (a job a
+    pod of which was summarised): one statement for the classes, ``kueue_facts``' for
+    the attempts, ``jobs_efficiency``'s for the summaries."""
     uids = [usage.job_uid for usage in found]
     classes = await classes_of([usage.job_uid for usage in found if usage.status == FAILED])
     kueue = await kueue_facts(uids)
+    efficiency = await jobs_efficiency(uids)
     return [
         dataclasses.replace(
-            usage, failure_class=classes.get(usage.job_uid), kueue=kueue.get(usage.job_uid)
+            usage,
+            failure_class=classes.get(usage.job_uid),
+            kueue=kueue.get(usage.job_uid),
+            efficiency=efficiency.get(usage.job_uid),
         )
         for usage in found
     ]

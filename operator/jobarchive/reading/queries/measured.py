@@ -47,7 +47,7 @@ _FIGURES = tuple(
 
 def _efficiency(row: Any) -> PodEfficiency:
     """A stored summary as the pure figures."""
-    per_gpu = tuple(GpuUse(**gpu) for gpu in json.loads(row["per_gpu"] or "[]"))
+    per_gpu = tuple(GpuUse(**gpu) for gpu in json.loads(row.get("per_gpu") or "[]"))
     return PodEfficiency(**{name: row[name] for name in _FIGURES}, per_gpu=per_gpu)
 
 
@@ -119,3 +119,23 @@ def _answer(
         "per_pod": [_pod_json(*row) for row in weighed[:POD_ROWS]],
         "per_pod_more": len(weighed) > POD_ROWS or not complete,
     }
+
+
+async def jobs_efficiency(job_uids: Sequence[str]) -> dict[str, JobEfficiency]:
+    """The efficiency of the jobs of these uids (a page of a list) a pod of which was
+    summarised, by uid: their summaries in one statement, their finished pods in one."""
+    summaries: dict[str, PodEfficiency] = {}
+    for row in (
+        await read(Summary).filter(job_id__in=list(job_uids)).values("pod_id", "per_gpu", *_FIGURES)
+    ):
+        summaries[row["pod_id"]] = _efficiency(row)
+    if not summaries:
+        return {}
+    pods: dict[str, list[tuple[Allocated, PodEfficiency | None]]] = {}
+    for pod in (
+        await read(Pod)
+        .filter(job_id__in=list(job_uids), gmt_finished__isnull=False)
+        .values("job_id", *_POD)
+    ):
+        pods.setdefault(pod["job_id"], []).append((allocated(pod), summaries.get(pod["pod_id"])))
+    return {uid: weigh(found) for uid, found in pods.items() if any(s for _, s in found)}
