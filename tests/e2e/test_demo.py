@@ -91,7 +91,8 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
         assert queue in quotas
     for queue in ("nlp-a100", "research", "vision"):
         assert queue in costs
-    assert "Error (exit 1)=" in costs
+    # The costliest failures by class (decision 42), not by raw reason.
+    assert "GPUOutOfMemory=" in costs
     [archive] = re.findall(r"The archive: (\S+), deleted now", out)
     assert not pathlib.Path(archive).exists()
 

@@ -58,7 +58,8 @@ async def test_a_worker_whose_tail_shows_a_cuda_oom_files_its_job_under_it(
     failure = detail["failure"]
     assert failure["class"] == "GPUOutOfMemory" and failure["derived_exit_code"] == 1
     assert failure["detail"].startswith("torch.OutOfMemoryError: CUDA out of memory")
-    printed = jobarchive("job", "ml/oom", cwd=tmp_path, env=env).stdout
+    # Wide enough for every column whole, whatever the terminal running the tests.
+    printed = jobarchive("job", "ml/oom", cwd=tmp_path, env={**env, "COLUMNS": "200"}).stdout
     assert "GPUOutOfMemory; Error (exit code 1)" in printed
     why = printed.splitlines()[0]
     assert why.startswith(
