@@ -201,7 +201,8 @@ class Step:
 
     @classmethod
     def of_jobs(cls, uids: Iterable[str]) -> "Step":
-        """The step of job rows: their days' copies of the jobs' columns refreshed."""
+        """The step of job rows: their days' and spans' copies of the jobs' columns
+        refreshed."""
         return cls(refreshed=tuple(uids))
 
     async def lock(self, execute: dialects.Execute, dialect: dialects.Dialect) -> None:
@@ -213,6 +214,7 @@ class Step:
         await rewrite(execute, dialect, self.rewritten)
         if self.refreshed:
             await refresh(execute, dialect, self.refreshed)
+            await spans.refresh(execute, dialect, self.refreshed)
         await spans.rewrite_jobs(execute, dialect, self.respanned)
 
 
