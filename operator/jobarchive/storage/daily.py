@@ -206,8 +206,10 @@ class Step:
         return cls(refreshed=tuple(uids))
 
     async def lock(self, execute: dialects.Execute, dialect: dialects.Dialect) -> None:
-        """Hold what the step will read and write (``lock``), before the rows are written."""
-        await lock(execute, dialect, self.rewritten)
+        """Hold what the step will read and write (``lock``), before the rows are written:
+        respanned jobs' rows too, as their spans copy from them (one order with a job's
+        write, which takes its row, then its spans)."""
+        await lock(execute, dialect, self.rewritten | self.respanned)
 
     async def write(self, execute: dialects.Execute, dialect: dialects.Dialect) -> None:
         """Rewrite and refresh the days, after the rows are written."""
