@@ -84,30 +84,36 @@ async def rewrite(
     uids: Sequence[str],
     pods: Sequence[Mapping[str, Any]] | None = None,
 ) -> None:
-    """Rewrite the spans of the jobs ``uids`` (at most ``JOBS_PER_STATEMENT``) from their
-    attempts and ``pods`` (all the jobs' pods, read here with a locking read where the
-    engine has one when not given), in the caller's transaction."""
+    """Rewrite the spans and waits of the jobs ``uids`` (at most ``JOBS_PER_STATEMENT``)
+    from their attempts and ``pods`` (all the jobs' pods, read here with a locking read
+    where the engine has one when not given), in the caller's transaction. A job without
+    attempts has neither (its attempts go only with it, and its rows with them): left
+    alone, so that jobs Kueue never admitted cost one read."""
     if not uids:
         return
     marks = ", ".join([dialect.placeholder] * len(uids))
+    _, attempts = await execute(
+        "SELECT job_id, cluster, cluster_queue, end_reason, quota_reserved_at, admitted_at, "
+        f"running_at, ended_at FROM job_attempt WHERE job_id IN ({marks})",
+        list(uids),
+    )
+    held = sorted({str(attempt["job_id"]) for attempt in attempts})
+    if not held:
+        return
+    marks = ", ".join([dialect.placeholder] * len(held))
     if pods is None:
         _, pods = await execute(
             dialect.locking(
                 "SELECT job_id, cluster, gpus, gmt_started, gmt_finished FROM replica_info "
                 f"WHERE job_id IN ({marks}) AND {SPANNED}"
             ),
-            list(uids),
+            held,
         )
-    _, attempts = await execute(
-        "SELECT job_id, cluster, cluster_queue, end_reason, quota_reserved_at, admitted_at, "
-        f"running_at, ended_at FROM job_attempt WHERE job_id IN ({marks})",
-        list(uids),
-    )
     for table in COPIES:
-        await execute(f"DELETE FROM {table} WHERE job_id IN ({marks})", list(uids))
+        await execute(f"DELETE FROM {table} WHERE job_id IN ({marks})", held)
     await _insert(execute, dialect, spans_of(pods, attempts))
     await _insert_jobs(execute, dialect, firsts_of(attempts))
-    await refresh(execute, dialect, uids)
+    await refresh(execute, dialect, held)
 
 
 def firsts_of(attempts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
