@@ -97,3 +97,7 @@ valid_until  # unused variable (operator/jobarchive/core/rows.py:248): a Cluster
 idle_gpu_hours  # unused variable (operator/jobarchive/core/efficiency.py)
 unused_gpu_hours  # unused variable (operator/jobarchive/core/efficiency.py)
 energy_kwh  # unused variable (operator/jobarchive/core/efficiency.py)
+# The copies of a job's columns and its waits by cluster queue, read in SQL only (decision 46).
+job_cluster  # unused variable (operator/jobarchive/storage/kueue.py)
+first_reserved  # unused variable (operator/jobarchive/storage/kueue.py)
+job_running  # unused variable (operator/jobarchive/storage/kueue.py)

@@ -120,8 +120,9 @@ def test_migrating_adds_the_unique_keys_and_widens_kubedls_narrow_columns(
         "WHERE TABLE_SCHEMA = DATABASE() AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' "
         "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
     )
-    # The log tails', the usage roll-up's, Kueue's attempts', waits' and queues' quotas'
-    # and the failure classes' tables are the archive's own: migrate creates them whole.
+    # The log tails', the usage roll-ups', Kueue's attempts', waits' and queues' quotas',
+    # the failure classes' and efficiency's tables are the archive's own: migrate creates
+    # them whole.
     assert unique == [
         ("container_log_tail", "pod_id"),
         ("container_log_tail", "container"),
@@ -131,6 +132,9 @@ def test_migrating_adds_the_unique_keys_and_widens_kubedls_narrow_columns(
         ("job_failure", "job_id"),
         ("job_info", "job_id"),
         ("job_wait", "wait_id"),
+        ("pod_efficiency", "pod_id"),
+        ("pod_failure", "pod_id"),
+        ("queue_job", "job_id"),
         ("queue_quota", "quota_id"),
         ("replica_info", "pod_id"),
         ("usage_day", "job_id"),

@@ -1,7 +1,8 @@
-"""The roll-up of usage by cluster queue (``queue_span``, decision 46) on both databases:
-on a generated archive, written in every order (pods before their attempts, after, in
-pieces), its figures are those of every pod read live; ``jobarchive migrate`` fills it
-for an archive written without it; retention prunes it with its job."""
+"""The roll-up of usage by cluster queue (``queue_span``, ``queue_job``: decision 46) on
+both databases: on a generated archive, written in every order (pods before their
+attempts, after, in pieces; one job's row never), its figures are those of every pod
+read live; ``jobarchive migrate`` fills it for an archive written without it;
+retention prunes it with its job."""
 
 import datetime
 import random
@@ -14,7 +15,7 @@ from jobarchive.maintenance import retention
 from jobarchive.reading.queries import rollup
 from jobarchive.storage import database as db
 from jobarchive.storage import spans
-from jobarchive.storage.kueue import Attempt, QueueSpan, Quota
+from jobarchive.storage.kueue import Attempt, QueueJob, QueueSpan, Quota
 from jobarchive.storage.migration import Migration
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
@@ -99,6 +100,10 @@ async def archive(database: str) -> None:
     await Store().upsert(Quota, _quotas())
     await _write(rng, Store(), 0, 120)
     await _write(rng, Store(cluster="other"), 120, 30)
+    # A job whose row never came: its spans and waits count nowhere, as its pods.
+    _, attempts, pods = _job(rng, 150)
+    await Store().upsert(Attempt, attempts)
+    await Store().upsert(Pod, pods)
 
 
 async def _same_as_the_pods(cluster: str | None = None) -> None:
@@ -123,9 +128,11 @@ async def test_migrate_fills_the_roll_up_of_an_archive_written_without_it(
     before = (
         await QueueSpan.all()
         .order_by("job_id", "started")
-        .values_list("job_id", "cluster_queue", "preempted", "gpus", "cluster")
+        .values_list("job_id", "cluster_queue", "preempted", "gpus", "cluster", "job_cluster")
     )
+    waits = await _waits()
     await QueueSpan.all().delete()
+    await QueueJob.all().delete()
     assert await spans.left(db.connection())
     found = await Migration(db.connection()).run(dry_run=False, report=lambda step: None)
     assert any(step.table == "queue_span" for step in found)
@@ -133,10 +140,19 @@ async def test_migrate_fills_the_roll_up_of_an_archive_written_without_it(
     after = (
         await QueueSpan.all()
         .order_by("job_id", "started")
-        .values_list("job_id", "cluster_queue", "preempted", "gpus", "cluster")
+        .values_list("job_id", "cluster_queue", "preempted", "gpus", "cluster", "job_cluster")
     )
     assert after == before
+    assert await _waits() == waits
     await _same_as_the_pods()
+
+
+async def _waits() -> list[Any]:
+    return list(
+        await QueueJob.all()
+        .order_by("job_id")
+        .values_list("job_id", "cluster_queue", "first_reserved", "start_wait_s", "job_cluster")
+    )
 
 
 async def test_retention_prunes_a_job_s_spans_with_it(archive: None) -> None:
@@ -146,4 +162,6 @@ async def test_retention_prunes_a_job_s_spans_with_it(archive: None) -> None:
     await Pod.filter(job_id__in=spanned).update(is_in_etcd=False)
     await retention.prune(datetime.datetime.now(datetime.UTC), cluster="other")
     assert not await QueueSpan.filter(job_id__in=spanned).exists()
+    assert not await QueueJob.filter(job_id__in=spanned).exists()
     assert await QueueSpan.filter(cluster="default").exists()
+    assert await QueueJob.filter(job_cluster="default").exists()

@@ -8,9 +8,9 @@
   and by ``obj_uid`` every other Event about the job or its pods (rows from before
   ``event_info.job_id`` name none). That is everything a job's detail shows. The
   log tails of its failed containers go with it (``container_log_tail``, by job_id),
-  its days and spans in the usage roll-ups (``usage_day``, ``queue_span``), and
-  Kueue's attempts and waits of it (``job_attempt``, ``job_wait``, by job_id), its
-  failure classes (``job_failure``, ``pod_failure``) and its pods' efficiency
+  its days, spans and waits in the usage roll-ups (``usage_day``, ``queue_span``,
+  ``queue_job``), and Kueue's attempts and waits of it (``job_attempt``, ``job_wait``,
+  by job_id), its failure classes (``job_failure``, ``pod_failure``) and its pods' efficiency
   (``pod_efficiency``).
 - A pod whose job was never recorded (deleted before the operator saw it) is pruned
   after the same period: once gone and last written before the cutoff, with the
@@ -49,7 +49,7 @@ from jobarchive.infra.scope import CLUSTER, Scope
 from jobarchive.maintenance.peering import Activity
 from jobarchive.storage import failures
 from jobarchive.storage.failed import FailedJob, FailedPod
-from jobarchive.storage.kueue import Attempt, QueueSpan, Wait
+from jobarchive.storage.kueue import Attempt, QueueJob, QueueSpan, Wait
 from jobarchive.storage.models import Event, Job, LogTail, Pod, Stamped, UsageDay, utcnow
 from jobarchive.storage.summaries import Summary
 
@@ -164,6 +164,7 @@ class _Pruning:
             # as the job is this prune's already.
             await self.drain(UsageDay.filter(job_id__in=job_uids))
             await self.drain(QueueSpan.filter(job_id__in=job_uids))
+            await self.drain(QueueJob.filter(job_id__in=job_uids))
             await self.drain(FailedJob.filter(job_id__in=job_uids))
             await self.drain(FailedPod.filter(job_id__in=job_uids))
             # Its pods' efficiency (decision 45), derived from Prometheus, likewise.

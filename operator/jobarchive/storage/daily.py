@@ -201,18 +201,22 @@ class Step:
 
     @classmethod
     def of_jobs(cls, uids: Iterable[str]) -> "Step":
-        """The step of job rows: their days' copies of the jobs' columns refreshed."""
+        """The step of job rows: their days' and spans' copies of the jobs' columns
+        refreshed."""
         return cls(refreshed=tuple(uids))
 
     async def lock(self, execute: dialects.Execute, dialect: dialects.Dialect) -> None:
-        """Hold what the step will read and write (``lock``), before the rows are written."""
-        await lock(execute, dialect, self.rewritten)
+        """Hold what the step will read and write (``lock``), before the rows are written:
+        respanned jobs' rows too, as their spans copy from them (one order with a job's
+        write, which takes its row, then its spans)."""
+        await lock(execute, dialect, self.rewritten | self.respanned)
 
     async def write(self, execute: dialects.Execute, dialect: dialects.Dialect) -> None:
         """Rewrite and refresh the days, after the rows are written."""
         await rewrite(execute, dialect, self.rewritten)
         if self.refreshed:
             await refresh(execute, dialect, self.refreshed)
+            await spans.refresh(execute, dialect, self.refreshed)
         await spans.rewrite_jobs(execute, dialect, self.respanned)
 
 

@@ -13,6 +13,7 @@ from typing import ClassVar
 from tortoise import fields
 
 from jobarchive.core.rows import (
+    CLUSTER_LENGTH,
     KEY_LENGTH,
     MESSAGE_LENGTH,
     NAME_LENGTH,
@@ -145,8 +146,36 @@ class QueueSpan(Stamped):
     started = fields.DatetimeField()
     finished = fields.DatetimeField()
     gpus = fields.BigIntField()
+    # The job's cluster and creation, copied from its row whenever either is written
+    # (``spans.refresh``), so that reads need no join; NULL until the job is recorded.
+    job_cluster = fields.CharField(max_length=CLUSTER_LENGTH, null=True)
+    job_created = fields.DatetimeField(null=True)
 
     class Meta:
         table = "queue_span"
         # A window's spans by their finish, then a job's by its uid (the rewrite, retention).
         indexes = (("finished", "started"), ("job_id", "finished"))
+
+
+class QueueJob(Stamped):
+    """A job's first admission by Kueue and its waits (``queue_job``), kept by the writer
+    from its attempts and its row beside its spans: the waits usage by cluster queue
+    ranks, read for a window's jobs only (decision 46). ``cluster`` is the attempts'."""
+
+    id = fields.BigIntField(primary_key=True)
+    job_id = fields.CharField(max_length=UID_LENGTH, unique=True)
+    # The queue of its first attempt (by reservation), and that reservation.
+    cluster_queue = fields.CharField(max_length=NAME_LENGTH, null=True)
+    first_reserved = fields.DatetimeField()
+    # The start waits of its attempts that ran, summed (``core.attempts.figures``).
+    start_wait_s = fields.FloatField(null=True)
+    # The job's columns, copied from its row whenever either is written; NULL until the
+    # job is recorded.
+    job_cluster = fields.CharField(max_length=CLUSTER_LENGTH, null=True)
+    job_created = fields.DatetimeField(null=True)
+    job_running = fields.DatetimeField(null=True)
+
+    class Meta:
+        table = "queue_job"
+        # A window's jobs by their first reservation.
+        indexes = (("first_reserved", "cluster_queue"),)

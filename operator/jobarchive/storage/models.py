@@ -1,6 +1,6 @@
 """The schema: Tortoise models for ``job_info``, ``replica_info`` and ``event_info``,
 ``container_log_tail`` for the logs of failed containers, ``usage_day``, the daily
-usage roll-up, Kueue's ``job_attempt``, ``job_wait`` and ``queue_span``
+usage roll-up, Kueue's ``job_attempt``, ``job_wait``, ``queue_span`` and ``queue_job``
 (``storage.kueue``), the failure classes' ``job_failure`` and ``pod_failure``
 (``storage.failed``) and the pods' efficiency, ``pod_efficiency``
 (``storage.summaries``), named here so that Tortoise finds
@@ -44,7 +44,7 @@ from jobarchive.core.rows import (
     VERSION_LENGTH,
 )
 from jobarchive.storage.failed import FailedJob, FailedPod
-from jobarchive.storage.kueue import Attempt, QueueSpan, Quota, Wait
+from jobarchive.storage.kueue import Attempt, QueueJob, QueueSpan, Quota, Wait
 from jobarchive.storage.stamped import Stamped as Stamped
 from jobarchive.storage.stamped import utcnow as utcnow
 from jobarchive.storage.summaries import Summary
@@ -344,3 +344,5 @@ WRITTEN: dict[type[Stamped], Table] = {**TABLES, **INSERTED}
 USAGE_DAY_TABLE = _table(UsageDay, "job_id")
 # The usage by cluster queue's, rewritten per job (``storage.spans``).
 QUEUE_SPAN_TABLE = _table(QueueSpan, "job_id")
+# Its jobs' waits, rewritten per job beside the spans (``storage.spans``).
+QUEUE_JOB_TABLE = _table(QueueJob, "job_id")

@@ -24,7 +24,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from jobarchive.core.rows import CLUSTER_PATTERN, DEFAULT_CLUSTER
 from jobarchive.storage import dialects, introspection
 from jobarchive.storage.failed import FailedJob, FailedPod
-from jobarchive.storage.kueue import Attempt, QueueSpan, Quota, Wait
+from jobarchive.storage.kueue import Attempt, QueueJob, QueueSpan, Quota, Wait
 from jobarchive.storage.models import TABLES, Event, Job, LogTail, Pod, Stamped, UsageDay
 from jobarchive.storage.summaries import Summary
 
@@ -39,6 +39,7 @@ MODELS: tuple[type[Stamped], ...] = (
     Wait,
     Quota,
     QueueSpan,
+    QueueJob,
     FailedJob,
     FailedPod,
     Summary,

@@ -1,9 +1,11 @@
 """The roll-up of usage by cluster queue (``queue_span``, decision 46): per job, its
 finished pods' GPUs as spans, each (cluster queue, preempted, start, finish) with the
 GPUs its pods held over it summed, each pod in the attempt reserved last at or before
-its start (``core.attempts``). Rewritten from all the job's pods and attempts whenever
-one of its pods is written finished (beside its days, ``storage.daily``) or one of its
-attempts is written, so that writing the same rows again writes the same spans."""
+its start (``core.attempts``); and its first attempt's queue and reservation and its
+start waits (``queue_job``), both with copies of the job's columns the reads need.
+Rewritten from all the job's pods and attempts whenever one of its pods is written
+finished (beside its days, ``storage.daily``) or one of its attempts is written, so
+that writing the same rows again writes the same rows; the copies whenever the job is."""
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
@@ -11,11 +13,11 @@ from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from jobarchive.core.attempts import PREEMPTED
+from jobarchive.core.attempts import PREEMPTED, figures, ordered
 from jobarchive.core.times import aware, from_rfc3339
 from jobarchive.storage import dialects
-from jobarchive.storage.kueue import QueueSpan
-from jobarchive.storage.models import QUEUE_SPAN_TABLE, utcnow
+from jobarchive.storage.kueue import QueueJob, QueueSpan
+from jobarchive.storage.models import QUEUE_JOB_TABLE, QUEUE_SPAN_TABLE, utcnow
 
 # Jobs rewritten per statement, rows per insert: well under both engines' bounds.
 JOBS_PER_STATEMENT = 500
@@ -23,6 +25,13 @@ ROWS_PER_INSERT = 500
 # The pods a span is made of: finished, started, holding GPUs.
 SPANNED = "gmt_finished IS NOT NULL AND gmt_started IS NOT NULL AND gpus > 0"
 Key = tuple[str, str, bool, datetime.datetime, datetime.datetime]
+# A span's copies of its job's columns, as read from its ``job_info`` row (``j``).
+JOB_COLUMNS: dict[str, str] = {"job_cluster": "j.cluster", "job_created": "j.gmt_created"}
+# Per table kept here, the copies of its job's columns.
+COPIES: dict[str, dict[str, str]] = {
+    QUEUE_SPAN_TABLE.name: JOB_COLUMNS,
+    QUEUE_JOB_TABLE.name: {**JOB_COLUMNS, "job_running": "j.gmt_job_running"},
+}
 
 
 def moment(value: Any) -> datetime.datetime | None:
@@ -75,27 +84,78 @@ async def rewrite(
     uids: Sequence[str],
     pods: Sequence[Mapping[str, Any]] | None = None,
 ) -> None:
-    """Rewrite the spans of the jobs ``uids`` (at most ``JOBS_PER_STATEMENT``) from their
-    attempts and ``pods`` (all the jobs' pods, read here with a locking read where the
-    engine has one when not given), in the caller's transaction."""
+    """Rewrite the spans and waits of the jobs ``uids`` (at most ``JOBS_PER_STATEMENT``)
+    from their attempts and ``pods`` (all the jobs' pods, read here with a locking read
+    where the engine has one when not given), in the caller's transaction. A job without
+    attempts has neither (its attempts go only with it, and its rows with them): left
+    alone, so that jobs Kueue never admitted cost one read."""
     if not uids:
         return
     marks = ", ".join([dialect.placeholder] * len(uids))
+    _, attempts = await execute(
+        "SELECT job_id, cluster, cluster_queue, end_reason, quota_reserved_at, admitted_at, "
+        f"running_at, ended_at FROM job_attempt WHERE job_id IN ({marks})",
+        list(uids),
+    )
+    held = sorted({str(attempt["job_id"]) for attempt in attempts})
+    if not held:
+        return
+    marks = ", ".join([dialect.placeholder] * len(held))
     if pods is None:
         _, pods = await execute(
             dialect.locking(
                 "SELECT job_id, cluster, gpus, gmt_started, gmt_finished FROM replica_info "
                 f"WHERE job_id IN ({marks}) AND {SPANNED}"
             ),
-            list(uids),
+            held,
         )
-    _, attempts = await execute(
-        "SELECT job_id, cluster_queue, end_reason, quota_reserved_at FROM job_attempt "
-        f"WHERE job_id IN ({marks})",
-        list(uids),
-    )
-    await execute(f"DELETE FROM {QUEUE_SPAN_TABLE.name} WHERE job_id IN ({marks})", list(uids))
+    for table in COPIES:
+        await execute(f"DELETE FROM {table} WHERE job_id IN ({marks})", held)
     await _insert(execute, dialect, spans_of(pods, attempts))
+    await _insert_jobs(execute, dialect, firsts_of(attempts))
+    await refresh(execute, dialect, held)
+
+
+def firsts_of(attempts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per job of the attempts, its ``queue_job`` row (bar the copies of its job's
+    columns): its first attempt's queue and reservation, and its start waits summed as
+    ``core.attempts.figures`` sums them. Pure."""
+    by_job: dict[str, list[Mapping[str, Any]]] = {}
+    for attempt in attempts:
+        times = ("quota_reserved_at", "admitted_at", "running_at", "ended_at")
+        read = {**attempt, **{name: moment(attempt[name]) for name in times}}
+        by_job.setdefault(str(attempt["job_id"]), []).append(read)
+    rows = []
+    for job, held in sorted(by_job.items()):
+        first = ordered(held)[0]
+        rows.append(
+            {
+                "job_id": job,
+                "cluster_queue": first["cluster_queue"],
+                "first_reserved": first["quota_reserved_at"],
+                "start_wait_s": figures(None, held).start_wait_s,
+                "cluster": first["cluster"],
+            }
+        )
+    return rows
+
+
+async def refresh(
+    execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]
+) -> None:
+    """Copy the jobs' columns (``COPIES``) into their spans and waits, in the caller's
+    transaction: after the jobs' rows are written, and after their spans are. A row of
+    a job not recorded gets NULLs, which reads leave out (as reading the pods does)."""
+    uids = sorted(set(jobs))
+    for table, columns in COPIES.items():
+        sets = ", ".join(
+            f"{column} = (SELECT {value} FROM job_info j WHERE j.job_id = {table}.job_id)"
+            for column, value in columns.items()
+        )
+        for start in range(0, len(uids), JOBS_PER_STATEMENT):
+            chunk = uids[start : start + JOBS_PER_STATEMENT]
+            marks = ", ".join([dialect.placeholder] * len(chunk))
+            await execute(f"UPDATE {table} SET {sets} WHERE job_id IN ({marks})", chunk)
 
 
 async def _insert(
@@ -113,6 +173,8 @@ async def _insert(
             "finished": ended,
             "gpus": gpus,
             "cluster": cluster,
+            # Copied from the job's row next (``refresh``).
+            **dict.fromkeys(JOB_COLUMNS),
         }
         QueueSpan.stamp(row, now)
         rows.append(row)
@@ -121,6 +183,22 @@ async def _insert(
         await execute(
             dialect.insert_sql(QUEUE_SPAN_TABLE, len(group)),
             dialect.params(QUEUE_SPAN_TABLE, group),
+        )
+
+
+async def _insert_jobs(
+    execute: dialects.Execute, dialect: dialects.Dialect, firsts: Sequence[dict[str, Any]]
+) -> None:
+    """Insert the jobs' ``queue_job`` rows, stamped as every table's."""
+    now = utcnow()
+    for row in firsts:
+        row.update(dict.fromkeys(COPIES[QUEUE_JOB_TABLE.name]))
+        QueueJob.stamp(row, now)
+    for start in range(0, len(firsts), ROWS_PER_INSERT):
+        group = firsts[start : start + ROWS_PER_INSERT]
+        await execute(
+            dialect.insert_sql(QUEUE_JOB_TABLE, len(group)),
+            dialect.params(QUEUE_JOB_TABLE, group),
         )
 
 
@@ -161,18 +239,23 @@ async def fill(conn: BaseDBAsyncClient, batch: int = JOBS_PER_STATEMENT) -> int:
 
 
 async def left(conn: BaseDBAsyncClient) -> bool:
-    """Whether a fill is to do, or was stopped before it finished: the oldest attempt
-    with a finished GPU pod of its own has no span. Found by the indexes, the first
-    such attempt is the first read but on an archive of attempts without pods."""
+    """Whether a fill is to do, or was stopped before it finished: the oldest attempt's
+    job has no waits (``queue_job``), or the oldest attempt with a finished GPU pod of
+    its own has no span. Found by the indexes, the first such attempt is the first read
+    but on an archive of attempts without pods."""
     dialect = dialects.of(conn)
+    found = "SELECT 1 AS found FROM {} WHERE job_id = " + dialect.placeholder + " LIMIT 1"
+    first = await conn.execute_query_dict(
+        "SELECT job_id AS job FROM job_attempt ORDER BY id LIMIT 1"
+    )
+    if not first:
+        return False
+    if not await conn.execute_query_dict(found.format(QUEUE_JOB_TABLE.name), [first[0]["job"]]):
+        return True
     oldest = await conn.execute_query_dict(
         f"SELECT a.job_id AS job {_SPANNING} ORDER BY a.id LIMIT 1"
     )
     if not oldest:
         return False
-    spans = await conn.execute_query_dict(
-        f"SELECT 1 AS found FROM {QUEUE_SPAN_TABLE.name} WHERE job_id = {dialect.placeholder} "
-        "LIMIT 1",
-        [oldest[0]["job"]],
-    )
+    spans = await conn.execute_query_dict(found.format(QUEUE_SPAN_TABLE.name), [oldest[0]["job"]])
     return not spans

@@ -61,12 +61,13 @@ def _cut(w: Window, rows: str, names: Sequence[str]) -> str:
 
 def held_sql(w: Window, names: Sequence[str]) -> str:
     """The GPUs held in the window as (grp, pre, g, a, b): the finished pods' spans from
-    the roll-up, of recorded jobs as reading the pods counts them, and the running pods
-    read live, each in the attempt found by the index of its job's."""
+    the roll-up, of recorded jobs as reading the pods counts them (by the spans' copies
+    of their jobs' columns: no join), and the running pods read live, each in the
+    attempt found by the index of its job's."""
     spans = (
         "SELECT s.cluster_queue AS q, s.preempted AS pre, s.gpus AS g, s.started AS s0, "
-        "s.finished AS s1, j.cluster AS cluster FROM queue_span s "
-        "JOIN job_info j ON j.job_id = s.job_id"
+        "s.finished AS s1, s.job_cluster AS cluster FROM queue_span s "
+        "WHERE s.job_created IS NOT NULL"
     )
     running = (
         f"SELECT a.cluster_queue AS q, CASE WHEN a.end_reason = '{PREEMPTED}' THEN 1 ELSE 0 "
@@ -164,36 +165,28 @@ async def borrowed(w: Window, cut: Sequence[usage.Period], quotas: Sequence[str]
 
 
 def _job_waits_sql(w: Window, cut: Sequence[usage.Period], names: Sequence[str]) -> str:
-    """Each job whose first quota reservation lies in the window, as (grp: the queue of
-    its first attempt, n: the period of that reservation, its three waits, w0-w2): the
-    waits ``core.attempts.figures`` and usage's queue wait give, in seconds. Its
-    attempts in one pass, each with its job's sums (window functions: no temporary
-    table per job)."""
+    """Each recorded job whose first quota reservation lies in the window, as (grp: the
+    queue of its first attempt, n: the period of that reservation, its three waits,
+    w0-w2): the waits ``core.attempts.figures`` and usage's queue wait give, in seconds,
+    from the waits the writer keeps per job (``queue_job``), read along its index on
+    the first reservation."""
     rel = w.rel
-    start_wait = w.dialect.later(
-        f"{rel('a.running_at')} - {rel('COALESCE(a.admitted_at, a.quota_reserved_at)')}", "0"
+    first_pod = f"(SELECT MIN({rel('p.gmt_started')}) FROM replica_info p WHERE p.job_id = u.job)"
+    ran = first_ran_sql("u.job_running", rel("u.job_running"), first_pod)
+    created, first_at = rel("u.job_created"), rel("u.first_reserved")
+    jobs = (
+        "SELECT r.job_id AS job, r.cluster_queue AS q, r.first_reserved AS first_reserved, "
+        "r.start_wait_s AS start_wait, r.job_cluster AS cluster, r.job_created AS job_created, "
+        f"r.job_running AS job_running FROM queue_job r WHERE r.first_reserved >= "
+        f"{w.time(w.since)} AND r.first_reserved < {w.time(w.until)} "
+        "AND r.job_created IS NOT NULL"
     )
-    job = "OVER (PARTITION BY a.job_id)"
-    attempts = (
-        "SELECT a.job_id AS job, a.cluster_queue AS q, ROW_NUMBER() OVER (PARTITION BY "
-        "a.job_id ORDER BY a.quota_reserved_at) AS k, MIN(a.quota_reserved_at) "
-        f"{job} AS first_time, MIN({rel('a.quota_reserved_at')}) {job} AS first_at, "
-        f"SUM(CASE WHEN a.running_at IS NOT NULL THEN {start_wait} END) {job} AS start_wait "
-        "FROM job_attempt a"
-    )
-    first_pod = (
-        f"(SELECT MIN({rel('p.gmt_started')}) FROM replica_info p WHERE p.job_id = j.job_id)"
-    )
-    ran = first_ran_sql("j.gmt_job_running", rel("j.gmt_job_running"), first_pod)
-    created = rel("j.gmt_created")
     return (
-        f"SELECT {_numbered(w, names, 'f.q')} AS grp, "
-        f"{period_sql(cut, w.since, w.every, 'f.first_at')} AS n, "
+        f"SELECT {_numbered(w, names, 'u.q')} AS grp, "
+        f"{period_sql(cut, w.since, w.every, first_at)} AS n, "
         f"CASE WHEN {ran} IS NULL THEN NULL ELSE {w.dialect.later(f'{ran} - {created}', '0')} "
-        f"END AS w0, {w.dialect.later(f'f.first_at - {created}', '0')} AS w1, "
-        f"f.start_wait AS w2 FROM ({attempts}) f JOIN job_info j ON j.job_id = f.job "
-        f"WHERE f.k = 1 AND f.first_time >= {w.time(w.since)} "
-        f"AND f.first_time < {w.time(w.until)}{w.scope()}"
+        f"END AS w0, {w.dialect.later(f'{first_at} - {created}', '0')} AS w1, "
+        f"u.start_wait AS w2 FROM ({jobs}) u WHERE 1 = 1{w.scope('u')}"
     )
 
 

@@ -31,6 +31,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from jobarchive.core.accounting import ACCELERATORS
 from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.storage import daily, introspection, schema, spans
+from jobarchive.storage.kueue import QueueSpan
 from jobarchive.storage.migration.counting import Counting
 from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
 from jobarchive.storage.migration.merging import Merging
@@ -101,13 +102,17 @@ async def _usage_days(conn: BaseDBAsyncClient, added: Sequence[str] = ()) -> lis
     """The usage roll-up filled from the pods when it lacks the oldest (decision 33);
     emptied first when its copies of the jobs' columns were just added, so that the
     fill writes them (and a start stopped during it fills again). The roll-up by cluster
-    queue likewise, from the pods and attempts (decision 46)."""
+    queue and its copies of the jobs' columns likewise, from the pods and attempts
+    (decision 46)."""
     steps = []
     if any(f"{UsageDay._meta.db_table}.{column}" in added for column in daily.JOB_COLUMNS):
         emptied = await conn.execute_query(f"DELETE FROM {UsageDay._meta.db_table}")
         steps.append(Step("usage_day", "empty, to fill with the jobs' columns", emptied[0]))
     if await daily.left(conn):
         steps.append(Step("usage_day", "fill from the finished pods", await daily.fill(conn)))
+    if any(f"{QueueSpan._meta.db_table}.{column}" in added for column in spans.JOB_COLUMNS):
+        emptied = await conn.execute_query(f"DELETE FROM {QueueSpan._meta.db_table}")
+        steps.append(Step("queue_span", "empty, to fill with the jobs' columns", emptied[0]))
     if await spans.left(conn):
         filled = await spans.fill(conn)
         steps.append(Step("queue_span", "fill from the pods and Kueue's attempts", filled))
