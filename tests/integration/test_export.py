@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from jobarchive.core.efficiency import MEASURED, PodEfficiency
-from jobarchive.core.rows import DEFAULT_CLUSTER, AttemptRow
+from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.exporting import columns
 from jobarchive.maintenance.summarising import summary_row
 from jobarchive.reading.queries.facts import job_usage
@@ -25,6 +25,7 @@ from tests.support import rows
 from tests.support.csv_readers import EXPORT_TYPES, duckdb_rows
 from tests.support.exports import read_export
 from tests.support.failures import classify, failure
+from tests.support.queue_rows import attempt
 from tests.support.small_archive import run
 
 
@@ -161,35 +162,6 @@ async def test_the_export_holds_each_job_of_the_window_with_usages_numbers(recor
     assert team_a["cpu_hours"] == a["cpu_hours"] + b["cpu_hours"]
 
 
-def admission(key: str, reserved: datetime.datetime, **fields: object) -> AttemptRow:
-    """An attempt of job ``a`` in Kueue's cluster queue ``gpu-a``."""
-    row: AttemptRow = {
-        "attempt_id": key,
-        "version": "1",
-        "job_id": "a",
-        "workload_id": "wl-a",
-        "workload_name": "job-a",
-        "namespace": "team-a",
-        "cluster_queue": "gpu-a",
-        "local_queue": "lq",
-        "flavors": "{}",
-        "quota_reserved_at": reserved,
-        "admitted_at": None,
-        "running_at": None,
-        "ended_at": None,
-        "end_reason": None,
-        "underlying_cause": None,
-        "message": None,
-        "preemptor_workload_id": None,
-        "preemptor_job_id": None,
-        "evictions": None,
-        "requeues": None,
-        "gmt_created": reserved,
-    }
-    row.update(fields)  # type: ignore[typeddict-item]
-    return row
-
-
 def duckdb_parquet(folder: pathlib.Path) -> dict[str, dict[str, object]]:
     """The export's Parquet files as DuckDB reads them, one table by Hive partitions."""
     with duckdb.connect() as connection:
@@ -216,16 +188,20 @@ async def test_a_failed_jobs_class_and_kueues_figures_read_back_by_pyarrow_and_d
     await Store().upsert(
         Attempt,
         [
-            admission(
+            attempt(
                 "a-1",
+                "a",
+                "gpu-a",
                 at(20, 10, 2),
                 admitted_at=at(20, 10, 2) + datetime.timedelta(seconds=30),
                 running_at=at(20, 10, 5),
                 ended_at=at(20, 11),
                 end_reason="Preempted",
             ),
-            admission(
+            attempt(
                 "a-2",
+                "a",
+                "gpu-a",
                 at(20, 11, 2),
                 admitted_at=at(20, 11, 2),
                 running_at=at(20, 11, 5),

@@ -2,9 +2,7 @@
 (``queries.measured``), for both APIs' documents. Ratios are 0 to 1 (0.42, not 42%);
 each figure null where Prometheus had no series of it."""
 
-from typing import Any
-
-Schema = dict[str, Any]
+from jobarchive.reading.described import Schema
 
 RATIO: Schema = {"type": ["number", "null"], "minimum": 0}
 AMOUNT: Schema = {"type": ["number", "null"]}

@@ -7,6 +7,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jobarchive.reading.console.formats import percent
+
 # Rows drawn at most: a strip, not a table; the efficiency's JSON lists the rest.
 ROWS = 32
 CELL = 14
@@ -46,10 +48,6 @@ def shade(mean: float | None, peak: float | None) -> str:
     return next((name for bound, name in SHADES[1:] if mean < bound), TOP)
 
 
-def _percent(value: float | None) -> str:
-    return "unknown" if value is None else f"{value * 100:.0f}%"
-
-
 def strip(efficiency: Mapping[str, Any]) -> Strip:
     """The strip of a job's efficiency (``queries.measured``'s JSON)."""
     pods: Sequence[Mapping[str, Any]] = [
@@ -64,8 +62,8 @@ def strip(efficiency: Mapping[str, Any]) -> Strip:
             x = LABEL_WIDTH + column * (CELL + GAP)
             widest = max(widest, x + CELL)
             title = (
-                f"{pod['name']} GPU {gpu['gpu']}: mean {_percent(gpu['mean'])}, "
-                f"peak {_percent(gpu['peak'])}, memory peak {_percent(gpu['memory_peak'])}"
+                f"{pod['name']} GPU {gpu['gpu']}: mean {percent(gpu['mean'])}, "
+                f"peak {percent(gpu['peak'])}, memory peak {percent(gpu['memory_peak'])}"
             )
             cells.append(Cell(x, y, shade(gpu["mean"], gpu["peak"]), title))
     return Strip(labels, cells, max(widest, LABEL_WIDTH), len(pods) * (CELL + GAP))
