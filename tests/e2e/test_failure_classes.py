@@ -76,9 +76,13 @@ async def test_a_worker_whose_tail_shows_a_cuda_oom_files_its_job_under_it(
     async with TestClient(TestServer(api.Api(auth.NoAuth()).app())) as client:
         path = f"{PREFIX}/namespaces/ml/archivedjobs"
         answered = await (await client.get(path, headers={"Accept": table})).json()
+        detail = await (await client.get(f"{path}/oom")).json()
     names = [column["name"] for column in answered["columnDefinitions"]]
     [cells] = [dict(zip(names, each["cells"], strict=True)) for each in answered["rows"]]
     assert (cells["Name"], cells["Status"], cells["Failure"]) == ("oom", "Failed", "GPUOutOfMemory")
+    # Each ArchivedPod of its detail carries its own class, for the CLI through a kubeconfig.
+    [pod] = detail["status"]["pods"]
+    assert pod["status"]["failureClass"] == "GPUOutOfMemory"
 
 
 async def test_a_rules_file_that_does_not_parse_stops_the_operator_in_one_line(

@@ -151,7 +151,9 @@ def test_an_archived_pod_gives_back_its_row(
         a_pod(remark=remark, host_ip=host, node_name=node, gpus=gpus, memory_bytes=memory)
     )
     if tailed is not None:
+        # A job's detail: each pod with its log tail's flag and its failure class.
         row["has_log_tail"] = tailed
+        row["failure_class"] = "GPUOutOfMemory" if tailed else None
     pod = objects.archived_pod(row, "mnist")
     assert objects.pod_row(pod) == row
     assert (pod["spec"]["jobName"], pod["spec"]["jobUID"]) == ("mnist", row["job_id"])

@@ -103,8 +103,10 @@ POD_FIELDS = (
         ("status.restartedAt", "gmt_restarted"),
     ),
     *_recorded("is_del"),
-    # Only in a job's detail, whose pods say whether a log tail was captured.
+    # Only in a job's detail, whose pods say whether a log tail was captured and, of
+    # a failed pod, its failure class (decision 42).
     Field(("status", "hasLogTail"), "has_log_tail", optional=True),
+    Field(("status", "failureClass"), "failure_class", optional=True),
 )
 # A core/v1 Event's fields stand at the top level; its subject is ``involvedObject``.
 EVENT_FIELDS = (
