@@ -13,10 +13,14 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from jobarchive.core.rows import PodFailureRow
 from jobarchive.reading import api, auth, kube, queries
 from jobarchive.reading.console import gantt, mounts
 from jobarchive.reading.console.routes import PAGES
 from jobarchive.storage import database as db
+from jobarchive.storage.failed import FailedPod
+from jobarchive.storage.models import Pod
+from jobarchive.storage.store import Store
 from tests.support.console import at, crawl, keep_log_tail, large_job, oom_killed_job
 from tests.support.history import History
 
@@ -143,7 +147,8 @@ async def test_errors_are_pages_with_the_apis_status_and_message(client: Client)
 async def test_the_statistics_chart_the_window(client: Client) -> None:
     html = await page(client, f"/stats?since={at(-24 * 60)}&until={at(24 * 60)}")
     assert html.count('class="segment status-') >= 2
-    assert "OOMKilled (exit code 137)" in html and "Error (exit code 143)" in html
+    assert "Why pods of failed jobs failed, by failure class" in html
+    assert "Unclassified" in html and "2 pods" in html
     assert "TFJob: 21m avg, 32m max" in html  # the running PyTorchJobs have no duration yet
     assert "alice: 1 job" in html and "(none): 4 jobs" in html
     default = await page(client, "/stats")
@@ -173,11 +178,33 @@ async def test_the_timeline_query_reads_compact_rows_and_the_stats_add_up(
     per_day = await queries.jobs_per_day(since, until)
     assert sum(row["jobs"] for row in per_day) == 5
     assert {row["day"] for row in per_day} == {at(0)[:10]}
-    reasons = await queries.failure_reasons(since, until)
-    assert reasons[0] == {"reason": "Error (exit code 143)", "pods": 1, "jobs": 1}
-    assert reasons[1] == {"reason": "OOMKilled (exit code 137)", "pods": 1, "jobs": 1}
+    # The failed pods by their own class: unclassified until the classifying pass runs.
+    unclassified = {"failure_class": "Unclassified", "pods": 2, "jobs": 1}
+    assert await queries.failed_pod_classes(since, until) == [unclassified]
+    killed = await Pod.get(job_id=recorded["uid"], remark__startswith="OOMKilled")
+    await Store().upsert(FailedPod, [classed(killed, "OOMKilled")])
+    assert await queries.failed_pod_classes(since, until) == [
+        {"failure_class": "OOMKilled", "pods": 1, "jobs": 1},
+        {**unclassified, "pods": 1},
+    ]
     owners = await queries.rollup("owner", None, None, since, until)
     assert [row["owner"] for row in owners if row["gpu_hours"]] == []
+
+
+def classed(pod: Pod, failure_class: str) -> PodFailureRow:
+    """A failed pod's class as the classifying pass writes it."""
+    return {
+        "pod_id": pod.pod_id,
+        "version": "1",
+        "job_id": pod.job_id,
+        "namespace": pod.namespace,
+        "failure_class": failure_class,
+        "container": None,
+        "exit_code": None,
+        "signal": None,
+        "detail": None,
+        "gmt_created": None,
+    }
 
 
 async def test_a_two_thousand_pod_job_is_drawn_in_bounded_rows(database: str) -> None:

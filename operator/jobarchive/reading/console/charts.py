@@ -238,9 +238,9 @@ def counted(count: int, noun: str) -> str:
 
 
 def failure_chart(rows: Sequence[dict[str, Any]]) -> BarChart:
-    """Failed pods by why they failed, from ``failure_reasons``' rows."""
+    """Failed pods by their failure class, from ``failed_pod_classes``' rows."""
     return bar_chart(
-        [(row["reason"], row["pods"], counted(row["pods"], "pod"), None) for row in rows]
+        [(row["failure_class"], row["pods"], counted(row["pods"], "pod"), None) for row in rows]
     )
 
 

@@ -1,5 +1,5 @@
 """The console's reports, one path segment below its mount like every page (decision
-31): the statistics (``stats``: jobs per day, failure reasons, durations, owners, over a
+31): the statistics (``stats``: jobs per day, failure classes, durations, owners, over a
 window of creation) and the usage (``usage``: GPU-hours per period, queue waits, the
 failure classes' and preemptions' GPU-hours, over a window of time, decision 33;
 ``usage.csv``: its table as CSV). GPU-hours on both are the usage roll-up's, their one
@@ -43,7 +43,7 @@ async def stats_page(visit: Visit) -> Page:
     async def figures() -> tuple[Any, ...]:
         return (
             await queries.jobs_per_day(since, until, scope),
-            await queries.failure_reasons(since, until, scope),
+            await queries.failed_pod_classes(since, until, scope),
             await queries.stats("kind", since, until, clusters=scope),
             await queries.stats("owner", since, until, clusters=scope),
             await _gpu_owners(since, until, scope),

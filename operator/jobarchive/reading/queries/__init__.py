@@ -80,7 +80,7 @@ from jobarchive.reading.queries.pods import (
 )
 from jobarchive.reading.queries.rollups import rollup
 from jobarchive.reading.queries.stats import (
-    failure_reasons,
+    failed_pod_classes,
     jobs_per_day,
     stats,
 )
@@ -142,8 +142,8 @@ __all__ = [
     "decode_cursor",
     "encode_cursor",
     "event_page_sql",
+    "failed_pod_classes",
     "failure_classes",
-    "failure_reasons",
     "find_jobs",
     "fits",
     "job_clusters",

@@ -1,11 +1,12 @@
 """Counts over a window of creation: jobs by a column with their durations, jobs per
-day, why failed pods failed. Each reads the jobs through their creation-time index (or
+day, the failed pods' failure classes. Each reads the jobs through their creation-time index (or
 their status's), and answers a few rows whatever the window. GPU-hours are not counted
 here but by the usage roll-up (``rollups``), their one definition."""
 
 import datetime
 from typing import Any
 
+from jobarchive.reading import usage
 from jobarchive.reading.params import (
     DEFAULT_GROUP,
     STATS_GROUPS,
@@ -17,8 +18,8 @@ from jobarchive.reading.params import (
 from jobarchive.storage import dialects
 from jobarchive.storage.readpool import reader
 
-# How many reasons a chart of failures shows; the rest are few by construction.
-FAILURE_REASONS = 20
+# How many classes a chart of failures shows; the rest are few by construction.
+FAILURE_CLASSES = 20
 
 
 def _window_sql(
@@ -115,14 +116,15 @@ async def jobs_per_day(
     ]
 
 
-async def failure_reasons(
+async def failed_pod_classes(
     since: datetime.datetime, until: datetime.datetime, clusters: Clusters = None
 ) -> list[dict[str, Any]]:
     """The failed pods of the failed jobs created in [since, until) of the ``clusters``
-    (a job's pods are its cluster's), counted by why they
-    failed: the head of their remark (``OOMKilled (exit code 137)``), most first.
+    (a job's pods are its cluster's), counted by their own failure class (decision 42;
+    ``usage.UNCLASSIFIED`` until the classifying pass has filed them), most first.
 
-    Read through the jobs' (status, gmt_created) index, then each job's pods by theirs.
+    Read through the jobs' (status, gmt_created) index, then each job's pods by theirs
+    and each pod's class by its uid.
     """
     connection = reader()
     dialect = dialects.of(connection)
@@ -130,19 +132,17 @@ async def failure_reasons(
     among, names = _clusters_sql(dialect, "j.cluster", clusters)
     where, params = where + among, params + names
     placeholder = dialect.placeholder
-    head = dialect.exact(
-        "CASE WHEN INSTR(p.remark, ': ') > 0 "
-        "THEN SUBSTR(p.remark, 1, INSTR(p.remark, ': ') - 1) ELSE p.remark END"
-    )
+    named = f"COALESCE(f.failure_class, '{usage.UNCLASSIFIED}')"
     sql = (
-        f"SELECT {head} AS reason, COUNT(*) AS pods, COUNT(DISTINCT j.job_id) AS jobs "
+        f"SELECT {named} AS failure_class, COUNT(*) AS pods, COUNT(DISTINCT j.job_id) AS jobs "
         "FROM job_info j JOIN replica_info p ON p.job_id = j.job_id "
+        "LEFT JOIN pod_failure f ON f.pod_id = p.pod_id "
         f"WHERE j.status = {placeholder} AND {' AND '.join(where)} "
         f"AND p.status = {placeholder} "
-        f"GROUP BY {head} ORDER BY pods DESC, reason LIMIT {FAILURE_REASONS}"
+        f"GROUP BY {named} ORDER BY pods DESC, failure_class LIMIT {FAILURE_CLASSES}"
     )
     _, rows = await connection.execute_query(sql, ["Failed", *params, "Failed"])
     return [
-        {"reason": row["reason"] or "unknown", "pods": int(row["pods"]), "jobs": int(row["jobs"])}
+        {"failure_class": row["failure_class"], "pods": int(row["pods"]), "jobs": int(row["jobs"])}
         for row in rows
     ]
