@@ -1,12 +1,13 @@
 """Usage by cluster queue from the roll-up (``queue_span``, decision 46), summed and
 ranked by the database, so that a month answers in a few rows whatever its pods: the
-GPUs held (the spans of the finished pods, the running pods read live) summed per
-period as ``usage.spread`` cuts them; the GPU-seconds beyond the quota in force swept
-in one window-function statement, ``utilization.borrowed``'s sweep in SQL; and the
-waits' percentiles ranked as the other roll-ups' are (``usage.rank``). The same
-figures as ``queries.allocation``'s reading of every pod."""
+GPUs held (the spans of the finished pods, the running pods read live), of them those
+preempted, and those beyond the quota in force, swept in one window-function
+statement (``utilization``'s sweep in SQL) and cut into periods by ``usage.spread``;
+and the waits' percentiles ranked as the other roll-ups' are (``usage.rank``). The
+same figures as ``queries.allocation``'s reading of every pod."""
 
 from collections.abc import Sequence
+from typing import Any
 
 from jobarchive.core.attempts import PREEMPTED
 from jobarchive.reading import usage
@@ -15,6 +16,10 @@ from jobarchive.reading.queries.windows import Window, period_sql
 
 # Per (queue, period): the figures, or the waits' percentiles, under their columns' names.
 Cells = dict[tuple[str, int], dict[str, float]]
+# The factor that packs two counts in one column (``_swept_sql``): more GPUs than any
+# queue holds at once and more quota rows than it has in force, while the packed sums
+# stay below 2^53, where a double holds every whole number exactly.
+PACK = 1 << 24
 # The running pods, read live through the index on ``gmt_finished``.
 RUNNING = "p.gmt_finished IS NULL"
 # A running pod's attempt: its job's reserved last at or before its start.
@@ -80,30 +85,6 @@ def held_sql(w: Window, names: Sequence[str]) -> str:
     return f"{first} UNION ALL {_cut(w, running, names)}"
 
 
-async def allocated(w: Window, cut: Sequence[usage.Period], names: Sequence[str]) -> Cells:
-    """Per queue and period, the GPU-seconds held (``allocated``) and of them in attempts
-    a preemption ended (``preempted``): sums per the periods a stretch begins and ends
-    in, cut by ``usage.spread``."""
-    n0, n1 = period_sql(cut, w.since, w.every, "h.a"), period_sql(cut, w.since, w.every, "h.b")
-    found = await w.rows(
-        f"SELECT h.grp AS grp, h.pre AS pre, {n0} AS n0, {n1} AS n1, SUM(h.g) AS g, "
-        f"SUM(h.g * h.a) AS ga, SUM(h.g * h.b) AS gb FROM ({held_sql(w, names)}) h "
-        "GROUP BY h.grp, h.pre, n0, n1"
-    )
-    bounds = [((p.start - w.since).total_seconds(), (p.end - w.since).total_seconds()) for p in cut]
-    cells: Cells = {}
-    for row in found:
-        if row["grp"] is None:
-            continue
-        for n, gpu_s, _ in usage.spread({**row, "c": 0, "ca": 0, "cb": 0}, bounds):
-            key = (names[int(row["grp"])], n)
-            cell = cells.setdefault(key, {"allocated": 0.0, "preempted": 0.0})
-            cell["allocated"] += gpu_s
-            if int(row["pre"]):
-                cell["preempted"] += gpu_s
-    return cells
-
-
 def _granted_sql(w: Window, names: Sequence[str]) -> str:
     """Each quota row in force in the window as (grp: its queue's index in ``names``, g,
     a, b), as ``queries.allocation`` reads them."""
@@ -118,50 +99,84 @@ def _granted_sql(w: Window, names: Sequence[str]) -> str:
     )
 
 
-async def borrowed(w: Window, cut: Sequence[usage.Period], quotas: Sequence[str]) -> Cells:
-    """Per queue and period, the GPU-seconds held beyond the GPUs granted at each moment
-    while a quota was in force (``borrowed``): the moments either changes, and the
-    periods' starts, each with the sums of the changes up to it (the GPUs held, granted,
-    and the quota rows in force) and the next moment, summed per period; of the queues
-    ``quotas`` names, those with a quota in force in the window. The moments are not
-    grouped: of those one moment holds, each has the sums of all (a RANGE frame) and the
-    last the next moment, the others their own (no time)."""
-    names = sorted(quotas)
-    edges = " UNION ALL ".join(
-        f"SELECT {int((p.start - w.since).total_seconds())} AS t" for p in cut
-    )
+def _swept_sql(w: Window, names: Sequence[str]) -> str:
+    """The GPUs held (``h``), of them in attempts a preemption ended (``hp``), and
+    beyond the GPUs granted while a quota was in force (``x``), per queue over each
+    stretch [t, nt) between the moments either changes: the changes (+GPUs at a
+    stretch's start, - at its end) summed in time order per queue. Of the changes one
+    moment holds, each has the sums of all (a RANGE frame, whatever the peers' order)
+    and only the last the next moment: the others hold no time."""
     two = "(SELECT 0 AS k UNION ALL SELECT 1 AS k) e"
-    moment, sign = "CASE WHEN e.k = 0 THEN x.a ELSE x.b END", "CASE WHEN e.k = 0 THEN 1 ELSE -1 END"
+    # Doubles (``1e0``), not the integers' sums (DECIMAL), and two counts in one column
+    # (``PACK`` times the first, plus the second: each whole and at least 0 at every
+    # moment, so both come back exactly): the rows the window functions are computed
+    # over stay narrow enough for MariaDB to keep them in memory (a temporary table
+    # past ``tmp_table_size`` goes to disk: three times slower).
+    moment = "CASE WHEN e.k = 0 THEN x.a ELSE x.b END"
+    sign = "CASE WHEN e.k = 0 THEN 1e0 ELSE -1e0 END"
     # Built in the statement's order: each adds its values' placeholders in turn.
-    held, granted, queues = held_sql(w, names), _granted_sql(w, names), _granted_sql(w, names)
+    held, granted = held_sql(w, names), _granted_sql(w, names)
     changes = (
-        f"SELECT x.grp AS grp, {moment} AS t, {sign} * x.g AS dh, 0 AS dg, 0 AS df "
-        f"FROM ({held}) x CROSS JOIN {two} WHERE x.grp IS NOT NULL AND x.b > x.a UNION ALL "
-        f"SELECT x.grp AS grp, {moment} AS t, 0 AS dh, {sign} * x.g AS dg, {sign} AS df "
-        f"FROM ({granted}) x CROSS JOIN {two} WHERE x.b > x.a UNION ALL "
-        "SELECT q.grp AS grp, s.t AS t, 0 AS dh, 0 AS dg, 0 AS df "
-        f"FROM (SELECT DISTINCT x.grp AS grp FROM ({queues}) x) q CROSS JOIN ({edges}) s"
+        f"SELECT x.grp AS grp, {moment} AS t, {sign} * x.g * ({PACK} + x.pre) AS dh, "
+        f"0e0 AS dg FROM ({held}) x CROSS JOIN {two} "
+        "WHERE x.grp IS NOT NULL AND x.b > x.a UNION ALL "
+        f"SELECT x.grp AS grp, {moment} AS t, 0e0 AS dh, {sign} * ({PACK} * x.g + 1) AS dg "
+        f"FROM ({granted}) x CROSS JOIN {two} WHERE x.b > x.a"
     )
     over = "OVER (PARTITION BY m.grp ORDER BY m.t)"
     swept = (
-        f"SELECT m.grp AS grp, m.t AS t, SUM(m.dh - m.dg) {over} AS beyond, "
-        f"SUM(m.df) {over} AS in_force, LEAD(m.t) {over} AS next_t FROM ({changes}) m"
+        f"SELECT m.grp AS grp, m.t AS t, SUM(m.dh) {over} AS held, SUM(m.dg) {over} AS granted, "
+        f"LEAD(m.t) {over} AS nt FROM ({changes}) m"
     )
-    n = period_sql(cut, w.since, w.every, "r.t")
-    beyond = (
-        f"SELECT r.grp AS grp, {n} AS n, r.beyond * (r.next_t - r.t) AS beyond "
-        f"FROM ({swept}) r WHERE r.next_t IS NOT NULL AND r.in_force > 0 AND r.beyond > 0"
+    h, g = f"FLOOR(r.held / {PACK})", f"FLOOR(r.granted / {PACK})"
+    return (
+        f"SELECT r.grp AS grp, r.t AS t, r.nt AS nt, {h} AS h, r.held - {PACK} * {h} AS hp, "
+        f"CASE WHEN r.granted > {g} * {PACK} AND {h} > {g} THEN {h} - {g} ELSE 0 END AS x "
+        f"FROM ({swept}) r WHERE r.nt > r.t AND r.held > 0"
+    )
+
+
+async def held(w: Window, cut: Sequence[usage.Period], names: Sequence[str]) -> Cells:
+    """Per queue of ``names`` and period, the GPU-seconds held (``allocated``), of them in
+    attempts a preemption ended (``preempted``), and held beyond the GPUs granted at
+    each moment while a quota was in force (``borrowed``): ``utilization``'s sweep in
+    one statement, its stretches summed per the periods they begin and end in and cut
+    by ``usage.spread``."""
+    n0, n1 = period_sql(cut, w.since, w.every, "s.t"), period_sql(cut, w.since, w.every, "s.nt")
+    sums = ", ".join(
+        f"SUM(s.{v}) AS {v}, SUM(s.{v} * s.t) AS {v}a, SUM(s.{v} * s.nt) AS {v}b"
+        for v in ("h", "hp", "x")
     )
     found = await w.rows(
-        f"SELECT y.grp AS grp, y.n AS n, SUM(y.beyond) AS beyond FROM ({beyond}) y "
-        "GROUP BY y.grp, y.n"
+        f"SELECT s.grp AS grp, {n0} AS n0, {n1} AS n1, {sums} FROM ({_swept_sql(w, names)}) s "
+        "GROUP BY s.grp, n0, n1"
     )
+    bounds = [((p.start - w.since).total_seconds(), (p.end - w.since).total_seconds()) for p in cut]
     cells: Cells = {}
     for row in found:
-        key = (names[int(row["grp"])], usage.clamp(row["n"], len(cut)))
-        cell = cells.setdefault(key, {"borrowed": 0.0})
-        cell["borrowed"] += float(row["beyond"] or 0)
+        spread = zip(
+            usage.spread(_sums(row, "h", "hp"), bounds),
+            usage.spread(_sums(row, "x", None), bounds),
+            strict=True,
+        )
+        for (n, gpu_s, preempted_s), (_, borrowed_s, _) in spread:
+            cell = cells.setdefault(
+                (names[int(row["grp"])], n), {"allocated": 0.0, "preempted": 0.0, "borrowed": 0.0}
+            )
+            cell["allocated"] += gpu_s
+            cell["preempted"] += preempted_s
+            cell["borrowed"] += borrowed_s
     return cells
+
+
+def _sums(row: dict[str, Any], first: str, second: str | None) -> dict[str, Any]:
+    """A row's periods and sums of two figures under the names ``usage.spread`` reads
+    for GPUs and CPUs (none for no second)."""
+    sums = {"n0": row["n0"], "n1": row["n1"]}
+    for figure, name in ((first, "g"), (second, "c")):
+        for end in ("", "a", "b"):
+            sums[name + end] = 0 if figure is None else row[figure + end]
+    return sums
 
 
 def _job_waits_sql(w: Window, cut: Sequence[usage.Period], names: Sequence[str]) -> str:
@@ -184,8 +199,8 @@ def _job_waits_sql(w: Window, cut: Sequence[usage.Period], names: Sequence[str])
     return (
         f"SELECT {_numbered(w, names, 'u.q')} AS grp, "
         f"{period_sql(cut, w.since, w.every, first_at)} AS n, "
-        f"CASE WHEN {ran} IS NULL THEN NULL ELSE {w.dialect.later(f'{ran} - {created}', '0')} "
-        f"END AS w0, {w.dialect.later(f'{first_at} - {created}', '0')} AS w1, "
+        f"{w.dialect.later(f'{ran} - {created}', '0')} AS w0, "
+        f"{w.dialect.later(f'{first_at} - {created}', '0')} AS w1, "
         f"u.start_wait AS w2 FROM ({jobs}) u WHERE 1 = 1{w.scope('u')}"
     )
 

@@ -141,6 +141,9 @@ class Window:
         return where
 
     async def rows(self, sql: str) -> list[dict[str, Any]]:
+        """The rows of ``sql``, built just before with this window's values: they are
+        taken before the first await, so that statements each built and run in one
+        step may run side by side (``queries.allocation``)."""
         params, self.params = self.params, []
         _, rows = await self.connection.execute_query(sql, params)
         return list(rows)
