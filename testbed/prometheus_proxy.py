@@ -71,7 +71,7 @@ class PrometheusProxy:
         return self.seen.count(fate)
 
     async def _query(self, request: web.Request) -> web.Response:
-        form = dict(await request.post())
+        form = {name: str(value) for name, value in (await request.post()).items()}
         if self.failing is not None:
             self.seen.append("failed")
             status, body = self.failing
@@ -84,7 +84,7 @@ class PrometheusProxy:
                 # The client gave up and closed the connection (its timeout).
                 self.abandoned += 1
                 raise
-        query = str(form.get("query", ""))
+        query = form.get("query", "")
         rewritten = next((new for pod, new in self.rewrites.items() if pod in query), None)
         if rewritten is not None:
             form["query"] = rewritten
@@ -93,8 +93,8 @@ class PrometheusProxy:
             aiohttp.ClientSession() as session,
             session.post(self.upstream + QUERY_PATH, data=form) as reply,
         ):
-            body = await reply.read()
-            return web.Response(status=reply.status, body=body, content_type="application/json")
+            said = await reply.read()
+            return web.Response(status=reply.status, body=said, content_type="application/json")
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator["PrometheusProxy"]:

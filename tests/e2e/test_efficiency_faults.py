@@ -61,6 +61,13 @@ async def seen(proxy: PrometheusProxy, fate: str, times: int) -> bool | None:
     return proxy.count(fate) >= times or None
 
 
+async def summary_in(namespace: str, name: str) -> Summary:
+    """The summary of the pod of that name in that namespace, once written."""
+    return await eventually(
+        lambda: Summary.filter(namespace=namespace, pod_name=name).first(), within=120
+    )
+
+
 async def job_in(cluster: Cluster, name: str, namespace: str) -> dict[str, Any]:
     body = o.with_meta(o.example("pytorch-simple.yaml"), name=name, namespace=namespace)
     return await cluster.create(PYTORCHJOBS, body)
@@ -167,12 +174,7 @@ async def test_a_promql_error_or_a_scalar_refuses_its_pod_alone_in_a_line(
         for namespace in [*REFUSALS, "e-sound"]
     ]
     await asyncio.gather(*(run_worker(cluster, cluster_metrics, w) for w in workers))
-    rows = {
-        w.namespace: await eventually(
-            lambda w=w: Summary.filter(namespace=w.namespace, pod_name=w.name).first()
-        )
-        for w in workers
-    }
+    rows = {w.namespace: await summary_in(w.namespace, w.name) for w in workers}
     assert rows["e-sound"].outcome == "measured"
     assert rows["e-sound"].gpu_activity_mean == pytest.approx(HALF_IDLE_MEAN)
     for namespace, (_, said) in REFUSALS.items():

@@ -167,29 +167,34 @@ def test_the_advice_names_each_threshold_crossed() -> None:
     assert advice(weigh([(GIVEN, None)]), gpus=2) == ["1 of 1 pods have no data in Prometheus"]
 
 
+Pods = list[tuple[Allocated, PodEfficiency | None]]
+
+
 def busy(unused: int, active: float, cpu: float = 0.5) -> PodEfficiency:
     return PodEfficiency(MEASURED, gpu_activity_mean=active, unused_gpus=unused, cpu_efficiency=cpu)
 
 
 def test_a_job_of_several_replica_types_is_advised_per_type() -> None:
-    master = [(Allocated(3600, 8, 8000, 100), busy(0, 0.9, cpu=0.1))]
-    workers = [
+    master: Pods = [(Allocated(3600, 8, 8000, 100), busy(0, 0.9, cpu=0.1))]
+    workers: Pods = [
         (Allocated(3600, 4, 8000, 100), busy(1, 0.1)),
         (Allocated(3600, 4, 8000, 100), busy(1, 0.3)),
     ]
-    silent = [(Allocated(3600, 2, 1000, 100), None)]
+    silent: Pods = [(Allocated(3600, 2, 1000, 100), None)]
     replicas = {
         "Worker": (weigh(workers), 8),
         "Master": (weigh(master), 8),
         "Evaluator": (weigh(silent), 0),
     }
     job = weigh(master + workers + silent)
-    # Job-wide, activity 55% would hide the workers' 20%, and "request 14" is no request.
+    # Job-wide it would read "16 GPUs requested, 2 never used: request 14": no request
+    # anyone can make of a master and workers.
     assert job_advice(job, 16, replicas) == [
         "Master: CPU efficiency 10%: request fewer CPUs",
         "Worker: 8 GPUs requested, 2 never used: request 6",
         "1 of 4 pods have no data in Prometheus",
     ]
+    # Job-wide, the master's 90% would hide the workers' 10%.
     workers[1] = (workers[1][0], busy(1, 0.1))
     replicas["Worker"] = (weigh(workers), 8)
     assert job_advice(weigh(master + workers + silent), 16, replicas)[1:3] == [
