@@ -9,7 +9,8 @@ returns. Rounds read due pods in the order they finished, from a mark that moves
 the pods summarised and goes back to the horizon every ``RESCAN`` seconds (for a pod
 whose row arrived late). Each pod costs one query (``core.promql``), at most
 ``concurrency`` at a time and ``rate`` a second. A Prometheus that cannot be reached,
-or answers 5xx or 429, stops the round: the pod stays due, and the next round waits the
+or answers 5xx, 429 or what it would answer any query (a wrong path, credentials not
+granted: ``infra.prometheus``), stops the round: the pod stays due, and the next round waits the
 database's backoff (``storage.waiting.Backoff``), said once when it begins and once
 when it ends. A refusal (4xx, a PromQL error, an answer of another type) is the pod's
 answer: it is kept as ``refused`` with Prometheus' words, and said in a line naming the
