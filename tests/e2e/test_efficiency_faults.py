@@ -320,5 +320,7 @@ async def test_each_cluster_is_summarised_from_its_own_prometheus_and_read_by_it
     assert code == 404, hidden
     code, named = await read(reader, "/jobs/ml/twin", "ann-token")
     assert [job["job_id"] for job in named["items"]] == [east_uid]
+    code, _ = await read(reader, "/jobs?namespace=ml&cluster=west", "ann-token")
+    assert code == 403
     code, granted = await read(reader, f"/jobs/{west_uid}", "wes-token")
     assert code == 200 and granted["efficiency"]["gpu_activity_mean"] == 0.2
