@@ -7,8 +7,9 @@ HTTP 429 or 5xx) is retryable, and so is an endpoint that turns every query away
 whatever it says (a redirect, 401, 403, 404, 405, 407: a wrong URL or credentials, which
 a fix or a token's rotation mends); a query Prometheus refuses (400 ``bad_data``, 422
 ``execution``, any other 4xx), an answer that is not an instant vector, or one over
-``MAX_BODY`` bytes is not (the caller records the figure as unknown). The bearer token is read from its file at each query, so a rotated one is
-used; it is never part of a message or a log line.
+``MAX_BODY`` bytes is not (the caller records the figure as unknown). The bearer token
+is read from its file at each query, so a rotated one is used; it is never part of a
+message or a log line.
 
 A sample whose value is not finite (NaN, from ``0/0`` or an average of nothing; ±Inf
 from a division by zero) is left out of the answer: such a series carries no figure,
