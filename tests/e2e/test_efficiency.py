@@ -2,7 +2,8 @@
 emulated cluster and, once each ended, asks the test bed's real Prometheus, which
 scrapes dcgm-exporter's and cAdvisor's families every second, for its figures; values
 chosen so that each figure is computed here by hand. Faults: Prometheus stopped before
-a pod ends and started later; the operator killed with pods still to summarise."""
+a pod ends and started later; the operator killed with pods still to summarise (the
+others, and the fleet, in ``test_efficiency_faults.py``)."""
 
 import asyncio
 import json
