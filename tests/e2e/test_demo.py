@@ -84,7 +84,8 @@ def test_the_demo_tells_its_story_in_under_a_minute() -> None:
     quotas, efficiency = quotas.split("$ jobarchive eff nlp/llama-sft")
     # The stand-in's figures (demo/standin.py): half of each pod's eight GPUs at 55%.
     assert "GPU-hours 10.0, GPU activity 28%" in efficiency
-    assert "  16 GPUs requested, 8 never used: request 8" in efficiency
+    for replica in ("master", "worker"):
+        assert f"  {replica}: 8 GPUs requested, 4 never used: request 4" in efficiency
     assert "usage by queue, " in costs and " UTC" in costs
     assert "usage by clusterqueue, " in quotas
     for queue in ("nlp-a100", "research"):

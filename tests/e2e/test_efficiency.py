@@ -2,137 +2,34 @@
 emulated cluster and, once each ended, asks the test bed's real Prometheus, which
 scrapes dcgm-exporter's and cAdvisor's families every second, for its figures; values
 chosen so that each figure is computed here by hand. Faults: Prometheus stopped before
-a pod ends and started later; the operator killed with pods still to summarise."""
+a pod ends and started later; the operator killed with pods still to summarise (the
+others, and the fleet, in ``test_efficiency_faults.py``)."""
 
 import asyncio
-import datetime
 import json
 import pathlib
-import time
-import uuid
-from typing import Any
 
 import pytest
 
-from jobarchive.core.times import rfc3339
 from jobarchive.storage.models import Pod as PodRow
 from jobarchive.storage.summaries import Summary
-from testbed import objects as o
 from testbed.cluster import PODS, Cluster
-from testbed.exporter import Gpu, Pod
 from testbed.mass_failure import PYTORCHJOBS, job_named
-from testbed.operator import OperatorProcess
 from tests.support.commands import jobarchive
+from tests.support.gpu_pods import (
+    Worker,
+    logged,
+    now,
+    prometheus_env,
+    run_worker,
+    status,
+    summary_of,
+)
 from tests.support.metrics_bed import MetricsBed
 from tests.support.operators import OperatorFactory
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
-GIB = 2**30
-RESOURCES = {
-    "requests": {"cpu": "2", "nvidia.com/gpu": "4"},
-    "limits": {"memory": "8Gi", "nvidia.com/gpu": "4"},
-}
-
-
-def prometheus_env(bed: MetricsBed) -> dict[str, str]:
-    return {
-        "JOBARCHIVE_PROMETHEUS_URL": bed.prometheus.url,
-        "JOBARCHIVE_PROMETHEUS_DELAY": "1",
-        "JOBARCHIVE_PROMETHEUS_SCRAPE_INTERVAL": "1",
-    }
-
-
-def now() -> datetime.datetime:
-    """Now, to the second (a pod's times are whole seconds)."""
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
-
-
-def status(start: datetime.datetime, end: datetime.datetime | None) -> dict[str, Any]:
-    """A pod's status: running since ``start``; with ``end``, succeeded then."""
-    running = {"startedAt": rfc3339(start)}
-    state = (
-        {"running": running}
-        if end is None
-        else {
-            "terminated": {
-                **running,
-                "exitCode": 0,
-                "reason": "Completed",
-                "finishedAt": rfc3339(end),
-            }
-        }
-    )
-    return {
-        "phase": "Running" if end is None else "Succeeded",
-        "startTime": rfc3339(start),
-        "hostIP": "10.0.0.12",
-        "podIP": "172.16.0.12",
-        "containerStatuses": [
-            {
-                "name": "pytorch",
-                "image": "img",
-                "ready": end is None,
-                "restartCount": 0,
-                "started": end is None,
-                "state": state,
-            }
-        ],
-    }
-
-
-class Worker:
-    """A pod of the job whose four GPUs and container the exporters report."""
-
-    def __init__(self, bed: MetricsBed, job: dict[str, Any], index: int) -> None:
-        self.bed = bed
-        self.body = o.kubeflow_pod(job, "pytorchReplicaSpecs", "Worker", index)
-        self.body["spec"]["containers"][0]["resources"] = RESOURCES
-        self.name = self.body["metadata"]["name"]
-        self.gpus = [Gpu(i, f"GPU-{uuid.uuid4()}") for i in range(4)]
-        self.cadvisor = Pod("ml", self.name, str(uuid.uuid4()), containers=("pytorch",))
-
-    def serve(self, active: list[float], cpu: float, energy: float) -> None:
-        """Each GPU's activity (0: never used) and memory, its energy and CPU counters at
-        their ``cpu`` and ``energy`` values, the container's working set, and the pod's
-        own and pause series the figures must leave out."""
-        for gpu, activity in zip(self.gpus, active, strict=True):
-            labels = gpu.labels(self.cadvisor, "pytorch")
-            self.bed.dcgm.set("DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels, activity)
-            self.bed.dcgm.set("DCGM_FI_DEV_FB_USED", labels, 40_000 * activity)
-            self.bed.dcgm.set("DCGM_FI_DEV_FB_FREE", labels, 80_000 - 40_000 * activity)
-            joules = energy if activity else energy / 5
-            self.bed.dcgm.set("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", labels, joules * 1000)
-        container = self.cadvisor.container_labels("pytorch")
-        self.bed.cadvisor.set("container_cpu_usage_seconds_total", container, cpu)
-        self.bed.cadvisor.set("container_memory_working_set_bytes", container, 2 * GIB)
-        for other in (self.cadvisor.pod_labels(), self.cadvisor.pause_labels()):
-            self.bed.cadvisor.set("container_memory_working_set_bytes", other, 9 * GIB)
-            self.bed.cadvisor.set("container_cpu_usage_seconds_total", other, cpu * 10)
-
-
-async def run_worker(cluster: Cluster, bed: MetricsBed, worker: Worker) -> float:
-    """The worker's run: its series served before it starts, its CPU and energy counters
-    stepped up (by 6 CPU-seconds and 5 kJ a busy GPU) between scrapes within it, then
-    its end; returns its run time in seconds."""
-    worker.serve([0.8, 0.8, 0.0, 0.0], cpu=100, energy=1_000_000)
-    await asyncio.to_thread(bed.scraped)
-    start = now()
-    await cluster.create(PODS, {**worker.body, "status": status(start, None)})
-    for _ in range(2):
-        await asyncio.to_thread(bed.scraped)
-    worker.serve([0.8, 0.8, 0.0, 0.0], cpu=106, energy=1_005_000)
-    for _ in range(2):
-        await asyncio.to_thread(bed.scraped)
-    end = now() + datetime.timedelta(seconds=1)
-    await asyncio.sleep(max(0.0, end.timestamp() - time.time()))
-    await asyncio.to_thread(bed.scraped)
-    await cluster.patch(PODS, "ml", worker.name, {"status": status(start, end)})
-    return (end - start).total_seconds()
-
-
-async def summary_of(name: str) -> Summary:
-    return await eventually(lambda: Summary.filter(pod_name=name).first(), within=120)
 
 
 async def test_a_job_that_left_half_its_gpus_idle_is_summarised_by_hand_figures(
@@ -142,7 +39,7 @@ async def test_a_job_that_left_half_its_gpus_idle_is_summarised_by_hand_figures(
     cluster_metrics: MetricsBed,
     tmp_path: pathlib.Path,
 ) -> None:
-    await start_operator(**prometheus_env(cluster_metrics))
+    await start_operator(**prometheus_env(cluster_metrics.prometheus.url))
     await cluster.wait_watching([PODS, PYTORCHJOBS])
     job = await job_named(cluster, "half-idle")
     worker = Worker(cluster_metrics, job, 0)
@@ -171,7 +68,7 @@ async def test_a_job_that_left_half_its_gpus_idle_is_summarised_by_hand_figures(
 async def test_a_pod_that_ended_while_prometheus_was_away_is_summarised_on_its_return(
     cluster: Cluster, start_operator: OperatorFactory, archive: str, cluster_metrics: MetricsBed
 ) -> None:
-    operator = await start_operator(**prometheus_env(cluster_metrics))
+    operator = await start_operator(**prometheus_env(cluster_metrics.prometheus.url))
     await cluster.wait_watching([PODS, PYTORCHJOBS])
     job = await job_named(cluster, "away")
     worker = Worker(cluster_metrics, job, 0)
@@ -197,7 +94,7 @@ async def test_pods_left_to_summarise_by_a_killed_operator_are_summarised_by_the
 ) -> None:
     # A delay long enough that the first operator dies before it asks.
     first = await start_operator(
-        **{**prometheus_env(cluster_metrics), "JOBARCHIVE_PROMETHEUS_DELAY": "3600"}
+        **{**prometheus_env(cluster_metrics.prometheus.url), "JOBARCHIVE_PROMETHEUS_DELAY": "3600"}
     )
     await cluster.wait_watching([PODS, PYTORCHJOBS])
     job = await job_named(cluster, "killed")
@@ -205,14 +102,10 @@ async def test_pods_left_to_summarise_by_a_killed_operator_are_summarised_by_the
     await run_worker(cluster, cluster_metrics, worker)
     await eventually(lambda: _recorded_finished(worker.name), within=60)
     await first.kill()
-    await start_operator(**prometheus_env(cluster_metrics))
+    await start_operator(**prometheus_env(cluster_metrics.prometheus.url))
     row = await summary_of(worker.name)
     assert (row.outcome, row.unused_gpus) == ("measured", 2)
 
 
 async def _recorded_finished(name: str) -> bool | None:
     return await PodRow.filter(name=name, gmt_finished__isnull=False).exists() or None
-
-
-async def logged(operator: OperatorProcess, text: str) -> bool | None:
-    return text in operator.log() or None

@@ -101,8 +101,10 @@ def test_a_jobs_efficiency_fits_80_columns_with_its_hand_computed_figures(archiv
     cells = [[cell.strip() for cell in line.split("│")] for line in lines]
     assert ["Worker", "1", "20%", "6.4", "2", "10%", "-"] in cells
     assert ["llama-sft-master-0", "8", "60%", "90%", "-", "10%", "-", "-"] in cells
-    assert "  16 GPUs requested, 2 never used: request 14" in lines
-    assert "  CPU efficiency 10%: request fewer CPUs" in lines
+    # Advised per replica type: the master's eight GPUs were all used.
+    assert "  Worker: 8 GPUs requested, 2 never used: request 6" in lines
+    assert "  Master: CPU efficiency 10%: request fewer CPUs" in lines
+    assert "  Worker: CPU efficiency 10%: request fewer CPUs" in lines
 
 
 def test_the_json_is_the_same_figures_and_an_unsummarised_job_says_so(archive: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 from jobarchive.core import promql
 from jobarchive.core.efficiency import MEASURED, NO_DATA, REFUSED, TOO_SHORT, Sample
 from jobarchive.core.rows import SummaryRow
-from jobarchive.maintenance import retention
+from jobarchive.maintenance import retention, summarising
 from jobarchive.maintenance.summarising import Asking, Summariser, Unreachable
 from jobarchive.storage.models import Job, Pod, utcnow
 from jobarchive.storage.store import Store
@@ -105,7 +105,9 @@ async def test_due_pods_are_asked_once_at_their_finish_in_the_order_they_finishe
     assert len(answers.asked) == 2
 
 
-async def test_a_refusal_is_the_pods_answer_and_an_outage_keeps_pods_due(database: str) -> None:
+async def test_a_refusal_is_the_pods_answer_and_an_outage_keeps_pods_due(
+    database: str, caplog: pytest.LogCaptureFixture
+) -> None:
     await pods(("bad", 60, 40), ("first", 60, 30), ("then", 60, 20))
     answers = Answers(
         {
@@ -115,10 +117,17 @@ async def test_a_refusal_is_the_pods_answer_and_an_outage_keeps_pods_due(databas
         }
     )
     summariser = await summarised(answers)
-    with pytest.raises(Unreachable, match="connection refused"):
+    with (
+        caplog.at_level("WARNING", logger=summarising.__name__),
+        pytest.raises(Unreachable, match="connection refused"),
+    ):
         await summariser.round()
     stored = {s.pod_name: (s.outcome, s.note) for s in await Summary.all()}
     assert stored == {"bad": (REFUSED, "bad_data: parse error"), "first": (MEASURED, None)}
+    said = [r.getMessage() for r in caplog.records if r.name == summarising.__name__]
+    assert said == [
+        "Not summarised, Prometheus refused the query of kubeflow/bad: bad_data: parse error"
+    ]
     answers.answers["then"] = ACTIVE
     assert await summariser.round() == 1
     assert await Summary.filter(pod_name="then", outcome=MEASURED).count() == 1
@@ -162,3 +171,9 @@ async def test_pods_that_ran_over_one_window_share_one_query_each_its_figures(
         "w-2": (NO_DATA, None),
         "other": (MEASURED, 0.5),
     }
+
+
+def test_a_log_line_names_a_few_pods_and_counts_the_rest() -> None:
+    pods = [{"namespace": "ml", "name": f"w-{index}"} for index in range(5)]
+    assert summarising.named(pods[:1]) == "ml/w-0"
+    assert summarising.named(pods) == "ml/w-0, ml/w-1, ml/w-2 and 2 more"

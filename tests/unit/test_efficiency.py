@@ -2,7 +2,7 @@
 each figure computed here by hand (decision 45)."""
 
 from jobarchive.core import promql
-from jobarchive.core.advice import advice
+from jobarchive.core.advice import advice, job_advice
 from jobarchive.core.efficiency import (
     MEASURED,
     NO_DATA,
@@ -165,6 +165,56 @@ def test_the_advice_names_each_threshold_crossed() -> None:
         "memory peak 12% of the limit",
     ]
     assert advice(weigh([(GIVEN, None)]), gpus=2) == ["1 of 1 pods have no data in Prometheus"]
+
+
+Pods = list[tuple[Allocated, PodEfficiency | None]]
+
+
+def busy(unused: int, active: float, cpu: float = 0.5) -> PodEfficiency:
+    return PodEfficiency(MEASURED, gpu_activity_mean=active, unused_gpus=unused, cpu_efficiency=cpu)
+
+
+def test_a_job_of_several_replica_types_is_advised_per_type() -> None:
+    master: Pods = [(Allocated(3600, 8, 8000, 100), busy(0, 0.9, cpu=0.1))]
+    workers: Pods = [
+        (Allocated(3600, 4, 8000, 100), busy(1, 0.1)),
+        (Allocated(3600, 4, 8000, 100), busy(1, 0.3)),
+    ]
+    silent: Pods = [(Allocated(3600, 2, 1000, 100), None)]
+    replicas = {
+        "Worker": (weigh(workers), 8),
+        "Master": (weigh(master), 8),
+        "Evaluator": (weigh(silent), 0),
+    }
+    job = weigh(master + workers + silent)
+    # Job-wide it would read "16 GPUs requested, 2 never used: request 14": no request
+    # anyone can make of a master and workers.
+    assert job_advice(job, 16, replicas) == [
+        "Master: CPU efficiency 10%: request fewer CPUs",
+        "Worker: 8 GPUs requested, 2 never used: request 6",
+        "1 of 4 pods have no data in Prometheus",
+    ]
+    # Job-wide, the master's 90% would hide the workers' 10%.
+    workers[1] = (workers[1][0], busy(1, 0.1))
+    replicas["Worker"] = (weigh(workers), 8)
+    assert job_advice(weigh(master + workers + silent), 16, replicas)[1:3] == [
+        "Worker: 8 GPUs requested, 2 never used: request 6",
+        "Worker: GPU activity 10%: the input pipeline is the likely bottleneck",
+    ]
+
+
+def test_a_job_of_one_replica_type_is_advised_as_a_whole() -> None:
+    workers = [
+        (Allocated(3600, 4, 8000, 100), busy(1, 0.1)),
+        (Allocated(3600, 4, 8000, 100), busy(1, 0.1)),
+    ]
+    figures = weigh(workers)
+    expected = [
+        "8 GPUs requested, 2 never used: request 6",
+        "GPU activity 10%: the input pipeline is the likely bottleneck",
+    ]
+    assert job_advice(figures, 8, {"Worker": (figures, 8)}) == expected
+    assert job_advice(figures, 8, {}) == expected == advice(figures, 8)
 
 
 TARGET = promql.Target(

@@ -122,6 +122,10 @@ def test_pod_label_pairs_are_tried_in_the_order_given() -> None:
         ("__name__/pod", "'__name__/pod' is not two label names"),
         ("pod/pod", "'pod/pod' is not two label names"),
         ("namespace/pod,namespace/pod", "'namespace/pod' is given twice"),
+        # Prometheus 2.42 answers 400 bad_data to ``max by (namespace, without)``.
+        ("namespace/without", "'namespace/without' names a label PromQL cannot group by"),
+        ("Inf/pod", "'Inf/pod' names a label PromQL cannot group by"),
+        ("namespace/pod,ns/NaN", "'ns/NaN' names a label PromQL cannot group by"),
     ],
 )
 def test_a_bad_pod_label_pair_is_named(raw: str, shown: str) -> None:

@@ -36,6 +36,9 @@ _EXTENDED_RESOURCE = re.compile(
 DEFAULT_POD_LABELS = "namespace/pod,exported_namespace/exported_pod"
 # A Prometheus label name; those beginning with two underscores are Prometheus' own.
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+# Label names PromQL 2.x cannot write in a grouping (``max by (...)``), read there as a
+# keyword or a number whatever their case: Prometheus would refuse every query.
+_UNGROUPABLE = frozenset({"without", "inf", "nan"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +191,11 @@ def _pod_labels(raw: str | None) -> tuple[tuple[str, str], ...]:
             raise ConfigError(
                 f"{variable}: {term.strip()[:80]!r} is not two label names as "
                 "namespace_label/pod_label (letters, digits, _; not beginning with __)"
+            )
+        if any(name.lower() in _UNGROUPABLE for name in names):
+            raise ConfigError(
+                f"{variable}: {term.strip()!r} names a label PromQL cannot group by "
+                "(without, inf, nan in any case)"
             )
         if names in pairs:
             raise ConfigError(f"{variable}: {term.strip()!r} is given twice")

@@ -1,7 +1,13 @@
 """Plain advice from a job's efficiency (decision 45), pure: one line per threshold
 crossed, in the order a user should act on them. The thresholds are documented in
 docs/efficiency.md and nowhere else changed.
+
+A job of several replica types is advised per type, each line led by the type's name
+(``Worker: 8 GPUs requested, 2 never used: request 6``): each type's pods are requested
+apart, and a job-wide sum would hide an idle type behind a busy one.
 """
+
+from collections.abc import Mapping
 
 from jobarchive.core.efficiency import JobEfficiency
 
@@ -21,6 +27,33 @@ def _percent(ratio: float) -> str:
 
 def advice(figures: JobEfficiency, gpus: int) -> list[str]:
     """What to change, from a job's figures and the GPUs its pods requested in all."""
+    return _changes(figures, gpus) + _unknown(figures)
+
+
+def job_advice(
+    figures: JobEfficiency, gpus: int, replicas: Mapping[str, tuple[JobEfficiency, int]]
+) -> list[str]:
+    """A job's advice: ``advice`` when it has one replica type (or none); else each
+    type's changes (``replicas``: its figures and the GPUs its pods requested), by name,
+    then the pods without data, job-wide."""
+    if len(replicas) < 2:
+        return advice(figures, gpus)
+    lines = [
+        f"{name}: {line}"
+        for name, (found, requested) in sorted(replicas.items())
+        for line in _changes(found, requested)
+    ]
+    return lines + _unknown(figures)
+
+
+def _unknown(figures: JobEfficiency) -> list[str]:
+    if not figures.unknown:
+        return []
+    return [f"{figures.unknown} of {figures.pods} pods have no data in Prometheus"]
+
+
+def _changes(figures: JobEfficiency, gpus: int) -> list[str]:
+    """One line per threshold crossed."""
     lines = []
     if figures.unused_gpus:
         lines.append(
@@ -41,6 +74,4 @@ def advice(figures: JobEfficiency, gpus: int) -> list[str]:
         lines.append(f"CPU efficiency {_percent(figures.cpu_efficiency)}: request fewer CPUs")
     if figures.mem_peak_ratio is not None and figures.mem_peak_ratio < LOW_MEMORY:
         lines.append(f"memory peak {_percent(figures.mem_peak_ratio)} of the limit")
-    if figures.unknown:
-        lines.append(f"{figures.unknown} of {figures.pods} pods have no data in Prometheus")
     return lines

@@ -3,10 +3,13 @@ an instant vector, for the efficiency of pods that ended.
 
 Every failure is one ``PrometheusError`` whose ``retryable`` says whether asking again
 later may succeed: Prometheus away, slow, overloaded (a refused connection, a timeout,
-HTTP 429 or 5xx) is retryable; a query Prometheus refuses, an answer that is not an
-instant vector, or one over ``MAX_BODY`` bytes is not (the caller records the figure
-as unknown). The bearer token is read from its file at each query, so a rotated one is
-used; it is never part of a message or a log line.
+HTTP 429 or 5xx) is retryable, and so is an endpoint that turns every query away
+whatever it says (a redirect, 401, 403, 404, 405, 407: a wrong URL or credentials, which
+a fix or a token's rotation mends); a query Prometheus refuses (400 ``bad_data``, 422
+``execution``, any other 4xx), an answer that is not an instant vector, or one over
+``MAX_BODY`` bytes is not (the caller records the figure as unknown). The bearer token
+is read from its file at each query, so a rotated one is used; it is never part of a
+message or a log line.
 
 A sample whose value is not finite (NaN, from ``0/0`` or an average of nothing; ±Inf
 from a division by zero) is left out of the answer: such a series carries no figure,
@@ -32,6 +35,9 @@ MAX_BODY = 4 * 2**20
 QUERY_PATH = "/api/v1/query"
 # Prometheus' error text in a message, at most (it may quote the query).
 _SHOWN = 300
+# The endpoint's answers, not the query's: every query would get them until the URL or
+# the credentials are fixed, so the pods wait for that instead of being refused.
+_ENDPOINT = frozenset({301, 302, 303, 307, 308, 401, 403, 404, 405, 407})
 
 
 class PrometheusError(Exception):
@@ -167,7 +173,7 @@ class Prometheus:
         """The samples of a success, or the error the status and body say."""
         answer = _json(body)
         if status != 200 or answer.get("status") != "success":
-            retryable = status == 429 or status >= 500
+            retryable = status == 429 or status >= 500 or status in _ENDPOINT
             kind = answer.get("errorType") or "no errorType"
             said = answer.get("error") or visible(body.decode(errors="replace"), limit=_SHOWN)
             kind = visible(str(kind), limit=40)

@@ -9,11 +9,12 @@ returns. Rounds read due pods in the order they finished, from a mark that moves
 the pods summarised and goes back to the horizon every ``RESCAN`` seconds (for a pod
 whose row arrived late). Each pod costs one query (``core.promql``), at most
 ``concurrency`` at a time and ``rate`` a second. A Prometheus that cannot be reached,
-or answers 5xx or 429, stops the round: the pod stays due, and the next round waits the
+or answers 5xx, 429 or what it would answer any query (a wrong path, credentials not
+granted: ``infra.prometheus``), stops the round: the pod stays due, and the next round waits the
 database's backoff (``storage.waiting.Backoff``), said once when it begins and once
 when it ends. A refusal (4xx, a PromQL error, an answer of another type) is the pod's
-answer: it is kept as ``refused`` with Prometheus' words, so one bad pod never stalls
-the others.
+answer: it is kept as ``refused`` with Prometheus' words, and said in a line naming the
+pods, so one bad pod never stalls the others.
 """
 
 import asyncio
@@ -223,6 +224,11 @@ class Summariser:
                 if getattr(exc, "retryable", True):
                     self.last_error = str(exc)
                     return dict.fromkeys(given)
+                logger.warning(
+                    "Not summarised, Prometheus refused the query of %s: %s",
+                    named(pods),
+                    shown(str(exc)),
+                )
                 refused = PodEfficiency(efficiency.REFUSED)
                 return {pod["pod_id"]: summary_row(pod, refused, note=str(exc)) for pod in pods}
         samples: dict[str | None, list[Sample]] = {}
@@ -234,6 +240,12 @@ class Summariser:
             )
             for pod in pods
         }
+
+
+def named(pods: list[dict[str, Any]], most: int = 3) -> str:
+    """Pods as a log line names them: ``ns/name``, the first ``most``, then how many more."""
+    names = ", ".join(shown(f"{pod['namespace']}/{pod['name']}") for pod in pods[:most])
+    return names + (f" and {len(pods) - most} more" if len(pods) > most else "")
 
 
 def windows(pods: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from jobarchive.core.advice import advice
+from jobarchive.core.advice import job_advice
 from jobarchive.core.efficiency import (
     JOULES_PER_KWH,
     Allocated,
@@ -111,14 +111,19 @@ def _answer(
     replicas: dict[str, list[tuple[Allocated, PodEfficiency | None]]] = {}
     for pod, given, found in weighed:
         replicas.setdefault(str(pod["replica_type"]), []).append((given, found))
-    gpus = sum(given.gpus for _, given, found in weighed if found is not None)
+    each = {name: (weigh(pods), _requested(pods)) for name, pods in sorted(replicas.items())}
     return {
         **figures_json(figures),
-        "advice": advice(figures, gpus),
-        "replicas": {name: figures_json(weigh(pods)) for name, pods in sorted(replicas.items())},
+        "advice": job_advice(figures, _requested([(g, f) for _, g, f in weighed]), each),
+        "replicas": {name: figures_json(found) for name, (found, _) in each.items()},
         "per_pod": [_pod_json(*row) for row in weighed[:POD_ROWS]],
         "per_pod_more": len(weighed) > POD_ROWS or not complete,
     }
+
+
+def _requested(pods: Sequence[tuple[Allocated, PodEfficiency | None]]) -> int:
+    """The GPUs the summarised pods requested."""
+    return sum(given.gpus for given, found in pods if found is not None)
 
 
 async def jobs_efficiency(job_uids: Sequence[str]) -> dict[str, JobEfficiency]:
