@@ -207,6 +207,23 @@ async def cluster() -> AsyncIterator[Cluster]:
 
 
 @pytest.fixture
+async def west() -> AsyncIterator[Cluster]:
+    """A second emulated cluster (the fleet's tests): another API server, another
+    kube-system uid."""
+    async with emulated_cluster() as api:
+        yield api
+
+
+@pytest.fixture
+async def start_west(
+    west: Cluster, archive: str, operator_env: dict[str, str | None], tmp_path: pathlib.Path
+) -> AsyncIterator[OperatorFactory]:
+    """Operators of the west cluster, on the same database as ``start_operator``'s."""
+    async with operators_of(west, operator_env, tmp_path / "west") as start:
+        yield start
+
+
+@pytest.fixture
 def e2e_db_url(mysql_databases: Databases) -> str:
     """A fresh MariaDB database for one operator run."""
     return mysql_databases.create("jobarchive_e2e")

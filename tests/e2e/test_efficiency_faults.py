@@ -24,7 +24,7 @@ from jobarchive.reading.queries.measured import efficiency_json
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.summaries import Summary
 from testbed import objects as o
-from testbed.cluster import PODS, Cluster, Reviews, emulated_cluster
+from testbed.cluster import PODS, Cluster, Reviews
 from testbed.mass_failure import PYTORCHJOBS, job_named
 from testbed.prometheus_proxy import PrometheusProxy
 from tests.support import fleet
@@ -39,7 +39,7 @@ from tests.support.gpu_pods import (
     summary_of,
 )
 from tests.support.metrics_bed import MetricsBed, metrics_bed
-from tests.support.operators import OperatorFactory, operators_of
+from tests.support.operators import OperatorFactory
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
@@ -238,25 +238,10 @@ async def test_series_that_vanish_mid_run_give_the_figures_prometheus_has(
 
 
 @pytest.fixture
-async def west() -> AsyncIterator[Cluster]:
-    """The second emulated cluster."""
-    async with emulated_cluster() as api_server:
-        yield api_server
-
-
-@pytest.fixture
 def west_metrics() -> Iterator[MetricsBed]:
     """The west cluster's own Prometheus and exporters."""
     with metrics_bed() as bed:
         yield bed
-
-
-@pytest.fixture
-async def start_west(
-    west: Cluster, archive: str, operator_env: dict[str, str | None], tmp_path: pathlib.Path
-) -> AsyncIterator[OperatorFactory]:
-    async with operators_of(west, operator_env, tmp_path / "west") as start:
-        yield start
 
 
 @pytest.fixture

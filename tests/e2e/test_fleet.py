@@ -4,8 +4,6 @@ kube-system uid, and reconciles, retains and marks gone only its own cluster's r
 a cluster whose operator is down keeps its rows as they were."""
 
 import datetime
-import pathlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,11 +12,11 @@ from jobarchive.core.kinds import BUILTIN_KINDS
 from jobarchive.storage.models import Job, Pod
 from jobarchive.storage.store import Store
 from testbed import objects as o
-from testbed.cluster import EVENTS, PODS, Cluster, emulated_cluster, job_resource, resource_of
+from testbed.cluster import EVENTS, PODS, Cluster, job_resource, resource_of
 from testbed.objects import Body
 from testbed.operator import OperatorProcess
 from tests.support import rows
-from tests.support.operators import OperatorFactory, operators_of
+from tests.support.operators import OperatorFactory
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
@@ -32,22 +30,6 @@ GONE_LONG_AGO: dict[str, Any] = {
 }
 # Reconciling every second, pruning what finished over a day ago.
 MAINTAINING = {"JOBARCHIVE_RESYNC_INTERVAL": "1", "JOBARCHIVE_RETENTION_DAYS": "1"}
-
-
-@pytest.fixture
-async def west() -> AsyncIterator[Cluster]:
-    """The second emulated cluster: another API server, another kube-system uid."""
-    async with emulated_cluster() as api:
-        yield api
-
-
-@pytest.fixture
-async def start_west(
-    west: Cluster, archive: str, operator_env: dict[str, str | None], tmp_path: pathlib.Path
-) -> AsyncIterator[OperatorFactory]:
-    """Operators of the west cluster, on the same database as ``start_operator``'s."""
-    async with operators_of(west, operator_env, tmp_path / "west") as start:
-        yield start
 
 
 async def tfjob(cluster: Cluster, name: str, namespace: str = "team-a") -> Body:
