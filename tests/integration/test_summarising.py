@@ -105,7 +105,7 @@ async def test_due_pods_are_asked_once_at_their_finish_in_the_order_they_finishe
     assert len(answers.asked) == 2
 
 
-async def test_a_refusal_is_the_pods_answer_and_an_outage_keeps_pods_due(
+async def test_a_refusal_is_kept_and_asked_again_and_an_outage_keeps_pods_due(
     database: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     await pods(("bad", 60, 40), ("first", 60, 30), ("then", 60, 20))
@@ -131,6 +131,16 @@ async def test_a_refusal_is_the_pods_answer_and_an_outage_keeps_pods_due(
     answers.answers["then"] = ACTIVE
     assert await summariser.round() == 1
     assert await Summary.filter(pod_name="then", outcome=MEASURED).count() == 1
+    # The refused pod stays queued: not asked again within the hour of its refusal...
+    answers.answers["bad"] = ACTIVE
+    summariser.rescanned -= summarising.RESCAN + 1
+    assert await summariser.round() == 0
+    # ...but an hour after it, its row replaced by the answer.
+    refused_at = utcnow() - datetime.timedelta(seconds=summarising.RESCAN + 60)
+    await Summary.filter(pod_name="bad").update(gmt_modified=refused_at)
+    summariser.rescanned -= summarising.RESCAN + 1
+    assert await summariser.round() == 1
+    assert await Summary.filter(pod_name="bad", outcome=MEASURED, note=None).count() == 1
 
 
 async def test_pods_past_the_horizon_or_of_another_cluster_are_not_asked(database: str) -> None:

@@ -12,9 +12,11 @@ whose row arrived late). Each pod costs one query (``core.promql``), at most
 or answers 5xx, 429 or what it would answer any query (a wrong path, credentials not
 granted: ``infra.prometheus``), stops the round: the pod stays due, and the next round waits the
 database's backoff (``storage.waiting.Backoff``), said once when it begins and once
-when it ends. A refusal (4xx, a PromQL error, an answer of another type) is the pod's
-answer: it is kept as ``refused`` with Prometheus' words, and said in a line naming the
-pods, so one bad pod never stalls the others.
+when it ends. A refusal (4xx, a PromQL error, an answer of another type) is kept as
+the pod's ``refused`` row with Prometheus' words, and said in a line naming the pods,
+so one bad pod never stalls the others; the pod stays queued all the same: due again
+a ``RESCAN`` after its refusal (a configuration fixed since, a Prometheus upgraded),
+until the horizon, its row replaced by the answer.
 """
 
 import asyncio
@@ -26,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-from tortoise.expressions import Subquery
+from tortoise.expressions import Q, Subquery
 
 from jobarchive.config import Settings
 from jobarchive.core import efficiency, promql
@@ -184,10 +186,13 @@ class Summariser:
 
     async def due(self) -> list[dict[str, Any]]:
         """The next pods finished between the horizon and ``delay`` ago, after the mark,
-        without a summary, in the order they finished."""
+        without a summary (or refused a ``RESCAN`` ago), in the order they finished."""
         now = utcnow()
         horizon = now - datetime.timedelta(days=self.asking.horizon_days)
-        done = Summary.filter(cluster=self.cluster()).values("pod_id")
+        again = now - datetime.timedelta(seconds=RESCAN)
+        # Q, not exclude(): Tortoise negates each of exclude()'s terms apart.
+        refused_then = Q(outcome=efficiency.REFUSED, gmt_modified__lt=again)
+        done = Summary.filter(~refused_then, cluster=self.cluster()).values("pod_id")
         found = Pod.filter(
             cluster=self.cluster(),
             gmt_finished__gte=max(horizon, aware(self.mark) or horizon),
