@@ -3,14 +3,16 @@ real HTTP port, plus what a real API server would do and the emulator does not.
 
 The emulator assigns no uid, resourceVersion or creationTimestamp; ``Cluster``
 stamps them on create and patch, with one cluster-wide resourceVersion counter
-as etcd has. ``Reviews`` answers TokenReviews and SubjectAccessReviews from tables,
-as the API server's authenticators and RBAC would. Everything goes over HTTP, so the
-watch streams the operator sees are the emulator's own.
+as etcd has. ``Reviews`` (``testbed.reviews``) answers TokenReviews and
+SubjectAccessReviews from tables, as the API server's authenticators and RBAC would;
+``Feed`` (``testbed.feed``) streams bursts of objects fast. Everything goes over HTTP,
+so the watch streams the operator sees are the emulator's own. The served resources
+(``testbed.resources``), the reviews and the feeds are importable from here too, where
+the tests, the benchmarks, the demo and the soak import them.
 """
 
 import asyncio
 import contextlib
-import dataclasses
 import datetime
 import itertools
 import uuid
@@ -21,75 +23,54 @@ import aiohttp
 import kmock
 from kmock._internal.rendering import Response
 
-from jobarchive.core.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS, JobKind
+from jobarchive.core.kinds import BUILTIN_KINDS, INTERMEDIATE_KINDS
+from testbed.feed import Feed
 from testbed.objects import Body
+from testbed.resources import (
+    ACCESS_REVIEWS,
+    BATCH_JOBS,
+    CLUSTER_QUEUES,
+    CRDS,
+    EVENTS,
+    NAMESPACES,
+    PEERINGS,
+    PODS,
+    REVIEWS,
+    TOKEN_REVIEWS,
+    WORKLOADS,
+    WORKLOADS_V1BETA1,
+    Resource,
+    job_resource,
+    resource_of,
+)
+from testbed.reviews import Reviews
 
-
-@dataclasses.dataclass(frozen=True)
-class Resource:
-    """A served resource: where its objects live in the API."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    def path(self, namespace: str | None, name: str | None = None) -> str:
-        base = f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"
-        if self.namespaced and namespace is not None:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        return f"{base}/{name}" if name else base
-
-    @property
-    def key(self) -> str:
-        return (
-            f"{self.group}/{self.version}/{self.plural}"
-            if self.group
-            else f"{self.version}/{self.plural}"
-        )
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
+__all__ = [
+    "ACCESS_REVIEWS",
+    "BATCH_JOBS",
+    "CLUSTER_QUEUES",
+    "CRDS",
+    "EVENTS",
+    "NAMESPACES",
+    "PEERINGS",
+    "PODS",
+    "REVIEWS",
+    "TOKEN_REVIEWS",
+    "USER_AGENT",
+    "WORKLOADS",
+    "WORKLOADS_V1BETA1",
+    "Cluster",
+    "Emulator",
+    "Feed",
+    "Resource",
+    "Reviews",
+    "emulated_cluster",
+    "job_resource",
+    "now_rfc3339",
+    "resource_of",
+]
 
 USER_AGENT = "jobarchive-e2e-tests"
-PODS = Resource("", "v1", "pods", "Pod")
-EVENTS = Resource("", "v1", "events", "Event")
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
-)
-BATCH_JOBS = Resource("batch", "v1", "jobs", "Job")
-PEERINGS = Resource("kopf.dev", "v1", "clusterkopfpeerings", "ClusterKopfPeering", False)
-TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
-ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
-)
-# The API's authorization POSTs these, and an API server stores none of them: they
-# change nothing in the cluster.
-REVIEWS = (TOKEN_REVIEWS, ACCESS_REVIEWS)
-# Kueue's Workload in the version Kueue 0.16 and later serve (and 0.15 and earlier's):
-# served only where a test installs Kueue (``Cluster.serve``), not by default.
-WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
-WORKLOADS_V1BETA1 = Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload")
-# Kueue's ClusterQueue: cluster-scoped, served where a test installs Kueue.
-CLUSTER_QUEUES = Resource(
-    "kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue", namespaced=False
-)
-
-
-def job_resource(kind: JobKind) -> Resource:
-    return Resource(kind.group, kind.version, kind.plural, kind.kind)
-
-
-def resource_of(group: str, kind: str) -> Resource:
-    for job_kind in (*BUILTIN_KINDS, *INTERMEDIATE_KINDS):
-        if job_kind.group == group and job_kind.kind == kind:
-            return job_resource(job_kind)
-    raise KeyError((group, kind))
 
 
 def now_rfc3339() -> str:
@@ -135,53 +116,6 @@ async def emulated_cluster(
         for resource in (PODS, EVENTS):
             cluster.paginate(resource)
         yield cluster
-
-
-class Feed:
-    """Fast watch streams for one resource, for bursts of thousands of objects.
-
-    The emulator's own create path scans every stored object per request, so a burst
-    of thousands costs minutes. Here objects go into the emulator's store directly
-    (its list requests serve them as usual) and their ADDED events are streamed to
-    every open watch of the resource by a kmock reaction, over the same HTTP.
-    """
-
-    def __init__(self, cluster: "Cluster", resource: Resource) -> None:
-        self.cluster = cluster
-        self.resource = resource
-        self._streams: list[asyncio.Queue[Body]] = []
-        target = kmock.resource(resource.group, resource.version, resource.plural)
-        cluster.emulator[kmock.action.WATCH, target] << self._stream
-        cluster.feeds[resource.key] = self
-
-    @property
-    def watchers(self) -> int:
-        """How many watch streams are open and receive what is added."""
-        return len(self._streams)
-
-    async def _stream(self, request: object) -> AsyncIterator[Body | bytes]:
-        queue: asyncio.Queue[Body] = asyncio.Queue()
-        self._streams.append(queue)
-        try:
-            yield b""
-            while True:
-                yield await queue.get()
-        finally:
-            self._streams.remove(queue)
-
-    def add(self, body: Body) -> Body:
-        """Store an object (stamped as an API server would) and stream its ADDED event."""
-        obj = self.cluster.stamp(self.resource, body)
-        meta = obj["metadata"]
-        self.cluster.emulator.objects[self.resource.key, meta["namespace"], meta["name"]] = obj
-        for queue in self._streams:
-            queue.put_nowait({"type": "ADDED", "object": obj})
-        return obj
-
-    def remove(self, body: Body) -> None:
-        """Delete an object from the store without a watch event, as if nobody watched."""
-        meta = body["metadata"]
-        del self.cluster.emulator.objects[self.resource.key, meta["namespace"], meta["name"]]
 
 
 class Cluster:
@@ -365,126 +299,3 @@ class Cluster:
     async def delete(self, resource: Resource, namespace: str, name: str) -> None:
         """Delete an object (the emulator streams DELETED with its last state)."""
         await self._request("DELETE", resource.path(namespace, name))
-
-
-class Reviews:
-    """TokenReview and SubjectAccessReview answered as an API server does, from two
-    tables: whose each token is, and who may read what of jobarchive's resources where
-    (the ``jobarchive-reader`` ClusterRole's: ``jobs.jobarchive.io`` and the aggregated
-    API's resources, unless a grant names fewer). Every access review's attributes are
-    kept, in order (``asked``), and the user it asked about (``asked_by``).
-
-    As with RBAC, a grant in namespace ``""`` (a ClusterRoleBinding of the reader
-    role) allows every namespace and requests over all of them; a grant in a namespace
-    (a RoleBinding) allows that namespace only. A subject is ``user:<name>`` or
-    ``group:<name>``. A cluster grant (``grant_clusters``) is a ClusterRole's rule on
-    ``clusters`` with ``resourceNames``, or without them: every cluster, and a review
-    that names none.
-    """
-
-    GROUP, RESOURCE, VERBS = "jobarchive.io", "jobs", ("get", "list")
-    # (group, resource, subresource) as the reader role grants them.
-    READER = frozenset(
-        {
-            ("jobarchive.io", "jobs", ""),
-            *(
-                ("archive.jobarchive.io", resource, "")
-                for resource in ("archivedjobs", "archivedpods", "archivedevents", "stats")
-            ),
-            ("archive.jobarchive.io", "archivedjobs", "log"),
-            ("archive.jobarchive.io", "console", ""),
-        }
-    )
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.tokens: dict[str, Body] = {}
-        self.grants: set[tuple[str, str]] = set()
-        self.scoped: dict[tuple[str, str], frozenset[tuple[str, str, str]]] = {}
-        # Per grant, the verbs it allows when fewer than ``VERBS``.
-        self.verbs: dict[tuple[str, str], tuple[str, ...]] = {}
-        # Per subject, the clusters it may get; None: every cluster (no resourceNames).
-        self.clusters: dict[str, frozenset[str] | None] = {}
-        self.asked: list[Body] = []
-        self.asked_by: list[str] = []
-        # While set, both reviews answer 500, as an API server whose etcd is away.
-        self.failing = False
-        answers = {TOKEN_REVIEWS: self._token_review, ACCESS_REVIEWS: self._access_review}
-        for resource, answer in answers.items():
-            target = kmock.resource(resource.group, resource.version, resource.plural)
-            failure = {"kind": "Status", "code": 500, "message": "etcdserver: request timed out"}
-            # Registered first, so it answers before the table while failing.
-            cluster.emulator[kmock.action.CREATE, target, lambda: self.failing] << 500 << failure
-            cluster.emulator[kmock.action.CREATE, target] << answer
-
-    def user(self, token: str, name: str, *groups: str) -> None:
-        """Make ``token`` authenticate ``name`` with ``groups`` (and system:authenticated)."""
-        self.tokens[token] = {
-            "username": name,
-            "uid": f"uid-of-{name}",
-            "groups": [*groups, "system:authenticated"],
-            "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={name}"]},
-        }
-
-    def grant(
-        self,
-        subject: str,
-        namespace: str = "",
-        resources: frozenset[tuple[str, str, str]] | None = None,
-        verbs: tuple[str, ...] = VERBS,
-    ) -> None:
-        """Let ``subject`` get and list (or only ``verbs``) the reader's resources (or
-        only ``resources``) in ``namespace`` ("": cluster-wide)."""
-        self.grants.add((subject, namespace))
-        if resources is not None:
-            self.scoped[(subject, namespace)] = resources
-        self.verbs[(subject, namespace)] = verbs
-
-    def grant_clusters(self, subject: str, *names: str) -> None:
-        """Let ``subject`` get the ``clusters`` named (none: every cluster), in either
-        group, cluster-scoped."""
-        self.clusters[subject] = frozenset(names) if names else None
-
-    def _cluster_granted(self, subjects: set[str], wanted: Body) -> bool:
-        name = wanted.get("name") or ""
-        if wanted.get("verb") != "get" or wanted.get("namespace"):
-            return False
-        for subject in subjects & set(self.clusters):
-            names = self.clusters[subject]
-            if names is None or name in names:
-                return True
-        return False
-
-    def _token_review(self, request: Any) -> Body:
-        spec = request.data["spec"]
-        user = self.tokens.get(spec.get("token"))
-        status: Body = {"authenticated": True, "user": user, "audiences": ["https://kubernetes"]}
-        if user is None:
-            status = {"authenticated": False, "error": "invalid bearer token", "user": {}}
-        return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status}
-
-    def _access_review(self, request: Any) -> Body:
-        spec = request.data["spec"]
-        wanted = spec.get("resourceAttributes") or {}
-        self.asked.append(dict(wanted))
-        self.asked_by.append(str(spec.get("user")))
-        namespace = wanted.get("namespace") or ""
-        subjects = {f"user:{spec.get('user')}", *(f"group:{g}" for g in spec.get("groups", []))}
-        asked = (wanted.get("group"), wanted.get("resource"), wanted.get("subresource") or "")
-        allowed = any(
-            (subject, place) in self.grants
-            and asked in self.scoped.get((subject, place), self.READER)
-            and wanted.get("verb") in self.verbs.get((subject, place), self.VERBS)
-            for subject in subjects
-            for place in {"", namespace}
-        )
-        if wanted.get("resource") == "clusters":
-            allowed = self._cluster_granted(subjects, wanted)
-        status: Body = {"allowed": allowed}
-        if allowed:
-            status["reason"] = "RBAC: allowed by a binding of ClusterRole jobarchive-reader"
-        return {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SubjectAccessReview",
-            "spec": spec,
-            "status": status,
-        }
