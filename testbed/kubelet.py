@@ -187,6 +187,61 @@ def _status(pod: Body, container: Body) -> Body:
     return status
 
 
+def _volumes() -> list[Body]:
+    """A training pod's volumes: its shared memory, and the service account's token
+    as the API server projects it."""
+    return [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+        {
+            "name": "kube-api-access",
+            "projected": {
+                "defaultMode": 420,
+                "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {
+                        "configMap": {
+                            "name": "kube-root-ca.crt",
+                            "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                        }
+                    },
+                    {
+                        "downwardAPI": {
+                            "items": [
+                                {
+                                    "path": "namespace",
+                                    "fieldRef": {
+                                        "apiVersion": "v1",
+                                        "fieldPath": "metadata.namespace",
+                                    },
+                                }
+                            ]
+                        }
+                    },
+                ],
+            },
+        },
+    ]
+
+
+def _tolerations() -> list[Body]:
+    """The API server's default tolerations, and the GPU nodes' taint tolerated."""
+    return [
+        {
+            "key": "node.kubernetes.io/not-ready",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 300,
+        },
+        {
+            "key": "node.kubernetes.io/unreachable",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 300,
+        },
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+
+
 def _defaults(spec: Body, container: Body, rng: random.Random) -> None:
     """What the API server and the training operator fill into a pod's spec."""
     container.setdefault("env", []).extend(_env(rng))
@@ -204,37 +259,7 @@ def _defaults(spec: Body, container: Body, rng: random.Random) -> None:
         ],
     )
     spec.update(
-        volumes=[
-            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
-            {
-                "name": "kube-api-access",
-                "projected": {
-                    "defaultMode": 420,
-                    "sources": [
-                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                        {
-                            "configMap": {
-                                "name": "kube-root-ca.crt",
-                                "items": [{"key": "ca.crt", "path": "ca.crt"}],
-                            }
-                        },
-                        {
-                            "downwardAPI": {
-                                "items": [
-                                    {
-                                        "path": "namespace",
-                                        "fieldRef": {
-                                            "apiVersion": "v1",
-                                            "fieldPath": "metadata.namespace",
-                                        },
-                                    }
-                                ]
-                            }
-                        },
-                    ],
-                },
-            },
-        ],
+        volumes=_volumes(),
         dnsPolicy="ClusterFirst",
         enableServiceLinks=True,
         preemptionPolicy="PreemptLowerPriority",
@@ -244,21 +269,7 @@ def _defaults(spec: Body, container: Body, rng: random.Random) -> None:
         serviceAccount="default",
         serviceAccountName="default",
         terminationGracePeriodSeconds=30,
-        tolerations=[
-            {
-                "key": "node.kubernetes.io/not-ready",
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": 300,
-            },
-            {
-                "key": "node.kubernetes.io/unreachable",
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": 300,
-            },
-            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-        ],
+        tolerations=_tolerations(),
     )
 
 
