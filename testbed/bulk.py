@@ -40,6 +40,76 @@ def _templates() -> tuple[JobRow, PodRow, EventRow]:
     return job_row(job, kind, None), pod_row(pod, "u", None, None), event_row(event, None)
 
 
+def _job(
+    rng: random.Random,
+    template: JobRow,
+    index: int,
+    created: datetime.datetime,
+    namespace: str | None,
+) -> JobRow:
+    """The ``index``-th job's row, created at ``created``, in ``namespace`` or one of 60."""
+    status = rng.choice(JOB_STATUSES)
+    finished = created + datetime.timedelta(seconds=rng.randrange(60, 86400))
+    job_uid = str(uuid.UUID(int=rng.getrandbits(128)))
+    team = namespace or f"team-{rng.randrange(60)}"
+    name = f"{rng.choice(('mnist', 'bert', 'resnet', 'llama', 'gpt'))}-{index}"
+    return {
+        **template,
+        "job_id": job_uid,
+        "name": name,
+        "namespace": team,
+        "version": str(index + 1),
+        "kind": rng.choice(KINDS),
+        "status": status,
+        "owner": f"user-{rng.randrange(300)}",
+        "tenant": f"tenant-{rng.randrange(20)}",
+        # Not drawn from ``rng``: the rows drawn before queues were filled stay as they were.
+        "queue": f"queue-{index % 8}",
+        "deploy_region": rng.choice(("eu-west-1", "us-east-1", "ap-south-1")),
+        "is_in_etcd": status not in ("Succeeded", "Failed", "Stopped"),
+        "gmt_created": created,
+        "gmt_finished": finished if status in ("Succeeded", "Failed", "Stopped") else None,
+    }
+
+
+def _pod(
+    rng: random.Random, template: PodRow, job: JobRow, replica: int, created: datetime.datetime
+) -> PodRow:
+    """The row of ``job``'s worker ``replica``, started 30 s after the job's creation."""
+    return {
+        **template,
+        "pod_id": str(uuid.UUID(int=rng.getrandbits(128))),
+        "name": f"{job['name']}-worker-{replica}",
+        "namespace": job["namespace"],
+        "job_id": job["job_id"],
+        "version": "1",
+        "host_ip": f"10.0.{rng.randrange(250)}.{rng.randrange(250)}",
+        "gmt_created": created,
+        "gmt_started": created + datetime.timedelta(seconds=30),
+    }
+
+
+def _event(
+    rng: random.Random, template: EventRow, pod: PodRow, index: int, created: datetime.datetime
+) -> EventRow:
+    """The row of one Event about ``pod`` (of the ``index``-th job, created at ``created``)."""
+    reason = rng.choice(REASONS)
+    return {
+        **template,
+        "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
+        "name": f"{pod['name']}.{index:x}",
+        "obj_namespace": pod["namespace"],
+        "obj_name": pod["name"],
+        "obj_uid": pod["pod_id"],
+        "job_id": pod["job_id"],
+        "reason": reason,
+        "type": "Warning" if reason in ("BackOff", "OOMKilling") else "Normal",
+        "first_timestamp": created + datetime.timedelta(seconds=40),
+        "last_timestamp": created + datetime.timedelta(seconds=rng.randrange(40, 4000)),
+        "gmt_created": created,
+    }
+
+
 def archive(
     jobs: int, pods_per_job: int, seed: int = 7, namespace: str | None = None, events: bool = True
 ) -> Iterator[tuple[type[Stamped], Row]]:
@@ -49,59 +119,13 @@ def archive(
     job_template, pod_template, event_template = _templates()
     for index in range(jobs):
         created = START + datetime.timedelta(seconds=rng.randrange(365 * 86400))
-        status = rng.choice(JOB_STATUSES)
-        finished = created + datetime.timedelta(seconds=rng.randrange(60, 86400))
-        job_uid = str(uuid.UUID(int=rng.getrandbits(128)))
-        team = namespace or f"team-{rng.randrange(60)}"
-        name = f"{rng.choice(('mnist', 'bert', 'resnet', 'llama', 'gpt'))}-{index}"
-        job: JobRow = {
-            **job_template,
-            "job_id": job_uid,
-            "name": name,
-            "namespace": team,
-            "version": str(index + 1),
-            "kind": rng.choice(KINDS),
-            "status": status,
-            "owner": f"user-{rng.randrange(300)}",
-            "tenant": f"tenant-{rng.randrange(20)}",
-            # Not drawn from ``rng``: the rows drawn before queues were filled stay as they were.
-            "queue": f"queue-{index % 8}",
-            "deploy_region": rng.choice(("eu-west-1", "us-east-1", "ap-south-1")),
-            "is_in_etcd": status not in ("Succeeded", "Failed", "Stopped"),
-            "gmt_created": created,
-            "gmt_finished": finished if status in ("Succeeded", "Failed", "Stopped") else None,
-        }
+        job = _job(rng, job_template, index, created, namespace)
         yield Job, job
         for replica in range(pods_per_job):
-            pod_uid = str(uuid.UUID(int=rng.getrandbits(128)))
-            pod_name = f"{name}-worker-{replica}"
-            pod: PodRow = {
-                **pod_template,
-                "pod_id": pod_uid,
-                "name": pod_name,
-                "namespace": team,
-                "job_id": job_uid,
-                "version": "1",
-                "host_ip": f"10.0.{rng.randrange(250)}.{rng.randrange(250)}",
-                "gmt_created": created,
-                "gmt_started": created + datetime.timedelta(seconds=30),
-            }
+            pod = _pod(rng, pod_template, job, replica, created)
             yield Pod, pod
-            reason = rng.choice(REASONS)
-            event: EventRow = {
-                **event_template,
-                "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
-                "name": f"{pod_name}.{index:x}",
-                "obj_namespace": team,
-                "obj_name": pod_name,
-                "obj_uid": pod_uid,
-                "job_id": job_uid,
-                "reason": reason,
-                "type": "Warning" if reason in ("BackOff", "OOMKilling") else "Normal",
-                "first_timestamp": created + datetime.timedelta(seconds=40),
-                "last_timestamp": created + datetime.timedelta(seconds=rng.randrange(40, 4000)),
-                "gmt_created": created,
-            }
+            # Drawn when not kept too: the rows after it are the same with Events or without.
+            event = _event(rng, event_template, pod, index, created)
             if events:
                 yield Event, event
 
