@@ -9,6 +9,8 @@ this project's MPIJob fixture (``tests/fixtures``).
 import copy
 import dataclasses
 import datetime
+import random
+import string
 import uuid
 from collections.abc import Callable
 
@@ -77,6 +79,11 @@ PLANS = (
         "jaxjob-controller",
     ),
 )
+
+
+def suffix(rng: random.Random, length: int = 5) -> str:
+    """A random suffix, as controllers give generated names."""
+    return "".join(rng.choices(string.ascii_lowercase + string.digits, k=length))
 
 
 def moment(text: str | None) -> datetime.datetime | None:
