@@ -9,202 +9,117 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Awaitable, Callable
 
 from bench import (
-    cli_bench,
-    console_bench,
     e2e_bench,
     efficiency_bench,
-    export_bench,
-    fair_bench,
-    first_run_bench,
-    kubectl_bench,
     logtails_bench,
     memory_bench,
-    query_bench,
-    queues_bench,
     reads_bench,
     reviews_bench,
     scale_bench,
-    store_bench,
-    usage_bench,
+    sections,
     workloads_bench,
 )
+from bench.report import Run, line, ratio
 from jobarchive.config import DEFAULTS
 from testbed.mariadb import Databases, server_for_run
 
-BENCHES = [
-    "store",
-    "e2e",
-    "queries",
-    "usage",
-    "queues",
-    "reads",
-    "reviews",
-    "fair",
-    "logtails",
-    "workloads",
-    "console",
-    "kubectl",
-    "cli",
-    "firstrun",
-    "export",
-    "scale",
-    "memory",
-    "efficiency",
-]
+Section = Callable[[Run], Awaitable[list[bool]]]
 
 
-def line(label: str, value: str, note: str = "") -> None:
-    print(f"  {label:<44} {value:>14}  {note}".rstrip(), flush=True)
+async def _e2e(run: Run) -> list[bool]:
+    return await e2e_bench.run(run.databases, line, ratio, run.args, run.server_pid)
 
 
-def ratio(label: str, value: float, target: float, higher_is_better: bool = True) -> bool:
-    met = value >= target if higher_is_better else value <= target
-    sign = ">=" if higher_is_better else "<="
-    line(label, f"{value:.2f}", f"target {sign} {target}: {'met' if met else 'MISSED'}")
-    return met
+async def _reads(run: Run) -> list[bool]:
+    return await reads_bench.run(run.databases, run.server_pid, line, ratio, run.args)
+
+
+async def _reviews(run: Run) -> list[bool]:
+    return await reviews_bench.run(run.databases, line, ratio, run.args)
+
+
+async def _logtails(run: Run) -> list[bool]:
+    return await logtails_bench.run(run.databases, line, ratio, run.args)
+
+
+async def _efficiency(run: Run) -> list[bool]:
+    return await efficiency_bench.run(run.databases, line, ratio, run.args)
+
+
+async def _workloads(run: Run) -> list[bool]:
+    return await workloads_bench.run(run.databases, line, ratio, run.args)
+
+
+async def _scale(run: Run) -> list[bool]:
+    return [await scale_bench.run(run.databases, line, run.args, run.server_pid)]
+
+
+async def _memory(run: Run) -> list[bool]:
+    return [await memory_bench.run(run.databases, line, run.args)]
+
+
+# Every benchmark by its name for ``--only``, in the order a run measures them.
+SECTIONS: dict[str, Section] = {
+    "store": sections.store,
+    "e2e": _e2e,
+    "queries": sections.queries,
+    "usage": sections.usage,
+    "queues": sections.queues,
+    "reads": _reads,
+    "reviews": _reviews,
+    "fair": sections.fair,
+    "logtails": _logtails,
+    "efficiency": _efficiency,
+    "workloads": _workloads,
+    "console": sections.console,
+    "kubectl": sections.kubectl,
+    "cli": sections.cli,
+    "firstrun": sections.first_run,
+    "export": sections.export,
+    "scale": _scale,
+    "memory": _memory,
+}
+BENCHES = list(SECTIONS)
 
 
 async def main(args: argparse.Namespace) -> int:
     with server_for_run(os.environ.get("JOBARCHIVE_TEST_MYSQL_URL")) as (server_url, server):
-        return await _measure(args, Databases(server_url), server.pid if server else None)
+        return await _measure(Run(Databases(server_url), args, server.pid if server else None))
 
 
-async def _measure(args: argparse.Namespace, databases: Databases, server_pid: int | None) -> int:
+async def _measure(run: Run) -> int:
     results: list[bool] = []
     try:
-        if "store" in args.only:
-            url = databases.create("jobarchive_bench")
-            print(
-                f"Store: {args.jobs} jobs x {args.pods} pods + 1 Event each, insert and update pass"
-            )
-            figures = await store_bench.run(url, args.jobs, args.pods)
-            for name in ("naive", "store", "raw"):
-                line(f"{name} upserts/s", f"{figures[name]:,.0f}")
-            results.append(ratio("store/naive", figures["store"] / figures["naive"], 10))
-            results.append(ratio("store/raw", figures["store"] / figures["raw"], 0.6))
-        if "e2e" in args.only:
-            results.extend(await e2e_bench.run(databases, line, ratio, args, server_pid))
-        if "queries" in args.only:
-            url = databases.create("jobarchive_bench_queries")
-            pods = args.query_jobs * args.query_pods
-            print(
-                f"Queries: {args.query_jobs:,} jobs, {pods:,} pods, {pods:,} Events; p50 / p99 ms"
-            )
-            timings = await query_bench.run(url, args.query_jobs, args.query_pods)
-            for name, (p50, p99) in timings.items():
-                line(name, f"{p50:.1f} / {p99:.1f}")
-            cursor = timings["jobs: deep page by cursor"][0]
-            offset = timings["baseline: deep page by OFFSET"][0]
-            line("deep page: OFFSET p50 / cursor p50", f"{offset / cursor:.1f}x")
-        if "usage" in args.only:
-            url = databases.create("jobarchive_bench_usage")
-            pods = args.usage_jobs * args.usage_pods
-            print(f"Usage: a month of {args.usage_jobs:,} jobs and {pods:,} pods; p50 / p99 ms")
-            timings = await usage_bench.run(url, args.usage_jobs, args.usage_pods)
-            for name, (p50, p99) in timings.items():
-                line(name, f"{p50:,.0f}" if p99 == 0 else f"{p50:.1f} / {p99:.1f}")
-            month = timings["usage: a month by namespace, from the roll-up table"][0] / 1000
-            results.append(ratio("usage of a month p50, s", month, 1.0, higher_is_better=False))
-        if "queues" in args.only:
-            url = databases.create("jobarchive_bench_queues")
-            pods = args.usage_jobs * args.usage_pods
-            print(f"Queues: a month of {args.usage_jobs:,} jobs and {pods:,} pods; p50 / p99 ms")
-            timings = await queues_bench.run(url, args.usage_jobs, args.usage_pods)
-            for name, (p50, p99) in timings.items():
-                line(name, f"{p50:.1f} / {p99:.1f}")
-            month = timings["usage by clusterqueue: a month"][0] / 1000
-            live = timings["baseline: a month from every pod"][0] / 1000
-            line("a month from every pod / from the roll-up", f"{live / month:.1f}x")
-            results.append(ratio("usage by clusterqueue of a month p50, s", month, 1.0, False))
-        if "reads" in args.only:
-            results.extend(await reads_bench.run(databases, server_pid, line, ratio, args))
-        if "reviews" in args.only:
-            results.extend(await reviews_bench.run(databases, line, ratio, args))
-        if "fair" in args.only:
-            url = databases.create("jobarchive_bench_fair")
-            print(
-                f"Fair reads: {args.fair_jobs:,} jobs of {args.fair_pods} running pods; one "
-                f"tenant keeps {args.fair_in_flight} worst usage requests in flight, another "
-                f"lists jobs {args.fair_requests} times"
-            )
-            alone, attacked = await fair_bench.run(
-                url, args.fair_jobs, args.fair_pods, args.fair_requests, args.fair_in_flight
-            )
-            for label, shown in fair_bench.shown(alone, attacked).items():
-                line(label, shown)
-            slower = fair_bench.p50(attacked) / fair_bench.p50(alone)
-            results.append(ratio("victim p50 beside the attacker / alone", slower, 3.0, False))
-        if "logtails" in args.only:
-            results.extend(await logtails_bench.run(databases, line, ratio, args))
-        if "efficiency" in args.only:
-            results.extend(await efficiency_bench.run(databases, line, ratio, args))
-        if "workloads" in args.only:
-            results.extend(await workloads_bench.run(databases, line, ratio, args))
-        if "console" in args.only:
-            url = databases.create("jobarchive_bench_console")
-            print(f"Console: the page of a {args.console_pods:,}-pod job; p50 / p99 ms, size")
-            pages = await console_bench.run(url, args.console_pods)
-            for name, (p50, p99, size) in pages.items():
-                line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}", f"{size / 1000:,.0f} kB")
-            page_p50, _, page_size = pages["console: job page"]
-            results.append(ratio("job page p50, s", page_p50, 0.5, higher_is_better=False))
-            results.append(ratio("job page weight, kB", page_size / 1000, 200, False))
-        if "kubectl" in args.only:
-            url = databases.create("jobarchive_bench_kubectl")
-            print(
-                f"kubectl: a namespace of {args.kubectl_jobs:,} jobs, pages of 500; "
-                "p50 / p99 ms per page, pages"
-            )
-            paging, took = await kubectl_bench.run(url, args.kubectl_jobs)
-            for name, (p50, p99, count) in paging.items():
-                line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}", f"{count} pages")
-            line("kubectl get, the whole run, s", f"{took:.1f}", "discovery, pages, printing")
-            kubectl_p50 = paging["kubectl get --chunk-size=500 page"][0]
-            json_p50 = paging["JSON API /api/v1/jobs page"][0]
-            line("kubectl page p50 / JSON API page p50", f"{kubectl_p50 / json_p50:.2f}x")
-        if "cli" in args.only:
-            print("Command line: start to exit, p50 / p99 ms")
-            started = await cli_bench.run()
-            for name, (p50, p99) in started.items():
-                line(name, f"{p50 * 1000:.0f} / {p99 * 1000:.0f}")
-            help_p50 = started["jobarchive --help"][0]
-            results.append(ratio("jobarchive --help p50, s", help_p50, 0.5, False))
-        if "firstrun" in args.only:
-            print("First run: make run without a cluster, make demo, discovery; seconds")
-            url = databases.create("jobarchive_bench_first_run")
-            for name, (took, target) in (await first_run_bench.run(url)).items():
-                if target:
-                    results.append(ratio(name, took, target, higher_is_better=False))
-                else:
-                    line(name, f"{took:.2f}")
-        if "export" in args.only:
-            url = databases.create("jobarchive_bench_export")
-            pods = args.usage_jobs * args.usage_pods
-            print(f"Export: a month of {args.usage_jobs:,} jobs and {pods:,} pods, and a day")
-            for name, (value, note) in (
-                await export_bench.run(url, args.usage_jobs, args.usage_pods)
-            ).items():
-                line(name, f"{value:,.2f}", note)
-        if "scale" in args.only:
-            results.append(await scale_bench.run(databases, line, args, server_pid))
-        if "memory" in args.only:
-            results.append(await memory_bench.run(databases, line, args))
+        for name, section in SECTIONS.items():
+            if name in run.args.only:
+                results.extend(await section(run))
     finally:
-        databases.drop_all()
+        run.databases.drop_all()
     print("all targets met" if all(results) else "some targets missed")
     return 0
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
+    """``make bench``'s arguments: which benchmarks, and each one's sizes."""
     parser = argparse.ArgumentParser(prog="make bench")
-    parser.add_argument(
-        "--only",
-        nargs="+",
-        default=BENCHES,
-        choices=BENCHES,
-    )
+    parser.add_argument("--only", nargs="+", default=BENCHES, choices=BENCHES)
+    _recording(parser)
+    _archives(parser)
+    _reading(parser)
+    _operators(parser)
+    args = parser.parse_args(argv)
+    if args.large and 100_000 not in args.catch_up_sizes:
+        args.catch_up_sizes.append(100_000)
+    if args.large and 100_000 not in args.memory_sizes:
+        args.memory_sizes.append(100_000)
+    return args
+
+
+def _recording(parser: argparse.ArgumentParser) -> None:
+    """The sizes of the store's, the end-to-end and the catch-up's runs."""
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--pods", type=int, default=250)
     parser.add_argument(
@@ -222,6 +137,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=3, help="runs of each end-to-end figure")
     parser.add_argument("--rate", type=int, default=500)
     parser.add_argument("--seconds", type=int, default=10)
+
+
+def _archives(parser: argparse.ArgumentParser) -> None:
+    """The sizes of the archives the read benchmarks query."""
     parser.add_argument("--query-jobs", type=int, default=100_000)
     parser.add_argument("--query-pods", type=int, default=10, help="pods (and Events) per job")
     parser.add_argument("--usage-jobs", type=int, default=100_000, help="jobs of the month")
@@ -234,6 +153,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--fair-requests", type=int, default=20, help="the victim's lists")
     parser.add_argument("--fair-in-flight", type=int, default=4, help="the attacker's usage")
     parser.add_argument("--console-pods", type=int, default=2000, help="pods of the job drawn")
+
+
+def _reading(parser: argparse.ArgumentParser) -> None:
+    """The sizes of the reads beside recording, the reviews and the log tails."""
     parser.add_argument("--reads-jobs", type=int, default=20_000, help="jobs archived")
     parser.add_argument("--reads-pods", type=int, default=10, help="pods (and Events) per job")
     parser.add_argument("--reads-record", type=int, default=500, help="pods per burst")
@@ -250,6 +173,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--logtails-failing", type=int, default=2000, help="failed workers")
     parser.add_argument("--logtails-pods", type=int, default=300, help="other pods per turn")
     parser.add_argument("--logtails-rounds", type=int, default=9, help="turns of each")
+
+
+def _operators(parser: argparse.ArgumentParser) -> None:
+    """The sizes of the runs of whole operators: efficiency, Workloads, memory, scale."""
     parser.add_argument("--efficiency-pods", type=int, default=2000, help="workers summarised")
     parser.add_argument("--workloads-jobs", type=int, default=200, help="jobs, a Workload each")
     parser.add_argument("--workloads-pods", type=int, default=20, help="pods (and Events) per job")
@@ -273,12 +200,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
         metavar="NAME=VALUE",
         help="settings of every operator of the scale run, e.g. JOBARCHIVE_WAITING_MAX=200000",
     )
-    args = parser.parse_args(argv)
-    if args.large and 100_000 not in args.catch_up_sizes:
-        args.catch_up_sizes.append(100_000)
-    if args.large and 100_000 not in args.memory_sizes:
-        args.memory_sizes.append(100_000)
-    return args
 
 
 if __name__ == "__main__":

@@ -312,34 +312,33 @@ async def run(databases: Databases, line: Any, args: Any, server: int | None = N
     return report(one, shards, line)
 
 
-def report(one: Setup, shards: Setup, line: Any) -> bool:
-    """Print both setups side by side, and their ratios; whether both caught up whole."""
+def _each(values: list[float], fmt: str) -> str:
+    return " / ".join(format(value, fmt) for value in values)
+
+
+def _catch_up_line(line: Any, label: str, setup: Setup, note: str) -> None:
+    """A setup's catch-up time, or how far it got and what it gave up."""
+    if setup.complete:
+        line(label, f"{setup.seconds:.1f}", note)
+        return
+    line(
+        label,
+        "incomplete",
+        f"stopped at {setup.seconds:.0f} s: {setup.lost:,} objects given up (see the "
+        f"operators' logs), {setup.rows:,} of {setup.objects:,} rows",
+    )
+
+
+def _costs(one: Setup, shards: Setup, line: Any) -> None:
+    """Both setups' rates, peak memory and CPU, side by side."""
     single = one.operators[0]
-
-    def each(values: list[float], fmt: str) -> str:
-        return " / ".join(format(value, fmt) for value in values)
-
-    def catch_up_line(label: str, setup: Setup, note: str) -> None:
-        if setup.complete:
-            line(label, f"{setup.seconds:.1f}", note)
-            return
-        line(
-            label,
-            "incomplete",
-            f"stopped at {setup.seconds:.0f} s: {setup.lost:,} objects given up (see the "
-            f"operators' logs), {setup.rows:,} of {setup.objects:,} rows",
-        )
-
-    catch_up_line("one operator: catch-up s", one, "")
-    own = f"each shard's own: {each([op.done for op in shards.operators], '.1f')} s"
-    catch_up_line("two shards: catch-up s (slower shard)", shards, own)
     until = {True: "", False: "until stopped"}
     line("one operator: rows/s", f"{one.rate:,.0f}", until[one.complete])
     line("two shards: rows/s", f"{shards.rate:,.0f}", until[shards.complete])
     line("one operator: peak RSS MiB", f"{single.peak_rss / MIB:,.0f}", until[one.complete])
     line(
         "two shards: peak RSS MiB per process",
-        each([op.peak_rss / MIB for op in shards.operators], ",.0f"),
+        _each([op.peak_rss / MIB for op in shards.operators], ",.0f"),
         until[shards.complete],
     )
     line(
@@ -349,9 +348,18 @@ def report(one: Setup, shards: Setup, line: Any) -> bool:
     )
     line(
         "two shards: CPU s per process",
-        each([op.cpu for op in shards.operators], ".1f"),
+        _each([op.cpu for op in shards.operators], ".1f"),
         f"MariaDB {shards.database_cpu:.1f}, emulator {shards.emulator_cpu:.1f}",
     )
+
+
+def report(one: Setup, shards: Setup, line: Any) -> bool:
+    """Print both setups side by side, and their ratios; whether both caught up whole."""
+    single = one.operators[0]
+    _catch_up_line(line, "one operator: catch-up s", one, "")
+    own = f"each shard's own: {_each([op.done for op in shards.operators], '.1f')} s"
+    _catch_up_line(line, "two shards: catch-up s (slower shard)", shards, own)
+    _costs(one, shards, line)
     memory_ratio = max(op.peak_rss for op in shards.operators) / single.peak_rss
     line("shards / one: peak RSS per process (larger)", f"{memory_ratio:.2f}")
     if not (one.complete and shards.complete):

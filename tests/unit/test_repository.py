@@ -18,7 +18,7 @@ LONGEST_CLASS = 200
 NAMED_AS_A_FOLDER = ("recording/convert/",)
 # Where the house's lengths of modules and functions hold: the package, the test bed,
 # the demo and the soak (tests/ and bench/ are not held to them).
-CODE = (PACKAGE, REPO / "testbed", REPO / "demo", REPO / "soak")
+CODE = (PACKAGE, REPO / "testbed", REPO / "demo", REPO / "soak", REPO / "bench")
 
 
 def tracked_files() -> list[pathlib.Path]:
