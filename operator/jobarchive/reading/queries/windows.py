@@ -143,4 +143,5 @@ class Window:
     async def rows(self, sql: str) -> list[dict[str, Any]]:
         params, self.params = self.params, []
         _, rows = await self.connection.execute_query(sql, params)
-        return list(rows)
+        # As mappings with ``get`` on either engine (SQLite's rows have none).
+        return [dict(row) for row in rows]
