@@ -16,6 +16,7 @@ from jobarchive.cli.widths import Column, cluster, fitted, print_table, reason, 
 from jobarchive.core.times import duration, rfc3339, timestamp
 from jobarchive.core.visible import visible
 from jobarchive.reading.params import Page
+from jobarchive.reading.usage import EFFICIENCY
 
 # As kubectl's: what names a row, then what is most asked of it; the rest with -o wide.
 # In a narrow terminal the columns are taken by rank while they fit (``tables.fit``),
@@ -57,8 +58,7 @@ POD_COLUMNS = (
     Column("finished", 7, wide=True),
 )
 # A usage table's columns after its group's, by the names of ``reading.usage.columns``:
-# at 80 columns the counts, the GPU-hours, the queue's waits and how jobs failed; the
-# efficiency with -o wide.
+# at 80 columns the counts, the GPU-hours, the queue's waits and how jobs failed.
 USAGE_COLUMNS = {
     "period": Column("period", 1, kept=True),
     "jobs": Column("jobs", 3),
@@ -70,14 +70,8 @@ USAGE_COLUMNS = {
     "queue_wait_p50_s": Column("wait p50", 5, kept=True),
     "queue_wait_p95_s": Column("wait p95", 6, kept=True),
     "top_failure_reasons": Column("top failure classes", 7, least=20, kept=True, telling=reason),
-    # How well they were used (decision 47): with -o wide, JSON and CSV only.
-    "gpu_activity_mean": Column("gpu activity", 11, wide=True),
-    "idle_gpu_hours": Column("idle gpu hours", 12, wide=True),
-    "unused_gpu_hours": Column("unused gpu hours", 13, wide=True),
-    "cpu_efficiency": Column("cpu efficiency", 14, wide=True),
-    "mem_peak_ratio": Column("mem peak", 15, wide=True),
-    "energy_kwh": Column("kwh", 16, wide=True),
-    "efficiency_unknown_jobs": Column("unknown jobs", 17, wide=True),
+    # How well they were used (decision 47, ``reading.usage.EFFICIENCY``): -o wide.
+    **{name: Column(name.replace("_", " "), 11, wide=True) for name in EFFICIENCY},
 }
 REPLICA_COUNTS = ("active", "succeeded", "failed", "stopped")
 STATS_COLUMNS = ("jobs", "finished", "average", "longest")
