@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from jobarchive.core.efficiency import MEASURED, NO_DATA, PodEfficiency
+from jobarchive.core.efficiency import MEASURED, NO_DATA, RATES, PodEfficiency
 from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.reading import api, auth, usage
 from jobarchive.reading.queries import rollup
 from jobarchive.reading.queries.measured import efficiency_json
+from jobarchive.storage import database as db
+from jobarchive.storage import migration, schema
 from jobarchive.storage.models import Job, Pod, UsageDay
 from jobarchive.storage.store import Store
 from jobarchive.storage.summaries import Summary
@@ -263,3 +265,17 @@ async def test_the_cli_api_csv_and_console_show_the_columns(archive: None, db_ur
         text = await page.text()
         assert page.status == 200, text
         assert "GPU activity" in text and "56%" in text and "2 unknown" in text
+
+
+async def test_days_from_before_the_weights_are_rewritten_at_start(archive: None) -> None:
+    conn = db.connection()
+    for column in RATES:
+        await conn.execute_script(f"ALTER TABLE usage_day DROP COLUMN {column}")
+    added = await schema.ensure_schema(conn)
+    assert {f"usage_day.{column}" for column in RATES} <= set(added)
+    steps = await migration.upgrade(conn, added)
+    # A, C and D have summaries: their days rewritten, in one batch.
+    assert [(step.what, step.count) for step in steps] == [("rewrite the summarised jobs' days", 3)]
+    found = by(await rollup("namespace", since=SINCE, until=UNTIL), "namespace")
+    assert efficiency(found[("team-a",)]) == TEAM_A
+    assert await migration.upgrade(conn, []) == []
