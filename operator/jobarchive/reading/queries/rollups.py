@@ -31,14 +31,15 @@ def pod_hours_sql(
     hi: datetime.datetime,
     which: str,
     pods_first: bool = False,
-    measured: bool = True,
 ) -> str:
     """Per group, of the pods ``which`` names, their time in [lo, hi) as the periods it
     begins and ends in (``n0``, ``n1``), and the failed job (``job``, else ''): the sums
     ``usage.spread`` cuts into periods. One pass over the pods, never a pod per period;
     ``pods_first``: the pods read before their jobs (a few pods found by an index:
-    ``RUNNING``'s, whose index holds all a pod's columns read here); ``measured``: with
-    their summaries' efficiency weights (``rates_sql``; a running pod has none)."""
+    ``RUNNING``'s, whose index holds all a pod's columns read here). Finished pods come
+    with their summaries' efficiency weights (``rates_sql``); ``RUNNING``'s have none,
+    and are read off their index alone."""
+    measured = which != RUNNING
     join = w.dialect.in_order_join if pods_first else "JOIN"
     begun = w.dialect.later("p.gmt_started", w.time(lo))
     ending = w.dialect.earlier(f"COALESCE(p.gmt_finished, {w.time(w.now)})", w.time(hi))
@@ -178,9 +179,7 @@ async def _hours(
                 f"WHERE d.day >= {w.time(daily.midnight(lo))} AND d.day < {w.time(hi)})"
             )
             live += await w.rows(pod_hours_sql(w, cut, lo, hi, held))
-    # A running pod has no summary yet: its index alone, as before efficiency.
-    running = pod_hours_sql(w, cut, w.since, w.until, RUNNING, pods_first=True, measured=False)
-    live += await w.rows(running)
+    live += await w.rows(pod_hours_sql(w, cut, w.since, w.until, RUNNING, pods_first=True))
     return live, days
 
 
