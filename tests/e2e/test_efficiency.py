@@ -12,6 +12,7 @@ import pathlib
 import pytest
 
 from jobarchive.storage.models import Pod as PodRow
+from jobarchive.storage.models import UsageDay
 from jobarchive.storage.summaries import Summary
 from testbed.cluster import PODS, Cluster
 from testbed.mass_failure import PYTORCHJOBS, job_named
@@ -63,6 +64,17 @@ async def test_a_job_that_left_half_its_gpus_idle_is_summarised_by_hand_figures(
         jobarchive("job", "ml/half-idle", "-o", "json", cwd=tmp_path, env=env).stdout
     )
     assert detail["efficiency"]["idle_gpu_hours"] == pytest.approx(round(4 * run / 3600 * 0.6, 4))
+    # Usage weighs the same pod the same way (decision 47); the writer rewrote its job's
+    # days with the summary's weights when the operator wrote it.
+    rolled = jobarchive("usage", "-n", "ml", "-o", "json", cwd=tmp_path, env=env)
+    [ml] = json.loads(rolled.stdout)["items"]
+    assert ml["gpu_activity_mean"] == pytest.approx(0.4)
+    assert ml["unused_gpu_hours"] == round(2 * run / 3600, 3)
+    assert ml["cpu_efficiency"] == round(6 / (2 * run), 4)
+    assert ml["efficiency_unknown_jobs"] == 0
+    days = await UsageDay.filter(job_id=row.job_id).values("measured_gpu_s", "active_gpu_s")
+    assert sum(day["measured_gpu_s"] for day in days) == pytest.approx(4 * run)
+    assert sum(day["active_gpu_s"] for day in days) == pytest.approx(4 * run * 0.4)
 
 
 async def test_a_pod_that_ended_while_prometheus_was_away_is_summarised_on_its_return(

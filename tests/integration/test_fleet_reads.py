@@ -5,6 +5,7 @@ another cluster's only with a grant on ``clusters`` naming it; a job of a cluste
 granted is as unknown as one that never was; a cluster filter is checked like any
 other."""
 
+import datetime
 import re
 from collections.abc import AsyncIterator
 from html import unescape
@@ -14,11 +15,14 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from jobarchive.core.efficiency import MEASURED, PodEfficiency
 from jobarchive.reading import api, auth, queries
 from jobarchive.reading.kube import discovery
-from jobarchive.storage.models import Job
+from jobarchive.storage.models import Job, Pod
+from jobarchive.storage.store import Store
+from jobarchive.storage.summaries import Summary
 from testbed.cluster import ACCESS_REVIEWS, Cluster, Reviews
-from tests.support import fleet
+from tests.support import fleet, rows
 from tests.support.fleet import ALICE, BOB, DAVE, EAST, ERIN, WEST
 from tests.support.history import History
 
@@ -253,3 +257,42 @@ async def test_usage_counts_only_the_clusters_the_caller_may_read(client: Client
     kube = await get(client, f"{discovery.PREFIX}/usage?by=cluster&{window}", BOB)
     assert kube["items"] == mine["items"]
     assert "team-b" not in await page(client, f"/usage?by=namespace&{window}", BOB)
+
+
+async def test_usage_efficiency_of_another_cluster_never_shows(
+    client: Client, uids: dict[str, str]
+) -> None:
+    # West's team-a pod ran an hour on 2 GPUs, measured at 50%; east's has no summary.
+    start = datetime.datetime(2026, 11, 20, 10, tzinfo=datetime.UTC)
+    ran = {"gmt_started": start, "gmt_finished": start + datetime.timedelta(hours=1)}
+    await Pod.filter(job_id=uids["west"]).update(gpus=2, **ran)
+    [pod] = await Pod.filter(job_id=uids["west"]).values()
+    found = PodEfficiency(MEASURED, gpu_activity_mean=0.5)
+    await Store(cluster=WEST).upsert(Summary, [rows.summary(pod, found)])  # type: ignore[arg-type]
+    window = "since=2026-11-01T00:00:00Z&until=2026-12-01T00:00:00Z"
+    # Bob reads east alone: its job's efficiency unknown, west's never in it.
+    mine = await get(client, f"{api.PREFIX}/usage?by=cluster&{window}", BOB)
+    assert [
+        (
+            row["cluster"],
+            row["gpu_activity_mean"],
+            row["idle_gpu_hours"],
+            row["efficiency_unknown_jobs"],
+        )
+        for row in mine["items"]
+    ] == [(EAST, None, None, 1)]
+    csv = await client.get(
+        f"{api.PREFIX}/usage?by=cluster&{window}",
+        headers={"Authorization": f"Bearer {BOB}", "Accept": "text/csv"},
+    )
+    assert "0.5" not in (await csv.text()).splitlines()[1]
+    # Dave reads team-a of west too: west's figures, east's unknown beside them.
+    both = await get(client, f"{api.PREFIX}/usage?by=cluster&namespace=team-a&{window}", DAVE)
+    assert sorted(
+        (row["cluster"], row["gpu_activity_mean"], row["idle_gpu_hours"]) for row in both["items"]
+    ) == [(EAST, None, None), (WEST, 0.5, 1.0)]
+    # Alice reads team-a of the home cluster: west's measured hour is not in her row.
+    alice = await get(client, f"{api.PREFIX}/usage?namespace=team-a&{window}", ALICE)
+    assert [(row["namespace"], row["gpu_activity_mean"]) for row in alice["items"]] == [
+        ("team-a", None)
+    ]

@@ -8,12 +8,17 @@ from typing import Any
 import pytest
 
 from jobarchive.config import DbTls
+from jobarchive.core.efficiency import MEASURED, PodEfficiency
 from jobarchive.reading import queries
 from jobarchive.reading.queries import EventQuery, Identity, JobQuery, PodQuery
 from jobarchive.storage import database as db
+from jobarchive.storage.models import Pod
 from jobarchive.storage.readpool import ReadPool
+from jobarchive.storage.store import Store
+from jobarchive.storage.summaries import Summary
 from testbed import bulk
 from testbed.mariadb import Databases
+from tests.support import rows
 
 SINCE = queries.parse_time("2026-06-01", "t")
 UNTIL = queries.parse_time("2026-07-01", "t")
@@ -261,6 +266,27 @@ async def test_a_roll_up_s_running_pods_are_read_off_one_index_alone(archive: No
     assert (await leading_columns("replica_info")).get(pods["key"]) == "gmt_finished", pods
     # Covering: no pod's row is read, only the index (decision 33).
     assert "Using index" in (pods["Extra"] or "").split("; "), pods
+
+
+async def test_a_roll_up_reads_a_finished_pod_s_summary_by_its_unique_index(
+    archive: None,
+) -> None:
+    from jobarchive.reading import usage
+    from jobarchive.reading.queries import rollups
+    from jobarchive.reading.queries.windows import Window
+
+    if not await Summary.exists():
+        pods = await Pod.all().order_by("id").limit(4000).values()
+        found = PodEfficiency(MEASURED, gpu_activity_mean=0.5)
+        await Store().upsert(Summary, [rows.summary(pod, found) for pod in pods])  # type: ignore[arg-type]
+        await db.connection().execute_script("ANALYZE TABLE pod_efficiency")
+    window = Window("namespace", SINCE, UNTIL, None, None)
+    cut = usage.periods(SINCE, UNTIL, None)
+    sql = rollups.pod_hours_sql(window, cut, SINCE, UNTIL, "p.gmt_finished IS NOT NULL")
+    _, steps = await db.connection().execute_query("EXPLAIN " + sql, window.params)
+    [summaries] = [step for step in steps if step["table"] == "e"]
+    assert (await leading_columns("pod_efficiency")).get(summaries["key"]) == "pod_id", summaries
+    assert summaries["type"] == "eq_ref", summaries
 
 
 async def test_a_roll_up_reads_a_failed_jobs_class_by_its_unique_index(archive: None) -> None:

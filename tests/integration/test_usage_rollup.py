@@ -152,7 +152,7 @@ async def test_by_failure_class_failed_jobs_alone_each_under_its_class(
     )
     assert (unclassified["jobs"], unclassified["failed_gpu_hours"]) == (1, 15.333)
     assert "top_failure_reasons" not in nccl
-    assert usage.columns("failure", None)[-1] == "queue_wait_p95_s"
+    assert usage.columns("failure", None)[-8:-6] == ("queue_wait_p95_s", "gpu_activity_mean")
     await classify(failure("b", "OOMKilled", "team-a"))
     daily = by(await rollup("failure", "day", since=SINCE, until=UNTIL), "failure,period")
     assert sorted(daily) == [
@@ -188,7 +188,8 @@ async def test_by_failure_class_failed_jobs_alone_each_under_its_class(
         csv = await client.get(f"{api.PREFIX}/usage?{query}", headers={"Accept": "text/csv"})
         lines = (await csv.text()).splitlines()
         assert lines[0] == ",".join(f'"{name}"' for name in usage.columns("failure", None))
-        assert '"OOMKilled",1,0,1,15.333,15.333,0.0,600.0,600.0' in lines
+        # No pod summarised: the efficiency unknown, its one job counted so.
+        assert '"OOMKilled",1,0,1,15.333,15.333,0.0,600.0,600.0,,,,,,,1' in lines
 
 
 async def test_a_job_across_midnight_counts_in_both_days(archive: None) -> None:

@@ -34,7 +34,8 @@ EXPORT_TYPES = {
 def usage_types(names: Sequence[str]) -> dict[str, str]:
     """The usage CSV's columns (``usage.columns``) and their types: counts, figures,
     and text (the group, the period, the reasons)."""
-    counts, figures = set(usage.COUNTS), {*usage.FIGURES, *usage.QUEUE_FIGURES}
+    counts = {*usage.COUNTS, usage.UNKNOWN_JOBS}
+    figures = {*usage.FIGURES, *usage.QUEUE_FIGURES, *usage.EFFICIENCY} - counts
     return {
         name: "integer" if name in counts else "double" if name in figures else "text"
         for name in names

@@ -7,7 +7,8 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from jobarchive.core.rows import EventRow, JobRow, LogTailRow, PodRow
+from jobarchive.core.efficiency import PodEfficiency
+from jobarchive.core.rows import EventRow, JobRow, LogTailRow, PodRow, SummaryRow
 from jobarchive.logtails.triggers import Failure
 from jobarchive.storage.models import LogTail
 from jobarchive.storage.store import Store
@@ -124,3 +125,11 @@ async def write_tails(written: Sequence[LogTailRow], store: Store | None = None)
     """Log tails' rows written in one transaction, as the writer's flushers write them:
     each whose key is stored already left as it is."""
     await (store or Store()).write_batch({LogTail: (LogTail, written)})
+
+
+def summary(pod_row: PodRow, found: PodEfficiency) -> SummaryRow:
+    """The ``pod_efficiency`` row the summarising pass writes of ``pod_row`` (decision
+    45): ``found``'s figures under the pod's version."""
+    from jobarchive.maintenance.summarising import summary_row
+
+    return summary_row({**pod_row, "name": pod_row["name"]}, found)

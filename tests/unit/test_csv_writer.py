@@ -101,6 +101,8 @@ def usage_rows(draw: st.DrawFn, group: str, every: bool) -> dict[str, Any]:
         **{name: draw(st.integers(-1, 10**9)) for name in usage.COUNTS},
         **{name: draw(NUMBER) for name in usage.FIGURES},
         usage.REASONS: draw(st.lists(reason, max_size=usage.TOP_REASONS)),
+        **{name: draw(NUMBER) for name in usage.EFFICIENCY[:-1]},
+        usage.UNKNOWN_JOBS: draw(st.integers(0, 10**9)),
     }
 
 

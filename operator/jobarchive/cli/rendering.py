@@ -16,6 +16,7 @@ from jobarchive.cli.widths import Column, cluster, fitted, print_table, reason, 
 from jobarchive.core.times import duration, rfc3339, timestamp
 from jobarchive.core.visible import visible
 from jobarchive.reading.params import Page
+from jobarchive.reading.usage import EFFICIENCY
 
 # As kubectl's: what names a row, then what is most asked of it; the rest with -o wide.
 # In a narrow terminal the columns are taken by rank while they fit (``tables.fit``),
@@ -69,6 +70,8 @@ USAGE_COLUMNS = {
     "queue_wait_p50_s": Column("wait p50", 5, kept=True),
     "queue_wait_p95_s": Column("wait p95", 6, kept=True),
     "top_failure_reasons": Column("top failure classes", 7, least=20, kept=True, telling=reason),
+    # How well they were used (decision 47, ``reading.usage.EFFICIENCY``): -o wide.
+    **{name: Column(name.replace("_", " "), 11, wide=True) for name in EFFICIENCY},
 }
 REPLICA_COUNTS = ("active", "succeeded", "failed", "stopped")
 STATS_COLUMNS = ("jobs", "finished", "average", "longest")

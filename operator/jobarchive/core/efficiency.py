@@ -243,62 +243,100 @@ class JobEfficiency:
 JOULES_PER_KWH = 3.6e6
 
 
-class _Mean:
-    """A weighted mean being summed."""
-
-    def __init__(self) -> None:
-        self.weighted = 0.0
-        self.weight = 0.0
-
-    def add(self, value: float | None, weight: float) -> None:
-        if value is not None and weight > 0:
-            self.weighted += value * weight
-            self.weight += weight
-
-    @property
-    def mean(self) -> float | None:
-        return self.weighted / self.weight if self.weight > 0 else None
-
-
 def _total(values: Sequence[float | None]) -> float | None:
     known = [value for value in values if value is not None]
     return sum(known) if known else None
 
 
+# A pod's weights per second of its run (``rates``), summed over seconds, pods and
+# periods: GPUs whose activity is known and their activity, never-used GPUs, energy
+# drawn, CPU millicores requested whose use is known and their use, memory given whose
+# peak is known and its peak. A group's figures are quotients of these sums (``figures``).
+RATES = (
+    "measured_gpu_s",
+    "active_gpu_s",
+    "unused_gpu_s",
+    "energy_j",
+    "measured_cpu_ms",
+    "used_cpu_ms",
+    "measured_mem_bs",
+    "peak_mem_bs",
+)
+
+
+def rates(given: Allocated, pod: PodEfficiency | None) -> dict[str, float | None]:
+    """What one second of a pod's run weighs in a job's (or a group's) figures, each
+    None where unknown: a pod not measured weighs nothing. The same weights for a job
+    (times its run) and for a period (times its seconds there), so that a group of one
+    job has the job's figures; energy is spread evenly over the run."""
+    found: dict[str, float | None] = dict.fromkeys(RATES)
+    if pod is None or pod.outcome != MEASURED:
+        return found
+    if pod.gpu_activity_mean is not None:
+        found["measured_gpu_s"] = float(given.gpus)
+        found["active_gpu_s"] = given.gpus * pod.gpu_activity_mean
+    if pod.unused_gpus is not None:
+        found["unused_gpu_s"] = float(pod.unused_gpus)
+    if pod.energy_joules is not None and given.run_seconds > 0:
+        found["energy_j"] = pod.energy_joules / given.run_seconds
+    if pod.cpu_efficiency is not None and given.cpu_millis:
+        found["measured_cpu_ms"] = float(given.cpu_millis)
+        found["used_cpu_ms"] = given.cpu_millis * pod.cpu_efficiency
+    if pod.memory_peak_ratio is not None and given.memory_bytes:
+        found["measured_mem_bs"] = float(given.memory_bytes)
+        found["peak_mem_bs"] = given.memory_bytes * pod.memory_peak_ratio
+    return found
+
+
+def _quotient(used: float | None, given: float | None) -> float | None:
+    return used / given if used is not None and given else None
+
+
+def figures(sums: Mapping[str, float | None]) -> dict[str, float | None]:
+    """A group's figures from its pods' ``rates`` times their seconds, summed (None
+    where no pod's was known): GPU activity, idle and never-used GPU-hours, CPU
+    efficiency, memory peak ratio, energy in kWh; None where nothing is known."""
+    measured, active = sums.get("measured_gpu_s"), sums.get("active_gpu_s")
+    unused, energy = sums.get("unused_gpu_s"), sums.get("energy_j")
+    return {
+        "gpu_activity_mean": _quotient(active, measured),
+        "idle_gpu_hours": (measured - (active or 0.0)) / 3600 if measured is not None else None,
+        "unused_gpu_hours": unused / 3600 if unused is not None else None,
+        "cpu_efficiency": _quotient(sums.get("used_cpu_ms"), sums.get("measured_cpu_ms")),
+        "mem_peak_ratio": _quotient(sums.get("peak_mem_bs"), sums.get("measured_mem_bs")),
+        "energy_kwh": energy / JOULES_PER_KWH if energy is not None else None,
+    }
+
+
+def add_rates(
+    sums: dict[str, float | None], found: Mapping[str, float | None], seconds: float
+) -> None:
+    """Add a pod's ``rates`` over ``seconds`` to ``sums``, an unknown adding nothing
+    (a sum stays None until something known is added)."""
+    for name in RATES:
+        rate = found.get(name)
+        if rate is not None:
+            sums[name] = (sums.get(name) or 0.0) + rate * seconds
+
+
 def weigh(pods: Sequence[tuple[Allocated, PodEfficiency | None]]) -> JobEfficiency:
-    """A job's figures from its pods' allocations and summaries (None: not summarised)."""
-    activity, cpu, memory = _Mean(), _Mean(), _Mean()
-    idle: list[float | None] = []
-    unused: list[float | None] = []
+    """A job's figures from its pods' allocations and summaries (None: not summarised),
+    their ``rates`` over their runs."""
+    sums: dict[str, float | None] = dict.fromkeys(RATES)
     unused_count: list[float | None] = []
     for given, pod in pods:
-        hours = given.run_seconds / 3600
-        if pod is None or pod.outcome != MEASURED:
-            continue
-        activity.add(pod.gpu_activity_mean, given.gpus * hours)
-        cpu.add(pod.cpu_efficiency, (given.cpu_millis or 0) / 1000 * hours)
-        memory.add(pod.memory_peak_ratio, (given.memory_bytes or 0) * hours)
-        if pod.gpu_activity_mean is not None:
-            idle.append(given.gpus * hours * (1 - pod.gpu_activity_mean))
-        if pod.unused_gpus is not None:
-            unused.append(pod.unused_gpus * hours)
+        add_rates(sums, rates(given, pod), given.run_seconds)
+        if pod is not None and pod.outcome == MEASURED and pod.unused_gpus is not None:
             unused_count.append(pod.unused_gpus)
     outcomes = [pod.outcome if pod else None for _, pod in pods]
-    energies = [pod.energy_joules for _, pod in pods if pod is not None]
     memory_peaks = [p.gpu_memory_peak for _, p in pods if p and p.gpu_memory_peak is not None]
-    energy = _total(energies)
     count = _total(unused_count)
     return JobEfficiency(
         gpu_hours=sum(given.gpus * given.run_seconds for given, _ in pods) / 3600,
-        gpu_activity_mean=activity.mean,
-        idle_gpu_hours=_total(idle),
         unused_gpus=int(count) if count is not None else None,
-        unused_gpu_hours=_total(unused),
         gpu_memory_peak=max(memory_peaks) if memory_peaks else None,
-        cpu_efficiency=cpu.mean,
-        mem_peak_ratio=memory.mean,
-        energy_kwh=energy / JOULES_PER_KWH if energy is not None else None,
         pods=len(pods),
         unknown=sum(1 for outcome in outcomes if outcome in (None, NO_DATA, REFUSED)),
         too_short=outcomes.count(TOO_SHORT),
+        **figures(sums),
     )

@@ -23,7 +23,7 @@ from jobarchive.reading.described import (
     Schema,
 )
 from jobarchive.reading.queries import Param
-from jobarchive.reading.wellused import EFFICIENCY
+from jobarchive.reading.wellused import EFFICIENCY, FIGURES
 
 
 def _object(properties: dict[str, Schema], description: str) -> Schema:
@@ -237,7 +237,8 @@ SCHEMAS: dict[str, Schema] = {
                     "description": "One group (named by its dimension: namespace, owner, "
                     "...) and, with every, its UTC period (period: YYYY-MM-DD, or YYYY-MM); by "
                     "clusterqueue, the queue's allocated, quota, borrowed and preempted "
-                    "GPU-hours, utilization and waits (null where unknown); "
+                    "GPU-hours, utilization and waits (null where unknown), and no efficiency; "
+                    "the efficiency null where no pod was measured; "
                     "as text/csv when asked for by Accept, the reasons as reason=hours; ...",
                     "properties": {
                         **{name: NUMBER for name in ("jobs", "succeeded", "failed")},
@@ -249,6 +250,12 @@ SCHEMAS: dict[str, Schema] = {
                             name: SECONDS
                             for name in usage.QUEUE_FIGURES
                             if name not in ("queue_wait_p50_s", "queue_wait_p95_s")
+                        },
+                        # How well they were used (decision 47), as a job's figures.
+                        **{name: FIGURES[name] for name in usage.EFFICIENCY[:-1]},
+                        usage.UNKNOWN_JOBS: {
+                            "type": "integer",
+                            "description": "The row's jobs no pod of which was measured.",
                         },
                         "top_failure_reasons": {
                             "type": "array",

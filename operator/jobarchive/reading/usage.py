@@ -6,7 +6,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from jobarchive.core import csvsafe
+from jobarchive.core import csvsafe, efficiency
 from jobarchive.reading.params import EARLIEST, LATEST, USAGE_GROUPS, BadQuery, Named, one_of
 
 EVERY = ("day", "week", "month")
@@ -43,8 +43,21 @@ QUEUE_FIGURES = (
     "preempted_gpu_hours",
     *(f"{wait}_p{p}_s" for wait in QUEUE_WAITS for p in WAIT_PERCENTS),
 )
+# How well the GPUs, CPUs and memory were used (decision 47), weighted exactly as a
+# job's figures (``efficiency.figures``), and how many of the row's jobs no pod of
+# which was measured: none by cluster queue.
+UNKNOWN_JOBS = "efficiency_unknown_jobs"
+EFFICIENCY = (
+    "gpu_activity_mean",
+    "idle_gpu_hours",
+    "unused_gpu_hours",
+    "cpu_efficiency",
+    "mem_peak_ratio",
+    "energy_kwh",
+    UNKNOWN_JOBS,
+)
 # The columns written as numbers; the group, the period and the classes are text.
-NUMBERS = frozenset((*COUNTS, *FIGURES, *QUEUE_FIGURES))
+NUMBERS = frozenset((*COUNTS, *FIGURES, *QUEUE_FIGURES, *EFFICIENCY))
 REASONS = "top_failure_reasons"
 
 
@@ -171,6 +184,8 @@ def empty_row() -> dict[str, Any]:
         "cpu_ms": 0.0,
         "waits": dict.fromkeys(WAIT_PERCENTS),
         "reasons": {},
+        "rates": dict.fromkeys(efficiency.RATES),
+        UNKNOWN_JOBS: 0,
     }
 
 
@@ -202,27 +217,47 @@ def clamp(index: Any, periods: int) -> int:
     return min(max(int(index), 0), periods - 1)
 
 
+def cut(
+    sums: Mapping[str, Any], bounds: Sequence[tuple[float, float]], name: str = "g"
+) -> list[tuple[int, float]]:
+    """Pods' weighted time cut into periods from sums over pods that begin in period
+    ``n0`` and end in ``n1`` (times ``a``, ``b`` as seconds from the window's start,
+    already cut to it): the sum of their weights (``name``: ``g``, GPUs) and of the
+    weights times ``a`` and times ``b`` (``ga``, ``gb``). A period between gets its whole
+    length times the sum; the first, from ``a`` to its end; the last, from its start to
+    ``b``. So no pod is read once per period. Returns (period, weight-seconds); none
+    when no pod's weight was known (the sums are NULL)."""
+    if sums.get(name) is None:
+        return []
+    first, last = clamp(sums["n0"], len(bounds)), clamp(sums["n1"], len(bounds))
+    f = float(sums[name])
+    fa, fb = float(sums[f"{name}a"] or 0), float(sums[f"{name}b"] or 0)
+    if first == last:
+        return [(first, fb - fa)]
+    parts = [(first, bounds[first][1] * f - fa)]
+    parts += [(n, (bounds[n][1] - bounds[n][0]) * f) for n in range(first + 1, last)]
+    parts.append((last, fb - bounds[last][0] * f))
+    return parts
+
+
 def spread(
     sums: Mapping[str, Any], bounds: Sequence[tuple[float, float]]
 ) -> list[tuple[int, float, float]]:
-    """Pods' time cut into periods from sums over pods that begin in period ``n0`` and
-    end in ``n1`` (times ``a``, ``b`` as seconds from the window's start, already cut to
-    it): ``g`` = sum of GPUs, ``ga``/``gb`` = sums of GPUs x a / x b, and the same of
-    CPU millicores (``c``, ``ca``, ``cb``). A period between gets its whole length times
-    the sum; the first, from ``a`` to its end; the last, from its start to ``b``. So no
-    pod is read once per period. Returns (period, GPU-seconds, CPU-millicore-seconds)."""
-    first, last = clamp(sums["n0"], len(bounds)), clamp(sums["n1"], len(bounds))
-    g, c = float(sums["g"] or 0), float(sums["c"] or 0)
-    ga, gb = float(sums["ga"] or 0), float(sums["gb"] or 0)
-    ca, cb = float(sums["ca"] or 0), float(sums["cb"] or 0)
-    if first == last:
-        return [(first, gb - ga, cb - ca)]
-    parts = [(first, bounds[first][1] * g - ga, bounds[first][1] * c - ca)]
-    for n in range(first + 1, last):
-        length = bounds[n][1] - bounds[n][0]
-        parts.append((n, length * g, length * c))
-    parts.append((last, gb - bounds[last][0] * g, cb - bounds[last][0] * c))
-    return parts
+    """Pods' time cut into periods (``cut``) as GPU-seconds (``g``: GPUs) and
+    CPU-millicore-seconds (``c``: millicores). Returns (period, GPU-seconds,
+    CPU-millicore-seconds)."""
+    cpu = dict(cut({**sums, "c": sums["c"] or 0}, bounds, "c"))
+    return [(n, gpu_s, cpu[n]) for n, gpu_s in cut({**sums, "g": sums["g"] or 0}, bounds)]
+
+
+def add_rates(row: dict[str, Any], rates: Mapping[str, Any]) -> None:
+    """Add pods' efficiency weights times their seconds (``efficiency.RATES``, None or
+    absent where none was known) to a group's row."""
+    known = {name: rates.get(name) for name in efficiency.RATES}
+    # A database's sum of integers is a Decimal.
+    efficiency.add_rates(
+        row["rates"], {k: None if v is None else float(v) for k, v in known.items()}, 1.0
+    )
 
 
 def add_hours(
@@ -293,20 +328,34 @@ def finished_row(
         "cpu_hours": _hours(row["cpu_ms"] / 1000),
         **{name: row["waits"][p] for name, p in zip(WAIT_FIGURES, WAIT_PERCENTS, strict=True)},
         **(classes if group != FAILURE else {}),
+        **efficiency_figures(row),
+    }
+
+
+def efficiency_figures(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A group's efficiency (``EFFICIENCY``) from its summed weights, rounded as a job's
+    are (ratios and kWh to 4 places, hours to 3 as usage's), None where unknown."""
+    found = efficiency.figures(row["rates"])
+    return {
+        **{
+            name: None if value is None else round(value, 3 if name.endswith("hours") else 4)
+            for name, value in found.items()
+        },
+        UNKNOWN_JOBS: row[UNKNOWN_JOBS],
     }
 
 
 def columns(group: str, every: str | None) -> tuple[str, ...]:
     """The columns of a roll-up's rows: the group under its dimension's name, the
     period when asked for, the counts, the figures, the costliest failure classes (by
-    failure class, none: the group is the class); by cluster queue, the queue's
+    failure class, none: the group is the class), the efficiency; by cluster queue, the queue's
     figures (``QUEUE_FIGURES``)."""
     period = ("period",) if every else ()
     if group == CLUSTER_QUEUE:
         return (group, *period, *QUEUE_FIGURES)
     if group == FAILURE:
-        return (group, *period, *COUNTS, *FIGURES)
-    return (group, *period, *COUNTS, *FIGURES, REASONS)
+        return (group, *period, *COUNTS, *FIGURES, *EFFICIENCY)
+    return (group, *period, *COUNTS, *FIGURES, REASONS, *EFFICIENCY)
 
 
 def reasons_text(reasons: Iterable[Mapping[str, Any]]) -> str:

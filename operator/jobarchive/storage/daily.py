@@ -10,6 +10,7 @@ from typing import Any
 
 from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.core import efficiency
 from jobarchive.storage import dialects, spans
 from jobarchive.storage.models import USAGE_DAY_TABLE, UsageDay, utcnow
 
@@ -22,7 +23,27 @@ HEAD = "CASE WHEN INSTR({0}, ': ') > 0 THEN SUBSTR({0}, 1, INSTR({0}, ': ') - 1)
 # Jobs rewritten per statement: well under both engines' bound parameters.
 JOBS_PER_STATEMENT = 500
 ROWS_PER_INSERT = 500
-Seconds = dict[tuple[str, datetime.datetime], list[float]]
+# (job, day) -> the day's GPU-seconds, CPU-millicore-seconds, efficiency weights.
+Seconds = dict[tuple[str, datetime.datetime], dict[str, float | None]]
+# A pod's summary as the rewrite reads it beside the pod (``SUMMARY``), for its weights.
+_MEASURED = (
+    "outcome",
+    "gpu_activity_mean",
+    "unused_gpus",
+    "energy_joules",
+    "cpu_efficiency",
+    "memory_peak_ratio",
+)
+# The pods a rewrite reads, with their summaries (decision 47): a pod's limit is read
+# only where its memory peak ratio is known, the one figure weighed by it.
+SUMMARISED = (
+    "SELECT p.pod_id, p.job_id, p.cluster, p.gpus, p.cpu_millis, p.memory_bytes, "
+    "p.gmt_started, p.gmt_finished, p.status, "
+    f"{HEAD.format('p.remark')} AS head, "
+    "CASE WHEN e.memory_peak_ratio IS NOT NULL THEN p.resources END AS resources, "
+    + ", ".join(f"e.{name}" for name in _MEASURED)
+    + " FROM replica_info p LEFT JOIN pod_efficiency e ON e.pod_id = p.pod_id "
+)
 # A day's copies of its job's columns, as read from its ``job_info`` row (``j``).
 JOB_COLUMNS: dict[str, str] = {
     "namespace": "j.namespace",
@@ -43,8 +64,25 @@ def midnight(moment_: datetime.datetime) -> datetime.datetime:
     return utc.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
+def _rates(
+    pod: Mapping[str, Any], start: datetime.datetime, end: datetime.datetime
+) -> dict[str, float | None]:
+    """A pod's efficiency weights a second (``efficiency.rates``) from its row and its
+    summary's columns read beside it (none when it has no summary)."""
+    if pod["outcome"] is None:
+        return {}
+    given = efficiency.Allocated(
+        run_seconds=max(0.0, (end - start).total_seconds()),
+        gpus=pod["gpus"] or 0,
+        cpu_millis=pod["cpu_millis"],
+        memory_bytes=efficiency.memory_given(pod["resources"], pod["memory_bytes"]),
+    )
+    return efficiency.rates(given, efficiency.PodEfficiency(**{n: pod[n] for n in _MEASURED}))
+
+
 def days_of(pods: Iterable[Mapping[str, Any]]) -> Seconds:
-    """(job, day) -> [GPU-seconds, CPU-millicore-seconds] of finished pods, each pod's
+    """(job, day) -> GPU-seconds, CPU-millicore-seconds of finished pods and their
+    efficiency weights (``efficiency.RATES``, None where no pod's is known), each pod's
     time cut at UTC midnights; a row for every day from its start's to its finish's, so
     a job with a finished pod has at least one (zero when it ran no time). Pure."""
     found: Seconds = {}
@@ -53,12 +91,17 @@ def days_of(pods: Iterable[Mapping[str, Any]]) -> Seconds:
         if start is None or end is None:
             continue
         gpus, millis = pod["gpus"] or 0, pod["cpu_millis"] or 0
+        rates = _rates(pod, start, end)
         day = midnight(start)
         while day <= end:
             ran = max(0.0, (min(end, day + DAY) - max(start, day)).total_seconds())
-            cost = found.setdefault((pod["job_id"], day), [0.0, 0.0])
-            cost[0] += gpus * ran
-            cost[1] += millis * ran
+            cost = found.setdefault(
+                (pod["job_id"], day),
+                {"gpu_seconds": 0.0, "cpu_milli_seconds": 0.0, **dict.fromkeys(efficiency.RATES)},
+            )
+            cost["gpu_seconds"] = (cost["gpu_seconds"] or 0.0) + gpus * ran
+            cost["cpu_milli_seconds"] = (cost["cpu_milli_seconds"] or 0.0) + millis * ran
+            efficiency.add_rates(cost, rates, ran)
             day += DAY
     return found
 
@@ -116,25 +159,25 @@ async def refresh(
 
 
 async def rewrite(
-    execute: dialects.Execute, dialect: dialects.Dialect, jobs: Iterable[str]
+    execute: dialects.Execute,
+    dialect: dialects.Dialect,
+    jobs: Iterable[str],
+    spanned: bool = True,
 ) -> None:
-    """Rewrite the jobs' days from their pods, in the caller's transaction. The pods are
-    read with a locking read where the engine has one, so that two transactions writing
-    pods of one job see each other's (one waits, or is rolled back and retried)."""
+    """Rewrite the jobs' days from their pods and the pods' summaries, in the caller's
+    transaction, and (``spanned``) their spans by cluster queue. The pods are read with
+    a locking read where the engine has one, so that two transactions writing pods of
+    one job see each other's (one waits, or is rolled back and retried)."""
     uids = sorted(set(jobs))
     for start in range(0, len(uids), JOBS_PER_STATEMENT):
-        await _rewrite(execute, dialect, uids[start : start + JOBS_PER_STATEMENT])
+        await _rewrite(execute, dialect, uids[start : start + JOBS_PER_STATEMENT], spanned)
 
 
-async def _rewrite(execute: dialects.Execute, dialect: dialects.Dialect, uids: list[str]) -> None:
+async def _rewrite(
+    execute: dialects.Execute, dialect: dialects.Dialect, uids: list[str], spanned: bool
+) -> None:
     marks = ", ".join([dialect.placeholder] * len(uids))
-    _, pods = await execute(
-        dialect.locking(
-            "SELECT job_id, cluster, gpus, cpu_millis, gmt_started, gmt_finished, status, "
-            f"{HEAD.format('remark')} AS head FROM replica_info WHERE job_id IN ({marks})"
-        ),
-        list(uids),
-    )
+    _, pods = await execute(dialect.locking(f"{SUMMARISED}WHERE p.job_id IN ({marks})"), list(uids))
     await execute(f"DELETE FROM {USAGE_DAY_TABLE.name} WHERE job_id IN ({marks})", list(uids))
     jobs: dict[str, tuple[str | None, str | None]] = {
         str(pod["job_id"]): (pod["cluster"], None) for pod in pods
@@ -142,8 +185,10 @@ async def _rewrite(execute: dialects.Execute, dialect: dialects.Dialect, uids: l
     jobs.update({job: (jobs[job][0], why) for job, why in reasons_of(pods).items()})
     await insert(execute, dialect, days_of(pods), jobs)
     await refresh(execute, dialect, uids)
-    # The spans by cluster queue are of the same pods: rewritten from them (decision 46).
-    await spans.rewrite(execute, dialect, uids, pods)
+    # The spans by cluster queue are of the same pods: rewritten from them (decision 46);
+    # a summary written changes no span.
+    if spanned:
+        await spans.rewrite(execute, dialect, uids, pods)
 
 
 async def insert(
@@ -156,12 +201,11 @@ async def insert(
     job's (cluster its pods came from, reason its pods failed) from ``jobs``."""
     now = utcnow()
     rows: list[dict[str, Any]] = []
-    for (job, day), (gpu, cpu) in sorted(days.items()):
+    for (job, day), seconds in sorted(days.items()):
         row: dict[str, Any] = {
             "job_id": job,
             "day": day,
-            "gpu_seconds": gpu,
-            "cpu_milli_seconds": cpu,
+            **seconds,
             "cluster": jobs.get(job, (None, None))[0],
             "reason": jobs.get(job, (None, None))[1],
             # Copied from the job's row next (``refresh``).
@@ -187,6 +231,8 @@ class Step:
     refreshed: tuple[str, ...] = ()
     # The jobs whose spans by cluster queue are rewritten alone (attempts written).
     respanned: frozenset[str] = frozenset()
+    # The jobs whose days are rewritten alone: a pod's summary written (decision 47).
+    measured: frozenset[str] = frozenset()
 
     @classmethod
     def of_pods(cls, rows: Iterable[Mapping[str, Any]]) -> "Step":
@@ -200,6 +246,12 @@ class Step:
         return cls(respanned=frozenset(str(row["job_id"]) for row in rows))
 
     @classmethod
+    def of_summaries(cls, rows: Iterable[Mapping[str, Any]]) -> "Step":
+        """The step of ``pod_efficiency`` rows: their jobs' days rewritten with the pods'
+        efficiency weights (decision 47), their spans unchanged."""
+        return cls(measured=frozenset(str(row["job_id"]) for row in rows))
+
+    @classmethod
     def of_jobs(cls, uids: Iterable[str]) -> "Step":
         """The step of job rows: their days' and spans' copies of the jobs' columns
         refreshed."""
@@ -209,11 +261,12 @@ class Step:
         """Hold what the step will read and write (``lock``), before the rows are written:
         respanned jobs' rows too, as their spans copy from them (one order with a job's
         write, which takes its row, then its spans)."""
-        await lock(execute, dialect, self.rewritten | self.respanned)
+        await lock(execute, dialect, self.rewritten | self.respanned | self.measured)
 
     async def write(self, execute: dialects.Execute, dialect: dialects.Dialect) -> None:
         """Rewrite and refresh the days, after the rows are written."""
         await rewrite(execute, dialect, self.rewritten)
+        await rewrite(execute, dialect, self.measured - self.rewritten, spanned=False)
         if self.refreshed:
             await refresh(execute, dialect, self.refreshed)
             await spans.refresh(execute, dialect, self.refreshed)
@@ -247,6 +300,24 @@ async def fill(conn: BaseDBAsyncClient, batch: int = ROWS_PER_INSERT) -> int:
         before = rows[-1]["id"]
         async with dialect.transaction(conn) as execute:
             await rewrite(execute, dialect, {str(row["job_id"]) for row in rows})
+        count += len(rows)
+    return count
+
+
+async def remeasure(conn: BaseDBAsyncClient, batch: int = JOBS_PER_STATEMENT) -> int:
+    """Rewrite the days of every job a pod of which has a summary, ``batch`` jobs at a
+    time by uid, each batch in a transaction of its own: the days written before they
+    held efficiency weights (decision 47). Returns the jobs rewritten."""
+    dialect = dialects.of(conn)
+    after, count = "", 0
+    select = (
+        f"SELECT DISTINCT job_id FROM pod_efficiency WHERE job_id > {dialect.placeholder} "
+        f"ORDER BY job_id LIMIT {int(batch)}"
+    )
+    while rows := await conn.execute_query_dict(select, [after]):
+        after = str(rows[-1]["job_id"])
+        async with dialect.transaction(conn) as execute:
+            await rewrite(execute, dialect, {str(row["job_id"]) for row in rows}, spanned=False)
         count += len(rows)
     return count
 

@@ -266,6 +266,16 @@ class UsageDay(Stamped):
     day = fields.DatetimeField()
     gpu_seconds = fields.FloatField()
     cpu_milli_seconds = fields.FloatField()
+    # Its measured pods' efficiency weights (``core.efficiency.rates``) times their
+    # seconds on the day, each NULL when no pod's is known (decision 47).
+    measured_gpu_s = fields.FloatField(null=True)
+    active_gpu_s = fields.FloatField(null=True)
+    unused_gpu_s = fields.FloatField(null=True)
+    energy_j = fields.FloatField(null=True)
+    measured_cpu_ms = fields.FloatField(null=True)
+    used_cpu_ms = fields.FloatField(null=True)
+    measured_mem_bs = fields.FloatField(null=True)
+    peak_mem_bs = fields.FloatField(null=True)
     # Why the job's pods failed: its first failed pod's remark's head (decision 33).
     reason = fields.TextField(null=True)
     # The job's columns a roll-up groups, scopes and counts by, copied from its row

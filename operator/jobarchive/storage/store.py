@@ -34,6 +34,7 @@ from jobarchive.storage import daily, dialects
 from jobarchive.storage import database as db
 from jobarchive.storage.kueue import Attempt, Quota
 from jobarchive.storage.models import INSERTED, TABLES, Event, Job, Pod, Stamped, Table, utcnow
+from jobarchive.storage.summaries import Summary
 
 # Keep one statement well under SQLite's 32,766 bound parameters and MySQL's packet
 # size: at most this many rows, and this many bytes of the text weighed (``_weight``).
@@ -95,6 +96,8 @@ def _rollup(model: type[Stamped], rows: Sequence[Mapping[str, Any]]) -> daily.St
         return daily.Step.of_jobs(row[TABLES[Job].key] for row in rows)
     if model is Attempt:
         return daily.Step.of_attempts(rows)
+    if model is Summary:
+        return daily.Step.of_summaries(rows)
     return daily.Step()
 
 

@@ -57,5 +57,6 @@ class Summary(Stamped):
 
     class Meta:
         table = "pod_efficiency"
-        # A job's summaries (its report, retention).
-        indexes = (("job_id",),)
+        # A job's summaries (its report, retention), and whether one of its pods was
+        # measured, read from the index alone (usage's unknown jobs, decision 47).
+        indexes = (("job_id", "outcome"),)

@@ -7,6 +7,7 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
+from jobarchive.core.efficiency import MEASURED, RATES
 from jobarchive.reading import usage
 from jobarchive.reading.params import BadQuery, Clusters, Named, check_namespace, one_of
 from jobarchive.reading.queries.allocation import queue_rollup
@@ -17,6 +18,8 @@ from jobarchive.storage import daily
 REASON_BATCH = 500
 # The pods running now, read live over the whole window.
 RUNNING = "p.gmt_finished IS NULL"
+# The summaries of pods (decision 45), joined by a pod's uid (their unique key).
+SUMMARIES = "pod_efficiency"
 # Less than any time the database keeps apart: a window's start at midnight is a whole day.
 _TICK = datetime.timedelta(microseconds=1)
 
@@ -33,7 +36,10 @@ def pod_hours_sql(
     begins and ends in (``n0``, ``n1``), and the failed job (``job``, else ''): the sums
     ``usage.spread`` cuts into periods. One pass over the pods, never a pod per period;
     ``pods_first``: the pods read before their jobs (a few pods found by an index:
-    ``RUNNING``'s, whose index holds all a pod's columns read here)."""
+    ``RUNNING``'s, whose index holds all a pod's columns read here). Finished pods come
+    with their summaries' efficiency weights (``rates_sql``); ``RUNNING``'s have none,
+    and are read off their index alone."""
+    measured = which != RUNNING
     join = w.dialect.in_order_join if pods_first else "JOIN"
     begun = w.dialect.later("p.gmt_started", w.time(lo))
     ending = w.dialect.earlier(f"COALESCE(p.gmt_finished, {w.time(w.now)})", w.time(hi))
@@ -42,8 +48,9 @@ def pod_hours_sql(
     pods = (
         f"SELECT {w.pod_group()} AS grp, CASE WHEN j.status = 'Failed' THEN j.job_id ELSE '' "
         f"END AS job, COALESCE(p.gpus, 0) AS g, COALESCE(p.cpu_millis, 0) AS c, "
-        f"{w.rel(begun)} AS a, {w.rel(ending)} AS b "
+        f"{w.rel(begun)} AS a, {w.rel(ending)} AS b{rates_sql(w) if measured else ''} "
         f"FROM replica_info p {join} job_info j ON j.job_id = p.job_id "
+        f"{f'LEFT JOIN {SUMMARIES} e ON e.pod_id = p.pod_id ' if measured else ''}"
         f"WHERE {which} AND {w.jobs_where()} AND p.gmt_started IS NOT NULL "
         f"AND p.gmt_started < {w.time(hi)} "
         f"AND (p.gmt_finished IS NULL OR p.gmt_finished > {w.time(lo)})"
@@ -52,7 +59,42 @@ def pod_hours_sql(
     return (
         f"SELECT u.grp AS grp, u.job AS job, {n0} AS n0, {n1} AS n1, SUM(u.g) AS g, "
         "SUM(u.g * u.a) AS ga, SUM(u.g * u.b) AS gb, SUM(u.c) AS c, SUM(u.c * u.a) AS ca, "
-        f"SUM(u.c * u.b) AS cb FROM ({pods}) u GROUP BY u.grp, u.job, n0, n1"
+        f"SUM(u.c * u.b) AS cb{_rate_sums() if measured else ''} "
+        f"FROM ({pods}) u GROUP BY u.grp, u.job, n0, n1"
+    )
+
+
+def rates_sql(w: Window) -> str:
+    """A pod's efficiency weights a second (``efficiency.rates`` in SQL: NULL where
+    unknown), from its summary ``e``: GPUs and their activity, never-used GPUs, energy
+    over its run, CPU millicores and their use, its memory limit and its peak. The
+    limit is the peak over the ratio (the limit's text is not read): the request where
+    the peak was zero."""
+    m = f"e.outcome = '{MEASURED}'"
+    run = w.dialect.seconds_between("p.gmt_started", "p.gmt_finished")
+    gpus, cpu = "COALESCE(p.gpus, 0)", "p.cpu_millis"
+    ratio, request = "e.memory_peak_ratio", "p.memory_bytes"
+    rates = {
+        "measured_gpu_s": f"CASE WHEN {m} AND e.gpu_activity_mean IS NOT NULL THEN {gpus} END",
+        "active_gpu_s": f"CASE WHEN {m} THEN {gpus} * e.gpu_activity_mean END",
+        "unused_gpu_s": f"CASE WHEN {m} THEN e.unused_gpus END",
+        "energy_j": f"CASE WHEN {m} AND {run} > 0 THEN e.energy_joules / ({run}) END",
+        "measured_cpu_ms": f"CASE WHEN {m} AND e.cpu_efficiency IS NOT NULL AND {cpu} > 0 "
+        f"THEN {cpu} END",
+        "used_cpu_ms": f"CASE WHEN {m} AND {cpu} > 0 THEN {cpu} * e.cpu_efficiency END",
+        "measured_mem_bs": f"CASE WHEN {m} AND {ratio} > 0 THEN e.memory_peak_bytes / {ratio} "
+        f"WHEN {m} AND {ratio} = 0 AND {request} > 0 THEN {request} END",
+        "peak_mem_bs": f"CASE WHEN {m} AND {ratio} > 0 THEN e.memory_peak_bytes "
+        f"WHEN {m} AND {ratio} = 0 AND {request} > 0 THEN 0 END",
+    }
+    return "".join(f", {sql} AS {name}" for name, sql in rates.items())
+
+
+def _rate_sums() -> str:
+    """Per group of pods, each weight's sum, and its sums times ``a`` and ``b``: what
+    ``usage.cut`` cuts into periods (NULL where no pod's weight is known)."""
+    return "".join(
+        f", SUM(u.{r}) AS {r}, SUM(u.{r} * u.a) AS {r}a, SUM(u.{r} * u.b) AS {r}b" for r in RATES
     )
 
 
@@ -67,18 +109,21 @@ async def _day_hours(
     the sums)."""
     n = period_sql(cut, w.since, w.every, w.rel("d.day"))
     reason = f"CASE WHEN d.status = 'Failed' THEN {class_sql('d')} END"
+    weights = "".join(f", d.{rate} AS {rate}" for rate in RATES)
 
     def days(failed: str) -> str:
         return (
             f"SELECT {w.grouped('d')} AS grp, {n} AS n, {w.dialect.exact(reason)} AS reason, "
-            "d.job_id AS job, d.gpu_seconds AS g, d.cpu_milli_seconds AS c FROM usage_day d "
+            f"d.job_id AS job, d.gpu_seconds AS g, d.cpu_milli_seconds AS c{weights} "
+            "FROM usage_day d "
             f"WHERE d.day >= {w.time(first)} AND d.day < {w.time(last)}{failed} AND "
             f"{w.days_where()}"
         )
 
     sums = await w.rows(
         "SELECT u.grp AS grp, u.n AS n, u.reason AS reason, SUM(u.g) AS gpu_s, "
-        f"SUM(u.c) AS cpu_ms FROM ({days('')}) u GROUP BY u.grp, u.n, u.reason"
+        f"SUM(u.c) AS cpu_ms{''.join(f', SUM(u.{r}) AS {r}' for r in RATES)} "
+        f"FROM ({days('')}) u GROUP BY u.grp, u.n, u.reason"
     )
     only_failed = days(" AND d.status = 'Failed'")
     failed = await w.rows(
@@ -140,22 +185,29 @@ async def _hours(
 
 async def _job_counts(w: Window, cut: Sequence[usage.Period]) -> list[dict[str, Any]]:
     """Per group, the periods a job's life (in the window) begins and ends in, and its
-    outcome when it finished in the window: the jobs count in each period between, and
-    as Succeeded or Failed in the one they finished in."""
+    outcome when it finished in the window, and whether no pod of it was measured: the
+    jobs count in each period between, and as Succeeded or Failed in the one they
+    finished in."""
     created = w.rel(w.dialect.later("j.gmt_created", w.time(w.since)))
     ended = w.rel(w.dialect.earlier(f"COALESCE(j.gmt_finished, {w.time(w.now)})", w.time(w.until)))
     outcome = (
         f"CASE WHEN j.gmt_finished < {w.time(w.until)} AND j.status IN ('Succeeded', 'Failed') "
         "THEN j.status ELSE '' END"
     )
+    # No pod of it measured (decision 47): by ``pod_efficiency``'s index on job_id.
+    unknown = (
+        f"CASE WHEN EXISTS (SELECT 1 FROM {SUMMARIES} e WHERE e.job_id = j.job_id "
+        f"AND e.outcome = '{MEASURED}') THEN 0 ELSE 1 END"
+    )
     jobs = (
-        f"SELECT {w.grouped()} AS grp, {outcome} AS outcome, {created} AS c, {ended} AS f "
-        f"FROM {w.jobs()} WHERE {w.jobs_where()}"
+        f"SELECT {w.grouped()} AS grp, {outcome} AS outcome, {created} AS c, {ended} AS f, "
+        f"{unknown} AS unknown FROM {w.jobs()} WHERE {w.jobs_where()}"
     )
     n0, n1 = period_sql(cut, w.since, w.every, "u.c"), period_sql(cut, w.since, w.every, "u.f")
     sql = (
-        f"SELECT u.grp AS grp, u.outcome AS outcome, {n0} AS n0, {n1} AS n1, COUNT(*) AS jobs "
-        f"FROM ({jobs}) u GROUP BY u.grp, u.outcome, n0, n1"
+        f"SELECT u.grp AS grp, u.outcome AS outcome, u.unknown AS unknown, {n0} AS n0, "
+        f"{n1} AS n1, COUNT(*) AS jobs FROM ({jobs}) u GROUP BY u.grp, u.outcome, u.unknown, "
+        "n0, n1"
     )
     return await w.rows(sql)
 
@@ -274,6 +326,7 @@ def _rows(
         first, last = usage.clamp(found["n0"], len(cut)), usage.clamp(found["n1"], len(cut))
         for n in range(first, last + 1):
             row(found["grp"], n)["jobs"] += int(found["jobs"])
+            row(found["grp"], n)[usage.UNKNOWN_JOBS] += int(found["jobs"]) * int(found["unknown"])
         if found["outcome"]:
             row(found["grp"], found["n1"])[found["outcome"].lower()] += int(found["jobs"])
     live, days, counted = hours
@@ -282,9 +335,13 @@ def _rows(
             job = found["job"]
             one = row(found["grp"], n)
             usage.add_hours(one, job, gpu_s, cpu_ms, reasons, counts=(job, n) not in counted)
+        for rate in RATES:
+            for n, weighed in usage.cut(found, bounds, rate):
+                usage.add_rates(row(found["grp"], n), {rate: weighed})
     for found in days:
         cost = (float(found["gpu_s"] or 0), float(found["cpu_ms"] or 0))
         usage.add_days(row(found["grp"], found["n"]), found["reason"], *cost, int(found["jobs"]))
+        usage.add_rates(row(found["grp"], found["n"]), found)
     for found in waits:
         usage.add_wait(row(found["grp"], found["n"]), found["k"], found["total"], found["wait"])
     ordered = sorted(table.items(), key=lambda item: (item[0][1], -item[1]["gpu_s"]))

@@ -146,4 +146,5 @@ class Window:
         step may run side by side (``queries.allocation``)."""
         params, self.params = self.params, []
         _, rows = await self.connection.execute_query(sql, params)
-        return list(rows)
+        # As mappings with ``get`` on either engine (SQLite's rows have none).
+        return [dict(row) for row in rows]

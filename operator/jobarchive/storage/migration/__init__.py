@@ -101,7 +101,9 @@ async def upgrade(
 async def _usage_days(conn: BaseDBAsyncClient, added: Sequence[str] = ()) -> list[Step]:
     """The usage roll-up filled from the pods when it lacks the oldest (decision 33);
     emptied first when its copies of the jobs' columns were just added, so that the
-    fill writes them (and a start stopped during it fills again). The roll-up by cluster
+    fill writes them (and a start stopped during it fills again); the days of the jobs
+    with summaries rewritten when their efficiency weights were just added (decision
+    47; an emptied table's fill writes them). The roll-up by cluster
     queue and its copies of the jobs' columns likewise, from the pods and attempts
     (decision 46)."""
     steps = []
@@ -110,6 +112,9 @@ async def _usage_days(conn: BaseDBAsyncClient, added: Sequence[str] = ()) -> lis
         steps.append(Step("usage_day", "empty, to fill with the jobs' columns", emptied[0]))
     if await daily.left(conn):
         steps.append(Step("usage_day", "fill from the finished pods", await daily.fill(conn)))
+    elif f"{UsageDay._meta.db_table}.measured_gpu_s" in added:
+        measured = await daily.remeasure(conn)
+        steps.append(Step("usage_day", "rewrite the summarised jobs' days", measured))
     if any(f"{QueueSpan._meta.db_table}.{column}" in added for column in spans.JOB_COLUMNS):
         emptied = await conn.execute_query(f"DELETE FROM {QueueSpan._meta.db_table}")
         steps.append(Step("queue_span", "empty, to fill with the jobs' columns", emptied[0]))
