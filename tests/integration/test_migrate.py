@@ -80,7 +80,8 @@ def test_a_dry_run_counts_what_it_would_do_and_changes_nothing(
     result = migrate(kubedl_url, tmp_path, "--dry-run")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert "job_info: add columns cluster, gmt_finished, api_version, queue: 4 (dry run)" in lines
+    added = "job_info: add columns cluster, gmt_finished, api_version, queue, gmt_measured"
+    assert f"{added}: 5 (dry run)" in lines
     assert "job_info: merge duplicate rows of 2 uids: 3 (dry run)" in lines
     assert "replica_info: merge duplicate rows of 1 uids: 1 (dry run)" in lines
     assert "job_info: add the unique key on job_id: 1 (dry run)" in lines
@@ -188,7 +189,7 @@ def test_kubedl_0_3s_table_gets_both_finish_columns(
     first = migrate(url, tmp_path)
     assert (
         "job_info: add columns cluster, gmt_job_finished, gmt_job_running, api_version, "
-        "remark, queue: 6" in (first.stdout.splitlines())
+        "remark, queue, gmt_measured: 7" in (first.stdout.splitlines())
     )
     assert query(url, "SELECT gmt_finished, gmt_job_finished FROM job_info") == [
         (FINISHED, FINISHED)

@@ -279,3 +279,22 @@ async def test_days_from_before_the_weights_are_rewritten_at_start(archive: None
     found = by(await rollup("namespace", since=SINCE, until=UNTIL), "namespace")
     assert efficiency(found[("team-a",)]) == TEAM_A
     assert await migration.upgrade(conn, []) == []
+
+
+async def test_jobs_measured_before_their_mark_are_marked_at_start(archive: None) -> None:
+    before = by(await rollup("namespace", since=SINCE, until=UNTIL), "namespace")
+    conn = db.connection()
+    await conn.execute_script("ALTER TABLE job_info DROP COLUMN gmt_measured")
+    added = await schema.ensure_schema(conn)
+    assert "job_info.gmt_measured" in added
+    steps = await migration.upgrade(conn, added)
+    marked = await Job.filter(gmt_measured__isnull=False).values_list("job_id", flat=True)
+    measured = await Summary.filter(outcome=MEASURED).values_list("job_id", flat=True)
+    assert sorted(marked) == sorted(set(measured)) and marked
+    assert ("mark the jobs a pod of which was measured", len(marked)) in [
+        (step.what, step.count) for step in steps
+    ]
+    after = by(await rollup("namespace", since=SINCE, until=UNTIL), "namespace")
+    assert [row[usage.UNKNOWN_JOBS] for row in after.values()] == [
+        row[usage.UNKNOWN_JOBS] for row in before.values()
+    ]

@@ -95,6 +95,8 @@ class JobRow(TypedDict):
     api_version: str | None
     remark: str | None
     queue: str | None
+    # Stamped by the store as unknown: only a measured summary's write sets it.
+    gmt_measured: NotRequired[datetime.datetime | None]
 
 
 class PodRow(TypedDict):

@@ -80,10 +80,15 @@ class Job(Stamped):
     # Not in the seed (decision 32): the queue the job was submitted to, Kueue's,
     # Volcano's or Kubeflow's; NULL in rows recorded before it existed.
     queue = fields.CharField(max_length=NAME_LENGTH, null=True)
+    # Not in the seed (decision 47): when a pod of it was first measured from
+    # Prometheus, written by the summaries' writes (``storage.summaries``), never by the
+    # recorder, so that usage counts the jobs nobody can say anything of off this row.
+    gmt_measured = fields.DatetimeField(null=True)
 
     STAMPED = ("gmt_created", "gmt_modified", "gmt_job_finished")
-    # Kept at the earliest value ever written, NULL never replacing one (decision 32).
-    EARLIEST: ClassVar[tuple[str, ...]] = ("gmt_job_running",)
+    # Kept at the earliest value ever written, NULL never replacing one (decision 32):
+    # the recorder writes no measurement, so it never clears one.
+    EARLIEST: ClassVar[tuple[str, ...]] = ("gmt_job_running", "gmt_measured")
     BOUNDS: ClassVar[dict[str, int]] = {"remark": REMARK_LENGTH}
     JSON_BOUNDS: ClassVar[dict[str, int]] = {"resources": RESOURCES_LENGTH}
 
@@ -92,6 +97,7 @@ class Job(Stamped):
         """Stamp as every table does, and keep KubeDL's finish column in step."""
         super().stamp(row, now)
         row["gmt_job_finished"] = row.get("gmt_finished")
+        row.setdefault("gmt_measured", None)
 
     class Meta:
         table = "job_info"

@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast, overload
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.expressions import Q
 
+from jobarchive.core.efficiency import MEASURED
 from jobarchive.core.rows import (
     DEFAULT_CLUSTER,
     AttemptRow,
@@ -119,6 +120,25 @@ async def _upsert(
     return stale
 
 
+async def _mark_measured(
+    execute: dialects.Execute,
+    dialect: dialects.Dialect,
+    rows: Sequence[Mapping[str, Any]],
+    now: datetime.datetime,
+) -> None:
+    """Mark the jobs of the measured summaries ``rows`` as measured at ``now``
+    (``job_info.gmt_measured``, decision 47); a job marked keeps its first mark."""
+    jobs = sorted({str(row["job_id"]) for row in rows if row["outcome"] == MEASURED})
+    for start in range(0, len(jobs), ROWS_PER_STATEMENT):
+        chunk = jobs[start : start + ROWS_PER_STATEMENT]
+        marks = ", ".join([dialect.placeholder] * len(chunk))
+        await execute(
+            f"UPDATE job_info SET gmt_measured = {dialect.placeholder} "
+            f"WHERE gmt_measured IS NULL AND job_id IN ({marks})",
+            [dialect.value(now), *chunk],
+        )
+
+
 async def _insert(
     table: Table,
     rows: Sequence[dict[str, Any]],
@@ -212,6 +232,8 @@ class Store:
         await rollup.lock(execute, dialect)
         stale = await _upsert(TABLES[model], prepared, self.cluster, dialect, execute)
         await rollup.write(execute, dialect)
+        if model is Summary:
+            await _mark_measured(execute, dialect, prepared, utcnow())
         return stale
 
     async def write_batch(

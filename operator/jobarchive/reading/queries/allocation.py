@@ -9,7 +9,6 @@ roll-up takes no namespace, and a caller needs the grant of usage over all
 namespaces, in the clusters it may read (decision 36).
 """
 
-import asyncio
 import bisect
 import datetime
 from collections.abc import Sequence
@@ -144,10 +143,8 @@ async def queue_rollup(
         cells, waits = await _live(w, cut, granted)
     else:
         names = sorted(set(await allotted.queue_names(w)) | set(granted))
-        # Side by side, on two of the read pool's connections: each is a sort of its own.
-        cells, waits = await asyncio.gather(
-            allotted.held(w, cut, names), allotted.waits(w, cut, names)
-        )
+        cells = await allotted.held(w, cut, names)
+        waits = await allotted.waits(w, cut, names)
     queues = sorted({grp for grp, _ in cells} | set(granted) | {grp for grp, _ in waits})
     if len(queues) * len(cut) > usage.MAX_ROWS:
         raise usage.TooManyRows(Named("by"), f": {len(queues):,} queues over {len(cut):,} periods")

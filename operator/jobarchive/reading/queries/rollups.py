@@ -194,11 +194,8 @@ async def _job_counts(w: Window, cut: Sequence[usage.Period]) -> list[dict[str, 
         f"CASE WHEN j.gmt_finished < {w.time(w.until)} AND j.status IN ('Succeeded', 'Failed') "
         "THEN j.status ELSE '' END"
     )
-    # No pod of it measured (decision 47): by ``pod_efficiency``'s index on job_id.
-    unknown = (
-        f"CASE WHEN EXISTS (SELECT 1 FROM {SUMMARIES} e WHERE e.job_id = j.job_id "
-        f"AND e.outcome = '{MEASURED}') THEN 0 ELSE 1 END"
-    )
+    # No pod of it measured (decision 47): the mark the summaries' writes keep.
+    unknown = "CASE WHEN j.gmt_measured IS NULL THEN 1 ELSE 0 END"
     jobs = (
         f"SELECT {w.grouped()} AS grp, {outcome} AS outcome, {created} AS c, {ended} AS f, "
         f"{unknown} AS unknown FROM {w.jobs()} WHERE {w.jobs_where()}"

@@ -104,7 +104,8 @@ class Window:
             return "job_info j"
         return (
             "(SELECT DISTINCT j.job_id, j.namespace, j.cluster, j.status, j.gmt_created, "
-            "j.gmt_finished, j.gmt_job_running, p.node_name AS node FROM job_info j "
+            "j.gmt_finished, j.gmt_job_running, j.gmt_measured, p.node_name AS node "
+            "FROM job_info j "
             "LEFT JOIN replica_info p "
             "ON p.job_id = j.job_id AND p.node_name IS NOT NULL) j"
         )
@@ -141,9 +142,8 @@ class Window:
         return where
 
     async def rows(self, sql: str) -> list[dict[str, Any]]:
-        """The rows of ``sql``, built just before with this window's values: they are
-        taken before the first await, so that statements each built and run in one
-        step may run side by side (``queries.allocation``)."""
+        """The rows of ``sql``, built just before with this window's values (taken here:
+        the next statement starts with none)."""
         params, self.params = self.params, []
         _, rows = await self.connection.execute_query(sql, params)
         # As mappings with ``get`` on either engine (SQLite's rows have none).

@@ -33,7 +33,7 @@ from jobarchive.core.rows import DEFAULT_CLUSTER
 from jobarchive.storage import daily, introspection, schema, spans
 from jobarchive.storage.kueue import QueueSpan
 from jobarchive.storage.migration.counting import Counting
-from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling
+from jobarchive.storage.migration.filling import FINISH_COLUMNS, Filling, measured_jobs
 from jobarchive.storage.migration.merging import Merging
 from jobarchive.storage.migration.steps import BATCH, Report, Step
 from jobarchive.storage.migration.trimming import Trimming
@@ -92,6 +92,8 @@ async def upgrade(
         steps += await counting.pod_requests(Pod, dry_run=False)
     if f"{Job._meta.db_table}.queue" in added:
         steps += await filling.running_times(Job, dry_run=False)
+    if f"{Job._meta.db_table}.gmt_measured" in added:
+        steps += await measured_jobs(conn)
     # Cheap when there is nothing to do: NULL job_ids are a range of their index.
     steps += await filling.event_jobs(Event, dry_run=False)
     steps += await _usage_days(conn, added)

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tortoise import fields
+from tortoise.backends.base.client import BaseDBAsyncClient
 
+from jobarchive.core.efficiency import MEASURED
 from jobarchive.storage.dialects import Dialect
 from jobarchive.storage.migration.steps import Part, Step
 from jobarchive.storage.models import Event, Job, Pod, Stamped, utcnow
@@ -164,3 +166,16 @@ class Filling(Part):
             "NULL",
             dry_run,
         )
+
+
+async def measured_jobs(conn: BaseDBAsyncClient) -> list[Step]:
+    """Mark every job a pod of which was measured and whose mark is missing (the column
+    just added, decision 47): at its first measured summary's creation, in one
+    statement."""
+    found, _ = await conn.execute_query(
+        "UPDATE job_info SET gmt_measured = (SELECT MIN(e.gmt_created) FROM pod_efficiency e "
+        f"WHERE e.job_id = job_info.job_id AND e.outcome = '{MEASURED}') "
+        "WHERE gmt_measured IS NULL AND job_id IN "
+        f"(SELECT e.job_id FROM pod_efficiency e WHERE e.outcome = '{MEASURED}')"
+    )
+    return [Step("job_info", "mark the jobs a pod of which was measured", int(found))]
