@@ -101,3 +101,13 @@ energy_kwh  # unused variable (operator/jobarchive/core/efficiency.py)
 job_cluster  # unused variable (operator/jobarchive/storage/kueue.py)
 first_reserved  # unused variable (operator/jobarchive/storage/kueue.py)
 job_running  # unused variable (operator/jobarchive/storage/kueue.py)
+gmt_measured  # unused variable (operator/jobarchive/core/rows.py:99): a column, written by SQL
+gmt_measured  # unused variable (operator/jobarchive/storage/models.py:86): a model field
+measured_gpu_s  # unused variable (operator/jobarchive/storage/models.py:277): a model field
+active_gpu_s  # unused variable (operator/jobarchive/storage/models.py:278): a model field
+unused_gpu_s  # unused variable (operator/jobarchive/storage/models.py:279): a model field
+energy_j  # unused variable (operator/jobarchive/storage/models.py:280): a model field
+measured_cpu_ms  # unused variable (operator/jobarchive/storage/models.py:281): a model field
+used_cpu_ms  # unused variable (operator/jobarchive/storage/models.py:282): a model field
+measured_mem_bs  # unused variable (operator/jobarchive/storage/models.py:283): a model field
+peak_mem_bs  # unused variable (operator/jobarchive/storage/models.py:284): a model field
