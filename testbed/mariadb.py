@@ -153,6 +153,9 @@ class MariaDBServer:
             _binary("mariadb-install-db", "mysql_install_db"),
             "--no-defaults",
             f"--datadir={self.datadir}",
+            # Its own, as the server's: a server starting removes every "#sql" file in
+            # its tmpdir, so two runs bootstrapping at once in /tmp fail each other.
+            f"--tmpdir={self.base}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             *self._user(),
