@@ -146,16 +146,7 @@ async def refresh(
     """Copy the jobs' columns (``JOB_COLUMNS``) into their days, in the caller's
     transaction: after the jobs' rows are written, and after their days are. A day of a
     job not recorded gets NULLs, which no window's jobs match."""
-    uids = sorted(set(jobs))
-    day = USAGE_DAY_TABLE.name
-    sets = ", ".join(
-        f"{column} = (SELECT {value} FROM job_info j WHERE j.job_id = {day}.job_id)"
-        for column, value in JOB_COLUMNS.items()
-    )
-    for start in range(0, len(uids), JOBS_PER_STATEMENT):
-        chunk = uids[start : start + JOBS_PER_STATEMENT]
-        marks = ", ".join([dialect.placeholder] * len(chunk))
-        await execute(f"UPDATE {day} SET {sets} WHERE job_id IN ({marks})", chunk)
+    await spans.copy_job_columns(execute, dialect, USAGE_DAY_TABLE.name, JOB_COLUMNS, jobs)
 
 
 async def rewrite(

@@ -146,16 +146,29 @@ async def refresh(
     """Copy the jobs' columns (``COPIES``) into their spans and waits, in the caller's
     transaction: after the jobs' rows are written, and after their spans are. A row of
     a job not recorded gets NULLs, which reads leave out (as reading the pods does)."""
-    uids = sorted(set(jobs))
     for table, columns in COPIES.items():
-        sets = ", ".join(
-            f"{column} = (SELECT {value} FROM job_info j WHERE j.job_id = {table}.job_id)"
-            for column, value in columns.items()
-        )
-        for start in range(0, len(uids), JOBS_PER_STATEMENT):
-            chunk = uids[start : start + JOBS_PER_STATEMENT]
-            marks = ", ".join([dialect.placeholder] * len(chunk))
-            await execute(f"UPDATE {table} SET {sets} WHERE job_id IN ({marks})", chunk)
+        await copy_job_columns(execute, dialect, table, columns, jobs)
+
+
+async def copy_job_columns(
+    execute: dialects.Execute,
+    dialect: dialects.Dialect,
+    table: str,
+    columns: Mapping[str, str],
+    jobs: Iterable[str],
+) -> None:
+    """Copy the jobs' columns into ``table``'s rows of them (``columns``: each column
+    of ``table`` -> its value read from the job's ``job_info`` row, ``j``), in the
+    caller's transaction, ``JOBS_PER_STATEMENT`` jobs a statement."""
+    uids = sorted(set(jobs))
+    sets = ", ".join(
+        f"{column} = (SELECT {value} FROM job_info j WHERE j.job_id = {table}.job_id)"
+        for column, value in columns.items()
+    )
+    for start in range(0, len(uids), JOBS_PER_STATEMENT):
+        chunk = uids[start : start + JOBS_PER_STATEMENT]
+        marks = ", ".join([dialect.placeholder] * len(chunk))
+        await execute(f"UPDATE {table} SET {sets} WHERE job_id IN ({marks})", chunk)
 
 
 async def _insert(
